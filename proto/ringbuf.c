@@ -1,0 +1,392 @@
+/* proto/ringbuf.c - slow paths of the producer, and the hostile-input
+ * consumer. The ABI and the reasoning behind it are in ring.h.
+ */
+#include "ringbuf.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * Producer
+ */
+
+static bool is_valid_data_size(uint64_t size)
+{
+	return size >= RINGLOG_RING_MIN_DATA && size <= RINGLOG_RING_MAX_DATA &&
+	       (size & (size - 1)) == 0;
+}
+
+static bool loss_pending(const struct ringlog_producer *p)
+{
+	return p->lost_records != p->reported_records;
+}
+
+/* Recompute the fast path's bound from p->pos. Valid until p->pos moves
+ * past it, which sends the next reservation back here. */
+static void set_limit(struct ringlog_producer *p)
+{
+	uint64_t lap_end = (p->pos | p->mask) + 1;
+	uint64_t room_end = p->cached_cons + p->size;
+
+	if (loss_pending(p))
+		p->limit = p->pos;
+	else
+		p->limit = lap_end < room_end ? lap_end : room_end;
+}
+
+/* Pairs with the release store of cons_pos in publish(). A value that is
+ * behind what we already saw, or ahead of what we wrote, is a consumer bug;
+ * ignoring it keeps us from overwriting data that was never consumed. */
+static void refresh_cons(struct ringlog_producer *p)
+{
+	uint64_t c = __atomic_load_n(&p->hdr->cons_pos, __ATOMIC_ACQUIRE);
+
+	if (c >= p->cached_cons && c <= p->pos)
+		p->cached_cons = c;
+}
+
+/* Make room for a record of total bytes at p->pos: if it would cross the end
+ * of the data area, publish a PAD record up to the end first. Returns false,
+ * writing nothing, when the ring cannot take PAD + record now. */
+static bool place(struct ringlog_producer *p, uint64_t total)
+{
+	uint64_t tail = p->size - (p->pos & p->mask);
+	uint64_t need = total <= tail ? total : tail + total;
+
+	if (p->pos + need - p->cached_cons > p->size) {
+		refresh_cons(p);
+		if (p->pos + need - p->cached_cons > p->size)
+			return false;
+	}
+	if (total > tail) {
+		struct ringlog_rec_hdr pad = {
+			.len = (uint32_t)(tail - RINGLOG_REC_HDR_SIZE),
+			.type = RINGLOG_REC_PAD,
+		};
+		memcpy(p->data + (p->pos & p->mask), &pad, sizeof(pad));
+		p->next = p->pos + tail;
+		ringlog_prod_commit(p);
+	}
+	return true;
+}
+
+/* Write and publish the LOSS record for everything dropped since the last
+ * one. Published on its own so that an abandoned reservation behind it can
+ * never take the loss report with it. */
+static bool write_loss(struct ringlog_producer *p)
+{
+	struct ringlog_rec_hdr h = {
+		.len = sizeof(struct ringlog_rec_loss),
+		.type = RINGLOG_REC_LOSS,
+	};
+	struct ringlog_rec_loss loss = {
+		.records = p->lost_records - p->reported_records,
+		.bytes = p->lost_bytes - p->reported_bytes,
+		.total_records = p->lost_records,
+		.total_bytes = p->lost_bytes,
+	};
+	uint8_t *rec;
+
+	if (!place(p, ringlog_rec_total(h.len)))
+		return false;
+	rec = p->data + (p->pos & p->mask);
+	memcpy(rec, &h, sizeof(h));
+	memcpy(rec + sizeof(h), &loss, sizeof(loss));
+	p->next = p->pos + ringlog_rec_total(h.len);
+	ringlog_prod_commit(p);
+	p->reported_records = p->lost_records;
+	p->reported_bytes = p->lost_bytes;
+	return true;
+}
+
+static void count_drop(struct ringlog_producer *p, uint32_t len)
+{
+	p->lost_records++;
+	p->lost_bytes += len;
+	/* Relaxed: the consumer reads the totals only after an acquire of
+	 * state (ringlog_cons_done) or of prod_pos, both stored later. */
+	__atomic_store_n(&p->hdr->lost_records_total, p->lost_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->hdr->lost_bytes_total, p->lost_bytes, __ATOMIC_RELAXED);
+}
+
+void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
+			 uint16_t type, uint16_t aux)
+{
+	uint64_t total = ringlog_rec_total(len);
+	uint8_t *rec;
+
+	if (len > p->max_len)
+		return NULL; /* refused: the caller bounds its payloads */
+	if ((loss_pending(p) && !write_loss(p)) || !place(p, total)) {
+		count_drop(p, len);
+		set_limit(p);
+		return NULL;
+	}
+	set_limit(p);
+	rec = p->data + (p->pos & p->mask);
+	struct ringlog_rec_hdr h = { .len = len, .type = type, .aux = aux };
+	memcpy(rec, &h, sizeof(h));
+	p->next = p->pos + total;
+	return rec + RINGLOG_REC_HDR_SIZE;
+}
+
+int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
+		      uint32_t pid, uint32_t tid, uint64_t created_ns)
+{
+	struct ringlog_ring_hdr *hdr = mem;
+
+	if (!is_valid_data_size(data_size))
+		return -EINVAL;
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = RINGLOG_RING_MAGIC;
+	hdr->version = RINGLOG_RING_VERSION;
+	hdr->header_size = RINGLOG_RING_HEADER_SIZE;
+	hdr->data_size = data_size;
+	hdr->pid = pid;
+	hdr->tid = tid;
+	hdr->created_ns = created_ns;
+	hdr->state = RINGLOG_RING_ACTIVE;
+
+	memset(p, 0, sizeof(*p));
+	p->hdr = hdr;
+	p->data = (uint8_t *)mem + RINGLOG_RING_HEADER_SIZE;
+	p->size = data_size;
+	p->mask = data_size - 1;
+	p->max_len = ringlog_ring_max_len(data_size);
+	set_limit(p);
+	return 0;
+}
+
+int ringlog_prod_write(struct ringlog_producer *p, uint16_t type, uint16_t aux,
+		       const void *payload, uint32_t len)
+{
+	void *dst = ringlog_prod_reserve(p, len, type, aux);
+
+	if (!dst)
+		return len > p->max_len ? -EMSGSIZE : -ENOBUFS;
+	memcpy(dst, payload, len);
+	ringlog_prod_commit(p);
+	return 0;
+}
+
+int ringlog_prod_flush_loss(struct ringlog_producer *p)
+{
+	if (loss_pending(p) && !write_loss(p))
+		return -ENOBUFS;
+	set_limit(p);
+	return 0;
+}
+
+void ringlog_prod_finish(struct ringlog_producer *p)
+{
+	/* Pairs with the acquire load of state in ringlog_cons_done(). */
+	__atomic_store_n(&p->hdr->state, RINGLOG_RING_FINISHED, __ATOMIC_RELEASE);
+}
+
+uint64_t ringlog_prod_free(struct ringlog_producer *p)
+{
+	refresh_cons(p);
+	return p->size - (p->pos - p->cached_cons);
+}
+
+/* ------------------------------------------------------------------------
+ * Consumer. Every value read from the ring is checked before it is used;
+ * each record header is read with a single 64-bit load so that the producer
+ * cannot change it between the check and the use.
+ */
+
+static int fail(struct ringlog_consumer *c, int err, const char *why, uint64_t pos)
+{
+	if (!c->error) {
+		c->error = err;
+		c->why = why;
+		c->bad_pos = pos;
+	}
+	return c->error;
+}
+
+/* Positions are valid when cons <= prod, at most one lap apart, and
+ * record-aligned. */
+static const char *check_positions(uint64_t cons, uint64_t prod, uint64_t size)
+{
+	if (prod < cons)
+		return "producer position is behind the consumer position";
+	if (prod - cons > size)
+		return "producer position is more than one lap ahead";
+	if ((prod | cons) & (RINGLOG_REC_ALIGN - 1))
+		return "position is not 8-byte aligned";
+	return NULL;
+}
+
+int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size)
+{
+	struct ringlog_ring_hdr *hdr = mem;
+	uint64_t size, cons, prod;
+	const char *why;
+
+	memset(c, 0, sizeof(*c));
+	if (map_size < RINGLOG_RING_HEADER_SIZE)
+		return fail(c, -EBADMSG, "mapping is smaller than the ring header", 0);
+	/* Each identity field is read once into a private copy. */
+	if (__atomic_load_n(&hdr->magic, __ATOMIC_RELAXED) != RINGLOG_RING_MAGIC)
+		return fail(c, -EPROTO, "bad ring magic", 0);
+	if (__atomic_load_n(&hdr->version, __ATOMIC_RELAXED) != RINGLOG_RING_VERSION)
+		return fail(c, -EPROTO, "unknown ring version", 0);
+	if (__atomic_load_n(&hdr->header_size, __ATOMIC_RELAXED) != RINGLOG_RING_HEADER_SIZE)
+		return fail(c, -EPROTO, "unknown ring header size", 0);
+	if (__atomic_load_n(&hdr->incompat_flags, __ATOMIC_RELAXED) != 0)
+		return fail(c, -EPROTO, "unknown incompatible ring flags", 0);
+	size = __atomic_load_n(&hdr->data_size, __ATOMIC_RELAXED);
+	if (!is_valid_data_size(size))
+		return fail(c, -EBADMSG, "data size is not a power of two within limits", 0);
+	if (map_size - RINGLOG_RING_HEADER_SIZE != size)
+		return fail(c, -EBADMSG, "data size does not match the mapping size", 0);
+
+	cons = __atomic_load_n(&hdr->cons_pos, __ATOMIC_RELAXED);
+	prod = __atomic_load_n(&hdr->prod_pos, __ATOMIC_ACQUIRE);
+	why = check_positions(cons, prod, size);
+	if (why)
+		return fail(c, -EBADMSG, why, cons);
+
+	c->hdr = hdr;
+	c->data = (const uint8_t *)mem + RINGLOG_RING_HEADER_SIZE;
+	c->size = size;
+	c->mask = size - 1;
+	c->pos = cons;
+	c->max_len = ringlog_ring_max_len(size);
+	c->seen.total_records = __atomic_load_n(&hdr->loss_seen_records, __ATOMIC_RELAXED);
+	c->seen.total_bytes = __atomic_load_n(&hdr->loss_seen_bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void publish(struct ringlog_consumer *c, uint64_t pos)
+{
+	struct ringlog_ring_hdr *hdr = c->hdr;
+
+	c->pos = pos;
+	__atomic_store_n(&hdr->loss_seen_records, c->seen.total_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->loss_seen_bytes, c->seen.total_bytes, __ATOMIC_RELAXED);
+	/* Pairs with the acquire load in refresh_cons() (producer). */
+	__atomic_store_n(&hdr->cons_pos, pos, __ATOMIC_RELEASE);
+}
+
+static bool is_known_type(uint16_t type)
+{
+	return type == RINGLOG_REC_LOSS ||
+	       (type >= RINGLOG_REC_USER_MIN && type <= RINGLOG_REC_USER_MAX);
+}
+
+long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
+			ringlog_cons_fn fn, void *ctx)
+{
+	uint64_t prod, pos = c->pos;
+	const char *why = NULL;
+	long n = 0, ret = 0;
+
+	if (c->error)
+		return c->error;
+	/* Pairs with the release store in ringlog_prod_commit(). */
+	prod = __atomic_load_n(&c->hdr->prod_pos, __ATOMIC_ACQUIRE);
+	if (prod == pos)
+		return 0;
+	why = check_positions(pos, prod, c->size);
+
+	/* Each step advances pos by at least 8 and pos never passes prod,
+	 * which is at most one lap ahead: at most size / 8 steps. */
+	while (!why && pos != prod && pos - c->pos < max_bytes) {
+		uint64_t off = pos & c->mask;
+		uint64_t tail = c->size - off, left = prod - pos;
+		uint64_t h = __atomic_load_n((const uint64_t *)(const void *)(c->data + off),
+					     __ATOMIC_RELAXED);
+		uint32_t len = (uint32_t)h;
+		uint16_t type = (uint16_t)(h >> 32), aux = (uint16_t)(h >> 48);
+		const uint8_t *payload = c->data + off + RINGLOG_REC_HDR_SIZE;
+		uint64_t total;
+		int r;
+
+		if (type == RINGLOG_REC_PAD) {
+			if (len != tail - RINGLOG_REC_HDR_SIZE)
+				why = "PAD record does not end at the end of the data area";
+			else if (tail > left)
+				why = "PAD record extends past the producer position";
+			else
+				pos += tail;
+			continue;
+		}
+		total = ringlog_rec_total(len);
+		if (!is_known_type(type))
+			why = "unknown record type";
+		else if (len > c->max_len)
+			why = "record is longer than this ring allows";
+		else if (total > tail)
+			why = "record crosses the end of the data area";
+		else if (total > left)
+			why = "record extends past the producer position";
+		if (why)
+			break;
+
+		if (type == RINGLOG_REC_LOSS) {
+			struct ringlog_rec_loss loss;
+
+			if (len != sizeof(loss)) {
+				why = "LOSS record has the wrong length";
+				break;
+			}
+			memcpy(&loss, payload, sizeof(loss));
+			if (loss.records == 0 || loss.total_records < loss.records ||
+			    loss.total_bytes < loss.bytes) {
+				why = "LOSS record counts are inconsistent";
+				break;
+			}
+			r = fn(ctx, type, aux, (const uint8_t *)&loss, len);
+			if (r == 0)
+				c->seen = loss;
+		} else {
+			r = fn(ctx, type, aux, payload, len);
+		}
+		if (r != 0) {
+			if (r < 0)
+				ret = r;
+			break;
+		}
+		pos += total;
+		n++;
+	}
+
+	if (pos != c->pos)
+		publish(c, pos);
+	if (why)
+		return fail(c, -EBADMSG, why, pos);
+	return ret ? ret : n;
+}
+
+uint64_t ringlog_cons_pending(const struct ringlog_consumer *c)
+{
+	uint64_t prod = __atomic_load_n(&c->hdr->prod_pos, __ATOMIC_ACQUIRE);
+
+	return check_positions(c->pos, prod, c->size) ? 0 : prod - c->pos;
+}
+
+bool ringlog_cons_done(const struct ringlog_consumer *c)
+{
+	/* Pairs with the release store in ringlog_prod_finish(): once we see
+	 * FINISHED, prod_pos is final. */
+	uint32_t state = __atomic_load_n(&c->hdr->state, __ATOMIC_ACQUIRE);
+
+	return state == RINGLOG_RING_FINISHED &&
+	       __atomic_load_n(&c->hdr->prod_pos, __ATOMIC_ACQUIRE) == c->pos;
+}
+
+struct ringlog_rec_loss ringlog_cons_pending_loss(const struct ringlog_consumer *c)
+{
+	struct ringlog_rec_loss l = {
+		.total_records = __atomic_load_n(&c->hdr->lost_records_total, __ATOMIC_ACQUIRE),
+		.total_bytes = __atomic_load_n(&c->hdr->lost_bytes_total, __ATOMIC_ACQUIRE),
+	};
+
+	if (l.total_records > c->seen.total_records)
+		l.records = l.total_records - c->seen.total_records;
+	if (l.total_bytes > c->seen.total_bytes)
+		l.bytes = l.total_bytes - c->seen.total_bytes;
+	return l;
+}

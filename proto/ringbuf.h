@@ -1,0 +1,171 @@
+/* proto/ringbuf.h - producer and consumer of the ring described in ring.h.
+ *
+ * The producer side is inline: its fast path is one compare against a
+ * precomputed limit, the caller's stores into the reserved bytes, and one
+ * release store of the new position. Everything else (full ring, wrap
+ * padding, pending LOSS records) lives in ringlog__prod_slow() in ringbuf.c.
+ *
+ * The consumer side (ringlog_cons_*) is what the daemon, the tests and the
+ * fuzzers use to drain a ring they do not trust.
+ *
+ * Names with a double underscore are internal to the project; nothing here
+ * is exported from libringlog.
+ */
+#ifndef RINGLOG_PROTO_RINGBUF_H
+#define RINGLOG_PROTO_RINGBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#if defined(__GNUC__)
+#define RINGLOG__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define RINGLOG__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RINGLOG__LIKELY(x)   (x)
+#define RINGLOG__UNLIKELY(x) (x)
+#endif
+
+/* ------------------------------------------------------------------------
+ * Producer. One per ring, owned by one thread; never shared.
+ */
+struct ringlog_producer {
+	struct ringlog_ring_hdr *hdr;
+	uint8_t *data;
+	uint64_t size;        /* data_size */
+	uint64_t mask;        /* data_size - 1 */
+	uint64_t pos;         /* private copy of hdr->prod_pos */
+	uint64_t next;        /* pos after the reservation in progress */
+	uint64_t limit;       /* a record ending at or below this position fits
+	                       * without any check: min(cached cons + size, end
+	                       * of the current lap); == pos while a LOSS record
+	                       * is pending, to force the slow path */
+	uint64_t cached_cons; /* last cons_pos read from the consumer block */
+	uint64_t lost_records;     /* private copies of the header totals */
+	uint64_t lost_bytes;
+	uint64_t reported_records; /* totals carried by the last LOSS record */
+	uint64_t reported_bytes;
+	uint32_t max_len;     /* ringlog_ring_max_len(size) */
+};
+
+/* Lay out a new ring in mem (RINGLOG_RING_HEADER_SIZE + data_size bytes,
+ * zeroed or not) and attach a producer to it.
+ * Returns 0, or -EINVAL if data_size is not a power of two within
+ * RINGLOG_RING_MIN_DATA..RINGLOG_RING_MAX_DATA. */
+int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
+		      uint32_t pid, uint32_t tid, uint64_t created_ns);
+
+/* Slow path of ringlog_prod_reserve(); see there. */
+void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
+			 uint16_t type, uint16_t aux);
+
+/* Reserve a record of len payload bytes. Returns a pointer to the payload,
+ * to be filled and then published with ringlog_prod_commit(); or NULL when
+ * the ring is full (the record is dropped and counted, and a LOSS record will
+ * precede the next record that fits) or when len exceeds p->max_len (the
+ * record is refused and not counted: that is the caller's bug, errno-free by
+ * design; callers bound their payloads). Never blocks, never calls the
+ * kernel. A reservation that is never committed simply vanishes. */
+static inline void *ringlog_prod_reserve(struct ringlog_producer *p, uint32_t len,
+					 uint16_t type, uint16_t aux)
+{
+	uint64_t total = ringlog_rec_total(len);
+
+	/* Bitwise | on purpose: one predictable branch for both conditions. */
+	if (RINGLOG__UNLIKELY((len > p->max_len) | (p->pos + total > p->limit)))
+		return ringlog__prod_slow(p, len, type, aux);
+
+	uint8_t *rec = p->data + (p->pos & p->mask);
+	struct ringlog_rec_hdr h = { .len = len, .type = type, .aux = aux };
+	__builtin_memcpy(rec, &h, sizeof(h));
+	p->next = p->pos + total;
+	return rec + RINGLOG_REC_HDR_SIZE;
+}
+
+/* Publish everything reserved so far (including any PAD or LOSS record the
+ * slow path wrote). Pairs with the acquire load of prod_pos in
+ * ringlog_cons_drain(). */
+static inline void ringlog_prod_commit(struct ringlog_producer *p)
+{
+	__atomic_store_n(&p->hdr->prod_pos, p->next, __ATOMIC_RELEASE);
+	p->pos = p->next;
+}
+
+/* Reserve, copy and commit in one call. Returns 0, or -ENOBUFS when the
+ * record was dropped (ring full; counted), -EMSGSIZE when it was refused. */
+int ringlog_prod_write(struct ringlog_producer *p, uint16_t type, uint16_t aux,
+		       const void *payload, uint32_t len);
+
+/* Try to write the pending LOSS record now, without a record behind it.
+ * Returns 0 when nothing is pending any more, -ENOBUFS while the ring is
+ * still too full. Used before a ring is finished. */
+int ringlog_prod_flush_loss(struct ringlog_producer *p);
+
+/* Mark the ring finished: nothing will follow prod_pos. Release-ordered after
+ * the last commit. */
+void ringlog_prod_finish(struct ringlog_producer *p);
+
+/* Bytes the producer could still write before the ring is full, as of the
+ * consumer position it loads now (acquire). For flow control in tests and
+ * the optional blocking mode; not on the hot path. */
+uint64_t ringlog_prod_free(struct ringlog_producer *p);
+
+/* ------------------------------------------------------------------------
+ * Consumer. Owned by the daemon; the ring behind it is untrusted.
+ */
+struct ringlog_consumer {
+	struct ringlog_ring_hdr *hdr;
+	const uint8_t *data;
+	uint64_t size;    /* private copy of data_size, validated at attach */
+	uint64_t mask;
+	uint64_t pos;     /* private copy of cons_pos: never read back */
+	uint32_t max_len; /* ringlog_ring_max_len(size) */
+	struct ringlog_rec_loss seen; /* totals of the last LOSS record consumed */
+	int error;        /* sticky: the first corruption found, or 0 */
+	const char *why;  /* what was wrong, for the daemon's log line */
+	uint64_t bad_pos; /*   and where */
+};
+
+/* Called once per record, in ring order. payload points into the shared
+ * data area: the producer can still change those bytes, so parse from a
+ * copy. For RINGLOG_REC_LOSS the payload is a validated private copy of a
+ * struct ringlog_rec_loss. Return 0 to go on, > 0 to stop before this record
+ * (it stays in the ring for the next drain), < 0 to stop and fail the drain
+ * with that value (the record also stays). */
+typedef int (*ringlog_cons_fn)(void *ctx, uint16_t type, uint16_t aux,
+			       const uint8_t *payload, uint32_t len);
+
+/* Validate a mapped ring of map_size bytes and attach a consumer to it,
+ * starting at the cons_pos found in the header (so a restarted daemon
+ * resumes where the previous one stopped).
+ * Returns 0, or -EPROTO for an unknown magic/version/flag, -EBADMSG for a
+ * header whose geometry or positions are inconsistent (c->why says which). */
+int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size);
+
+/* Deliver the records between the consumer position and the producer
+ * position read once at entry, at most about max_bytes of them, then publish
+ * the new consumer position once.
+ * Returns the number of records delivered (PAD records are not delivered),
+ * or -EBADMSG when the ring is corrupt: records before the damage were
+ * delivered and consumed, c->error/why/bad_pos describe it, and every later
+ * call fails the same way (detach the ring). A negative value returned by fn
+ * is passed through. Every call ends in at most data_size / 8 steps. */
+long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
+			ringlog_cons_fn fn, void *ctx);
+
+/* Bytes committed by the producer and not yet consumed (0 if the producer
+ * position is bogus; the next drain will report that). */
+uint64_t ringlog_cons_pending(const struct ringlog_consumer *c);
+
+/* True when the producer has finished and everything it wrote is consumed:
+ * the ring can be released. */
+bool ringlog_cons_done(const struct ringlog_consumer *c);
+
+/* Loss the producer counted but has not reported in-stream (header totals
+ * minus the last LOSS record consumed; final once ringlog_cons_done()).
+ * total_records/total_bytes hold the header totals. */
+struct ringlog_rec_loss ringlog_cons_pending_loss(const struct ringlog_consumer *c);
+
+#endif /* RINGLOG_PROTO_RINGBUF_H */

@@ -1,0 +1,298 @@
+/* tests/test-ring.c - single-thread semantics of the ring (proto/ringbuf.c):
+ * wrap-around, exact drop counting, LOSS records at the gap, zero-length and
+ * oversized records, resuming after a consumer restart. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "helpers.h"
+
+#define TYPE_DATA RINGLOG_REC_USER_MIN
+
+/* What a test's consumer callback saw. */
+struct seen {
+	const uint8_t *lo, *hi; /* the data area: every payload must lie inside */
+	uint64_t next_seq;      /* sequence number expected next */
+	uint64_t records, lost_records, lost_bytes, losses;
+	uint64_t gap_expected;  /* set by a LOSS record, checked by the next seq */
+	int stop_after;         /* > 0: ask the ring to stop after this many */
+};
+
+/* Payload layout used here: 8-byte sequence number then th_fill() bytes. */
+static int check_record(void *ctx, uint16_t type, uint16_t aux,
+			const uint8_t *payload, uint32_t len)
+{
+	struct seen *s = ctx;
+
+	if (s->stop_after > 0 && s->records >= (uint64_t)s->stop_after)
+		return 1;
+	if (type == RINGLOG_REC_LOSS) {
+		struct ringlog_rec_loss l;
+		memcpy(&l, payload, sizeof(l));
+		s->lost_records += l.records;
+		s->lost_bytes += l.bytes;
+		s->losses++;
+		cr_assert_eq(l.total_records, s->lost_records, "LOSS totals must accumulate");
+		s->next_seq += l.records; /* the gap is exactly here */
+		return 0;
+	}
+	cr_assert_eq(type, TYPE_DATA);
+	cr_assert(payload >= s->lo && payload + len <= s->hi,
+		  "payload [%p,+%u) outside the data area", (const void *)payload, len);
+	if (len >= 8) {
+		uint64_t seq;
+		memcpy(&seq, payload, 8);
+		cr_assert_eq(seq, s->next_seq, "record %llu arrived where %llu was expected",
+			     (unsigned long long)seq, (unsigned long long)s->next_seq);
+		cr_assert_eq(aux, (uint16_t)seq, "aux travels with the record");
+		cr_assert_eq(th_check_fill(payload + 8, len - 8, seq), 0,
+			     "payload of record %llu damaged", (unsigned long long)seq);
+	}
+	s->next_seq++;
+	s->records++;
+	return 0;
+}
+
+static int write_seq(struct ringlog_producer *p, uint64_t seq, uint32_t len)
+{
+	uint8_t *dst = ringlog_prod_reserve(p, len, TYPE_DATA, (uint16_t)seq);
+
+	if (!dst)
+		return len > p->max_len ? -EMSGSIZE : -ENOBUFS;
+	if (len >= 8) {
+		memcpy(dst, &seq, 8);
+		th_fill(dst + 8, len - 8, seq);
+	}
+	ringlog_prod_commit(p);
+	return 0;
+}
+
+static void *new_ring(struct ringlog_producer *p, struct ringlog_consumer *c,
+		      struct seen *s, uint64_t size)
+{
+	void *mem = th_ring_alloc(size);
+
+	cr_assert_eq(ringlog_prod_init(p, mem, size, 1, 1, 0), 0);
+	cr_assert_eq(ringlog_cons_attach(c, mem, RINGLOG_RING_HEADER_SIZE + size), 0);
+	memset(s, 0, sizeof(*s));
+	s->lo = c->data;
+	s->hi = c->data + size;
+	return mem;
+}
+
+Test(ring, wraps_without_splitting_a_record_at_every_size)
+{
+	/* A 4 KiB ring takes every size 0..1016, a 64 KiB ring every size up to
+	 * the global maximum; the position drifts through every offset. */
+	static const uint64_t sizes[] = { 4096, 65536 };
+
+	for (size_t r = 0; r < 2; r++) {
+		struct ringlog_producer p;
+		struct ringlog_consumer c;
+		struct seen s;
+		void *mem = new_ring(&p, &c, &s, sizes[r]);
+		uint64_t seq = 0;
+
+		for (uint32_t len = 8; len <= p.max_len; len++) {
+			/* enough records of this size to go round the ring at
+			 * least once in the small ring */
+			uint32_t reps = sizes[r] == 4096 ? (uint32_t)(4096 / ringlog_rec_total(len)) + 2 : 2;
+
+			for (uint32_t k = 0; k < reps; k++) {
+				cr_assert_eq(write_seq(&p, seq++, len), 0, "len %u", len);
+				cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 1);
+			}
+		}
+		cr_assert_eq(s.records, seq);
+		cr_assert_eq(s.losses, 0);
+		cr_assert_eq(p.max_len, sizes[r] == 4096 ? 1016u : RINGLOG_REC_MAX_LEN);
+		free(mem);
+	}
+}
+
+Test(ring, full_ring_drops_and_counts_exactly)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+	uint64_t seq = 0, written = 0;
+	const uint32_t len = 40; /* 48 bytes a record */
+
+	while (write_seq(&p, seq, len) == 0) {
+		seq++;
+		written++;
+	}
+	cr_assert_eq(written, 4096 / 48, "a 4 KiB ring holds %d 48-byte records", 4096 / 48);
+	cr_assert_eq(p.hdr->lost_records_total, 1);
+	seq++; /* the one that failed above was dropped */
+	for (int i = 0; i < 99; i++)
+		cr_assert_eq(write_seq(&p, seq++, len), -ENOBUFS);
+	cr_assert_eq(p.hdr->lost_records_total, 100);
+	cr_assert_eq(p.hdr->lost_bytes_total, 100 * len);
+
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), (long)written);
+	cr_assert_eq(s.losses, 0, "no LOSS record before space returns");
+	cr_assert_eq(write_seq(&p, seq++, len), 0);
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 2, "LOSS + record");
+	cr_assert_eq(s.losses, 1);
+	cr_assert_eq(s.lost_records, 100);
+	cr_assert_eq(s.lost_bytes, 100 * len);
+	cr_assert_eq(s.records + s.lost_records, seq);
+	free(mem);
+}
+
+Test(ring, loss_record_marks_each_gap_at_its_place)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+	uint64_t rnd = 42, seq = 0;
+
+	/* Random bursts and partial drains: check_record() advances next_seq
+	 * by each LOSS count, so any miscounted or misplaced gap fails the
+	 * sequence check of the record that follows it. */
+	for (int round = 0; round < 20000; round++) {
+		uint32_t burst = (uint32_t)(th_rand(&rnd) % 64);
+		for (uint32_t i = 0; i < burst; i++) {
+			uint32_t len = 8 + (uint32_t)(th_rand(&rnd) % 200);
+			write_seq(&p, seq++, len);
+		}
+		ringlog_cons_drain(&c, th_rand(&rnd) % 3000, check_record, &s);
+	}
+	cr_assert_eq(ringlog_prod_flush_loss(&p) == 0 ||
+		     ringlog_cons_drain(&c, SIZE_MAX, check_record, &s) >= 0, 1);
+	while (ringlog_prod_flush_loss(&p) != 0)
+		ringlog_cons_drain(&c, SIZE_MAX, check_record, &s);
+	cr_assert_geq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 0);
+	cr_assert_gt(s.losses, 100, "the workload must actually lose (%llu losses)",
+		     (unsigned long long)s.losses);
+	cr_assert_eq(s.records + s.lost_records, seq, "stored %llu + lost %llu != produced %llu",
+		     (unsigned long long)s.records, (unsigned long long)s.lost_records,
+		     (unsigned long long)seq);
+	cr_assert_eq(s.lost_records, p.hdr->lost_records_total);
+	free(mem);
+}
+
+static int count_empty(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
+		       uint32_t len)
+{
+	(void)payload;
+	cr_assert_eq(type, TYPE_DATA + 1);
+	cr_assert_eq(len, 0);
+	cr_assert_eq(aux, 7);
+	(*(int *)ctx)++;
+	return 0;
+}
+
+Test(ring, zero_length_payloads_take_one_header_each)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+	int n = 0;
+
+	for (int i = 0; i < 512; i++)
+		cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA + 1, 7, NULL, 0), 0);
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA + 1, 7, NULL, 0), -ENOBUFS,
+		     "512 eight-byte headers fill a 4 KiB ring");
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, count_empty, &n), 512);
+	cr_assert_eq(n, 512);
+	free(mem);
+}
+
+Test(ring, records_larger_than_the_ring_allows_are_refused_not_counted)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+	static uint8_t big[RINGLOG_REC_MAX_LEN + 1];
+
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, big, p.max_len + 1), -EMSGSIZE);
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, big, RINGLOG_REC_MAX_LEN + 1), -EMSGSIZE);
+	cr_assert_null(ringlog_prod_reserve(&p, UINT32_MAX, TYPE_DATA, 0));
+	cr_assert_null(ringlog_prod_reserve(&p, UINT32_MAX - 7, TYPE_DATA, 0));
+	cr_assert_eq(p.hdr->lost_records_total, 0);
+	cr_assert_eq(write_seq(&p, 0, p.max_len), 0, "the largest allowed record fits");
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 1);
+	free(mem);
+}
+
+Test(ring, init_refuses_sizes_that_are_not_a_power_of_two_in_range)
+{
+	struct ringlog_producer p;
+	void *mem = th_ring_alloc(8192);
+
+	cr_assert_eq(ringlog_prod_init(&p, mem, 0, 0, 0, 0), -EINVAL);
+	cr_assert_eq(ringlog_prod_init(&p, mem, 2048, 0, 0, 0), -EINVAL);
+	cr_assert_eq(ringlog_prod_init(&p, mem, 6144, 0, 0, 0), -EINVAL);
+	cr_assert_eq(ringlog_prod_init(&p, mem, (uint64_t)RINGLOG_RING_MAX_DATA * 2, 0, 0, 0), -EINVAL);
+	cr_assert_eq(ringlog_prod_init(&p, mem, 8192, 0, 0, 0), 0);
+	free(mem);
+}
+
+Test(ring, new_consumer_resumes_where_the_last_one_published)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c, c2;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+
+	for (uint64_t i = 0; i < 60; i++)
+		cr_assert_eq(write_seq(&p, i, 24), 0);
+	s.stop_after = 25;
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 25);
+	/* the "daemon" restarts: a fresh consumer on the same memory */
+	cr_assert_eq(ringlog_cons_attach(&c2, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+	s.stop_after = 0;
+	cr_assert_eq(ringlog_cons_drain(&c2, SIZE_MAX, check_record, &s), 35);
+	cr_assert_eq(s.next_seq, 60, "nothing duplicated, nothing skipped");
+	free(mem);
+}
+
+Test(ring, drain_stops_near_max_bytes_and_when_asked)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+
+	for (uint64_t i = 0; i < 50; i++)
+		cr_assert_eq(write_seq(&p, i, 24), 0); /* 32 bytes each */
+	cr_assert_eq(ringlog_cons_drain(&c, 320, check_record, &s), 10);
+	cr_assert_eq(ringlog_cons_pending(&c), 40 * 32);
+	s.stop_after = 15;
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 5);
+	s.stop_after = 0;
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, check_record, &s), 35);
+	cr_assert_eq(ringlog_cons_pending(&c), 0);
+	free(mem);
+}
+
+Test(ring, finished_ring_reports_loss_not_yet_in_the_stream)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct seen s;
+	void *mem = new_ring(&p, &c, &s, 4096);
+	uint64_t seq = 0;
+
+	while (write_seq(&p, seq, 40) == 0)
+		seq++;
+	for (int i = 0; i < 9; i++)
+		write_seq(&p, ++seq, 40);
+	ringlog_prod_finish(&p);
+	cr_assert_not(ringlog_cons_done(&c), "records are still unread");
+	ringlog_cons_drain(&c, SIZE_MAX, check_record, &s);
+	cr_assert(ringlog_cons_done(&c));
+	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&c);
+	cr_assert_eq(l.records, 10);
+	cr_assert_eq(l.bytes, 400);
+	cr_assert_eq(s.records + l.records, seq + 1);
+	free(mem);
+}
