@@ -164,7 +164,8 @@ int ringlog_prod_write(struct ringlog_producer *p, uint16_t type, uint16_t aux,
 
 	if (!dst)
 		return len > p->max_len ? -EMSGSIZE : -ENOBUFS;
-	memcpy(dst, payload, len);
+	if (len) /* payload may be NULL for an empty record */
+		memcpy(dst, payload, len);
 	ringlog_prod_commit(p);
 	return 0;
 }

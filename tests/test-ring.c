@@ -9,6 +9,8 @@
 
 #include "helpers.h"
 
+TestSuite(ring, .fini = th_check_leaks);
+
 #define TYPE_DATA RINGLOG_REC_USER_MIN
 
 /* What a test's consumer callback saw. */
