@@ -1,0 +1,29 @@
+/* bench/bench-util.h - timing helpers shared by the benchmarks. */
+#ifndef RINGLOG_BENCH_UTIL_H
+#define RINGLOG_BENCH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t bu_ticks(void) { return __rdtsc(); }
+#else
+#include <time.h>
+static inline uint64_t bu_ticks(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
+
+/* Ticks per nanosecond, measured against CLOCK_MONOTONIC_RAW over ~200 ms. */
+double bu_ticks_per_ns(void);
+uint64_t bu_now_ns(void);
+int bu_pin_cpu(int cpu);
+/* Sort samples in place and return the q-quantile (0..1). */
+void bu_sort(uint64_t *v, size_t n);
+uint64_t bu_quantile(const uint64_t *sorted, size_t n, double q);
+
+#endif

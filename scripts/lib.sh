@@ -1,0 +1,37 @@
+# scripts/lib.sh - sourced by the other scripts: messages and package checks.
+# Every package the project needs is named here, once.
+
+RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
+RINGLOG_TEST_PACKAGES="libcriterion-dev"
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# ensure_packages PKG...: install what is missing when root; otherwise print
+# the exact command to run and stop.
+ensure_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		printf 'Missing Debian packages: %s\nRun as root:\n  apt-get update && apt-get install -y %s\n' \
+			"${missing[*]}" "${missing[*]}" >&2
+		exit 1
+	fi
+	step "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# Try without a fresh index first (fast on a warm machine), then update.
+	apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}"; } ||
+		die "apt-get could not install: ${missing[*]}"
+}
+
+# configure_and_build DIR [cmake args...]
+configure_and_build() {
+	local dir=$1; shift
+	cmake -S . -B "$dir" -DRINGLOG_WERROR=ON "$@" >/dev/null || die "cmake configure failed for $dir"
+	cmake --build "$dir" -j "$(nproc)" -- --no-print-directory 2>&1 | grep -vE '^\[ *[0-9]+%\]' || true
+	[ "${PIPESTATUS[0]}" -eq 0 ] || die "build failed in $dir"
+}

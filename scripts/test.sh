@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# scripts/test.sh - build and run the whole test suite, twice: a -Werror build
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build. Installs the
+# Debian packages it needs when run as root. Ends with one summary line.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/lib.sh
+
+ensure_packages $RINGLOG_BUILD_PACKAGES $RINGLOG_TEST_PACKAGES
+
+passed=0 failed=0
+run_suite() { # NAME DIR CMAKE_ARGS...
+	local name=$1 dir=$2 out; shift 2
+	step "build: $name"
+	configure_and_build "$dir" "$@"
+	step "test: $name"
+	out=$(ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" 2>&1)
+	printf '%s\n' "$out" | grep -vE '^(Test project|\s*$)'
+	local line p f
+	line=$(printf '%s\n' "$out" | grep -E 'tests passed, [0-9]+ tests failed out of' | tail -1)
+	[ -n "$line" ] || die "ctest printed no summary for $name"
+	f=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+	p=$(( $(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line") - f ))
+	passed=$((passed + p)) failed=$((failed + f))
+}
+
+run_suite "release (-O2, -Werror)" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite "ASan + UBSan" build-asan -DCMAKE_BUILD_TYPE=Debug -DRINGLOG_SANITIZE=ON \
+	-DRINGLOG_BUILD_BENCH=OFF
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
