@@ -1,0 +1,852 @@
+/* config/config.c - JSON configuration for ringlogd (see config.h).
+ *
+ * jansson parses and reports syntax errors with their position, but keeps no
+ * positions for values it parsed. To name the line and column of a key whose
+ * value is wrong, scan_value() walks the (already valid) text once and
+ * records where each key path starts. That costs one extra pass over a file
+ * of a few hundred bytes, only at load time.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#define MAX_ERRORS 16
+
+/* A key's position in the text: path is "a/b/c" (jansson's decoded keys). */
+struct loc {
+	char path[256];
+	size_t off;
+};
+
+struct ctx {
+	const char *name, *text;
+	size_t len;
+	char *err;
+	size_t errlen, used;
+	int nerr;
+	struct loc *locs;
+	size_t nlocs, cap;
+	struct ringlog_config *c;
+	struct ringlog_config_provider *prov; /* entry being parsed in providers */
+};
+
+/* ------------------------------------------------------------------------
+ * Where keys are: a recursive walk over text jansson already accepted.
+ */
+
+static void skip_ws(const struct ctx *x, size_t *i)
+{
+	while (*i < x->len && strchr(" \t\r\n", x->text[*i]) && x->text[*i])
+		(*i)++;
+}
+
+/* Skip a string starting at the opening quote; copy its raw contents (no
+ * unescaping: keys with escapes then fall back to their parent's place). */
+static void skip_string(const struct ctx *x, size_t *i, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for ((*i)++; *i < x->len && x->text[*i] != '"'; (*i)++) {
+		if (x->text[*i] == '\\')
+			(*i)++;
+		else if (out && n + 1 < outlen)
+			out[n++] = x->text[*i];
+	}
+	(*i)++;
+	if (out)
+		out[n] = '\0';
+}
+
+static void add_loc(struct ctx *x, const char *path, size_t off)
+{
+	if (x->nlocs == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 32;
+		struct loc *l = realloc(x->locs, cap * sizeof(*l));
+		if (!l)
+			return; /* positions are a courtesy; errors still print */
+		x->locs = l;
+		x->cap = cap;
+	}
+	snprintf(x->locs[x->nlocs].path, sizeof(x->locs[0].path), "%s", path);
+	x->locs[x->nlocs++].off = off;
+}
+
+static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
+{
+	char sub[256], key[128];
+
+	skip_ws(x, i);
+	if (*i >= x->len || depth > 64)
+		return;
+	switch (x->text[*i]) {
+	case '{':
+	case '[': {
+		char close = x->text[*i] == '{' ? '}' : ']';
+		for ((*i)++;;) {
+			skip_ws(x, i);
+			if (*i >= x->len || x->text[*i] == close) {
+				(*i)++;
+				return;
+			}
+			if (close == '}') {
+				size_t at = *i;
+				skip_string(x, i, key, sizeof(key));
+				snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", key);
+				add_loc(x, sub, at);
+				skip_ws(x, i);
+				(*i)++; /* ':' */
+			} else {
+				snprintf(sub, sizeof(sub), "%s", path);
+			}
+			scan_value(x, i, sub, depth + 1);
+			skip_ws(x, i);
+			if (*i < x->len && x->text[*i] == ',')
+				(*i)++;
+		}
+	}
+	case '"':
+		skip_string(x, i, NULL, 0);
+		return;
+	default:
+		while (*i < x->len && !strchr(",}] \t\r\n", x->text[*i]))
+			(*i)++;
+		return;
+	}
+}
+
+/* Line and column (1-based) of the key at path, or of its nearest parent. */
+static void where(const struct ctx *x, const char *path, int *line, int *col)
+{
+	char p[256];
+	size_t off = 0;
+	bool found = false;
+
+	snprintf(p, sizeof(p), "%s", path);
+	while (!found && *p) {
+		for (size_t k = 0; k < x->nlocs; k++)
+			if (!strcmp(x->locs[k].path, p)) {
+				off = x->locs[k].off;
+				found = true;
+				break;
+			}
+		char *slash = strrchr(p, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			*p = '\0';
+	}
+	*line = 1;
+	*col = 1;
+	for (size_t k = 0; k < off && k < x->len; k++) {
+		if (x->text[k] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Errors
+ */
+
+static void report(struct ctx *x, const char *path, const char *fmt, ...)
+{
+	char msg[512], key[256];
+	int line, col;
+	va_list ap;
+
+	if (x->nerr++ >= MAX_ERRORS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(key, sizeof(key), "%s", path);
+	for (char *s = key; *s; s++)
+		if (*s == '/')
+			*s = '.';
+	where(x, path, &line, &col);
+	if (x->used < x->errlen) {
+		int n = snprintf(x->err + x->used, x->errlen - x->used,
+				 "%sconfig: %s:%d:%d: \"%s\": %s", x->used ? "\n" : "",
+				 x->name, line, col, key, msg);
+		if (n > 0)
+			x->used += (size_t)n;
+	}
+}
+
+/* The value as JSON, shortened, for "got ..." in messages. */
+static const char *repr(json_t *v, char *buf, size_t len)
+{
+	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+	snprintf(buf, len, "%s", s ? s : "?");
+	if (s && strlen(s) >= len && len > 4)
+		memcpy(buf + len - 4, "...", 4);
+	free(s);
+	return buf;
+}
+
+#define GOT(v) repr((v), (char[64]){ 0 }, 64)
+
+/* ------------------------------------------------------------------------
+ * Sizes and durations
+ */
+
+int ringlog_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGTP";
+	char *end;
+	uint64_t v, mul = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end) {
+		const char *u = strchr(units, end[0] & ~0x20);
+		if (!u || !end[0])
+			return -EINVAL;
+		for (const char *k = units; k <= u; k++)
+			mul *= 1024;
+		end++;
+		if ((end[0] == 'i' && (end[1] == 'B' || end[1] == 'b') && !end[2]) ||
+		    ((end[0] == 'B' || end[0] == 'b') && !end[1]))
+			end += strlen(end);
+		if (*end)
+			return -EINVAL;
+	}
+	if (v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int ringlog_parse_duration(const char *s, uint64_t *out)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000ull },
+		{ "m", 60000000000ull }, { "h", 3600000000000ull }, { "d", 86400000000000ull },
+	};
+	char *end;
+	uint64_t v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+		if (strcmp(end, units[k].unit))
+			continue;
+		if (v > UINT64_MAX / units[k].ns)
+			return -EINVAL;
+		*out = v * units[k].ns;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------------
+ * Typed getters: each reports its own error and returns false.
+ */
+
+static bool get_string(struct ctx *x, const char *path, json_t *v, char *dst, size_t len,
+		       const char *what)
+{
+	if (!json_is_string(v) || json_string_length(v) == 0) {
+		report(x, path, "expected %s, got %s", what, GOT(v));
+		return false;
+	}
+	if (json_string_length(v) >= len) {
+		report(x, path, "too long (%zu bytes, at most %zu)", json_string_length(v), len - 1);
+		return false;
+	}
+	memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+	return true;
+}
+
+static bool get_size(struct ctx *x, const char *path, json_t *v, uint64_t lo, uint64_t hi,
+		     uint64_t *out)
+{
+	uint64_t n;
+
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		n = (uint64_t)json_integer_value(v);
+	else if (!json_is_string(v) || ringlog_parse_size(json_string_value(v), &n) < 0) {
+		report(x, path, "expected a size like \"512M\", got %s", GOT(v));
+		return false;
+	}
+	if (n < lo || n > hi) {
+		report(x, path, "%s is out of range (%" PRIu64 " to %" PRIu64 " bytes)", GOT(v), lo, hi);
+		return false;
+	}
+	*out = n;
+	return true;
+}
+
+static bool get_duration(struct ctx *x, const char *path, json_t *v, uint64_t lo,
+			 uint64_t hi, const char *range, uint64_t *out)
+{
+	uint64_t n;
+
+	if (!json_is_string(v) || ringlog_parse_duration(json_string_value(v), &n) < 0) {
+		report(x, path, "expected a duration like \"1s\", \"500ms\" or \"7d\", got %s", GOT(v));
+		return false;
+	}
+	if (n < lo || n > hi) {
+		report(x, path, "%s is out of range (%s)", GOT(v), range);
+		return false;
+	}
+	*out = n;
+	return true;
+}
+
+static bool get_uint(struct ctx *x, const char *path, json_t *v, uint64_t lo, uint64_t hi,
+		     uint32_t *out)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
+	    (uint64_t)json_integer_value(v) > hi) {
+		report(x, path, "expected an integer from %" PRIu64 " to %" PRIu64 ", got %s",
+		       lo, hi, GOT(v));
+		return false;
+	}
+	*out = (uint32_t)json_integer_value(v);
+	return true;
+}
+
+static bool get_bool(struct ctx *x, const char *path, json_t *v, bool *out)
+{
+	if (!json_is_boolean(v)) {
+		report(x, path, "expected true or false, got %s", GOT(v));
+		return false;
+	}
+	*out = json_is_true(v);
+	return true;
+}
+
+static bool is_group_name(const char *s)
+{
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", *s))
+			return false;
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Keys. Each handler validates one key's value into x->c.
+ */
+
+typedef void (*key_fn)(struct ctx *x, const char *path, json_t *v);
+struct key {
+	const char *name;
+	key_fn fn;
+};
+
+/* Walk an object, dispatching known keys and reporting unknown ones. */
+static void walk(struct ctx *x, const char *path, json_t *obj, const struct key *keys,
+		 size_t nkeys)
+{
+	const char *k;
+	json_t *v;
+	char sub[256], known[512];
+
+	if (!json_is_object(obj)) {
+		report(x, path, "expected an object { ... }, got %s", GOT(obj));
+		return;
+	}
+	json_object_foreach(obj, k, v) {
+		size_t i;
+		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k);
+		for (i = 0; i < nkeys; i++)
+			if (!strcmp(keys[i].name, k))
+				break;
+		if (i < nkeys) {
+			keys[i].fn(x, sub, v);
+			continue;
+		}
+		size_t n = 0;
+		known[0] = '\0';
+		for (size_t j = 0; j < nkeys && n < sizeof(known); j++)
+			n += (size_t)snprintf(known + n, sizeof(known) - n, "%s%s", j ? ", " : "",
+					      keys[j].name);
+		report(x, sub, "unknown key; known keys here: %s", known);
+	}
+}
+
+static void k_storage_dir(struct ctx *x, const char *p, json_t *v)
+{
+	get_string(x, p, v, x->c->storage_dir, sizeof(x->c->storage_dir), "a directory path");
+}
+
+static void k_socket_path(struct ctx *x, const char *p, json_t *v)
+{
+	get_string(x, p, v, x->c->socket_path, sizeof(x->c->socket_path), "a socket path");
+}
+
+static void group(struct ctx *x, const char *p, json_t *v, char *dst, size_t len)
+{
+	char tmp[RINGLOG_CONFIG_NAME_MAX];
+
+	if (!get_string(x, p, v, tmp, sizeof(tmp), "a group name"))
+		return;
+	if (!is_group_name(tmp) || strlen(tmp) > 32) {
+		report(x, p, "%s is not a valid group name (letters, digits, _ . -; at most 32)", GOT(v));
+		return;
+	}
+	snprintf(dst, len, "%s", tmp);
+}
+
+static void k_socket_group(struct ctx *x, const char *p, json_t *v)
+{
+	group(x, p, v, x->c->socket_group, sizeof(x->c->socket_group));
+}
+
+static void k_read_group(struct ctx *x, const char *p, json_t *v)
+{
+	group(x, p, v, x->c->read_group, sizeof(x->c->read_group));
+}
+
+static void k_socket_mode(struct ctx *x, const char *p, json_t *v)
+{
+	char *end;
+	unsigned long m;
+
+	if (!json_is_string(v) || json_string_length(v) < 3 || json_string_length(v) > 4 ||
+	    (m = strtoul(json_string_value(v), &end, 8), *end) || m > 0777) {
+		report(x, p, "expected an octal mode string like \"0660\", got %s", GOT(v));
+		return;
+	}
+	x->c->socket_mode = (uint32_t)m;
+}
+
+static void k_ring_size(struct ctx *x, const char *p, json_t *v)
+{
+	uint64_t n;
+
+	if (!get_size(x, p, v, 4096, 1u << 30, &n))
+		return;
+	if (n & (n - 1)) {
+		report(x, p, "%s is not a power of two; try \"256K\", \"1M\" or \"4M\"", GOT(v));
+		return;
+	}
+	x->c->ring_size = n;
+}
+
+static void k_flush_interval(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 1000000ull, 3600000000000ull, "1ms to 1h", &x->c->flush_interval_ns);
+}
+
+static void k_max_segment_size(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 64 << 10, 1ull << 40, &x->c->max_segment_size);
+}
+
+static void k_max_segment_age(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 1000000000ull, 366 * 86400000000000ull, "1s to 366d",
+		     &x->c->max_segment_age_ns);
+}
+
+static void k_max_disk(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 64 << 10, UINT64_MAX, &x->c->max_disk);
+}
+
+static void k_min_free(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+
+	if (n > 1 && s[n - 1] == '%') {
+		char *end;
+		unsigned long pc = strtoul(s, &end, 10);
+		if (*s < '0' || *s > '9' || end != s + n - 1 || pc > 99) {
+			report(x, p, "expected a percentage from 0%% to 99%%, got %s", GOT(v));
+			return;
+		}
+		x->c->min_free_percent = (uint32_t)pc;
+		x->c->min_free_bytes = 0;
+		return;
+	}
+	if (!json_is_string(v) && !json_is_integer(v)) {
+		report(x, p, "expected a size like \"1G\" or a percentage like \"5%%\", got %s", GOT(v));
+		return;
+	}
+	if (get_size(x, p, v, 0, UINT64_MAX, &x->c->min_free_bytes))
+		x->c->min_free_percent = 0;
+}
+
+static void k_io_backend(struct ctx *x, const char *p, json_t *v)
+{
+	static const char *names[] = { "auto", "io_uring", "pool" };
+
+	for (int i = 0; i < 3; i++)
+		if (json_is_string(v) && !strcmp(json_string_value(v), names[i])) {
+			x->c->io_backend = (enum ringlog_io_backend)i;
+			return;
+		}
+	report(x, p, "expected \"auto\", \"io_uring\" or \"pool\", got %s", GOT(v));
+}
+
+/* providers: { "PATTERN": { "level": 1..5 | "critical".."verbose",
+ *                           "keywords": "0xHEX" | integer } }
+ * "*" sets the default for every provider no other pattern matches; a field
+ * a pattern leaves out takes the built-in default (level 4, all keywords),
+ * whatever the order of the entries. */
+
+static void k_level(struct ctx *x, const char *p, json_t *v)
+{
+	static const char *names[] = { "critical", "error", "warning", "info", "verbose" };
+	uint32_t l;
+
+	if (json_is_string(v)) {
+		for (int i = 0; i < 5; i++)
+			if (!strcmp(json_string_value(v), names[i])) {
+				x->prov->level = (uint8_t)(i + 1);
+				return;
+			}
+	} else if (json_is_integer(v) && get_uint(x, p, v, 1, 5, &l)) {
+		x->prov->level = (uint8_t)l;
+		return;
+	} else if (json_is_integer(v)) {
+		return; /* get_uint reported it */
+	}
+	report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
+	       GOT(v));
+}
+
+static void k_keywords(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_string_value(v);
+	char *end;
+
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		x->prov->keywords = (uint64_t)json_integer_value(v);
+		return;
+	}
+	if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && s[2] && strlen(s) <= 18) {
+		errno = 0;
+		uint64_t k = strtoull(s + 2, &end, 16);
+		if (!*end && !errno) {
+			x->prov->keywords = k;
+			return;
+		}
+	}
+	report(x, p, "expected a keyword mask like \"0xff\" (hex, up to 64 bits), got %s", GOT(v));
+}
+
+static void k_providers(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords } };
+	const char *name;
+	json_t *pv;
+	char sub[256];
+
+	if (!json_is_object(v)) {
+		report(x, p, "expected an object of provider patterns, got %s", GOT(v));
+		return;
+	}
+	x->c->n_providers = 0;
+	json_object_foreach(v, name, pv) {
+		struct ringlog_config_provider *dst;
+		snprintf(sub, sizeof(sub), "%s/%s", p, name);
+		if (!*name || strlen(name) >= RINGLOG_PROVIDER_NAME_MAX ||
+		    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-*?") !=
+			    strlen(name)) {
+			report(x, sub, "not a provider name or pattern (letters, digits, _ . - and the "
+				       "wildcards * ?; at most %d)", RINGLOG_PROVIDER_NAME_MAX - 1);
+			continue;
+		}
+		if (!strcmp(name, "*")) {
+			dst = &x->c->default_provider;
+		} else if (x->c->n_providers == RINGLOG_CONFIG_PROVIDERS) {
+			report(x, sub, "too many provider patterns (at most %d)", RINGLOG_CONFIG_PROVIDERS);
+			continue;
+		} else {
+			dst = &x->c->providers[x->c->n_providers++];
+			dst->level = 4;
+			dst->keywords = UINT64_MAX;
+		}
+		snprintf(dst->pattern, sizeof(dst->pattern), "%s", name);
+		x->prov = dst;
+		walk(x, sub, pv, keys, 2);
+	}
+}
+
+static void k_fwd_user_events(struct ctx *x, const char *p, json_t *v)
+{
+	get_bool(x, p, v, &x->c->forward.user_events);
+}
+
+static void k_fwd_etw(struct ctx *x, const char *p, json_t *v)
+{
+	get_bool(x, p, v, &x->c->forward.etw);
+}
+
+static void k_forward(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = { { "user_events", k_fwd_user_events },
+					   { "etw", k_fwd_etw } };
+	walk(x, p, v, keys, 2);
+}
+
+static void k_lim_rings(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 65536, &x->c->limits.rings_per_process);
+}
+
+static void k_lim_ring_bytes(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 4096 + 4096, UINT64_MAX, &x->c->limits.ring_bytes_per_uid);
+}
+
+static void k_lim_metadata(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 4096, 64 << 20, &x->c->limits.metadata_size);
+}
+
+static void k_lim_clients(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 65536, &x->c->limits.clients);
+}
+
+static void k_limits(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = {
+		{ "rings_per_process", k_lim_rings },
+		{ "ring_bytes_per_uid", k_lim_ring_bytes },
+		{ "metadata_size", k_lim_metadata },
+		{ "clients", k_lim_clients },
+	};
+	walk(x, p, v, keys, 4);
+}
+
+static const struct key top_keys[] = {
+	{ "storage_dir", k_storage_dir },
+	{ "socket_path", k_socket_path },
+	{ "socket_group", k_socket_group },
+	{ "read_group", k_read_group },
+	{ "socket_mode", k_socket_mode },
+	{ "ring_size", k_ring_size },
+	{ "flush_interval", k_flush_interval },
+	{ "max_segment_size", k_max_segment_size },
+	{ "max_segment_age", k_max_segment_age },
+	{ "max_disk", k_max_disk },
+	{ "min_free", k_min_free },
+	{ "io_backend", k_io_backend },
+	{ "providers", k_providers },
+	{ "forward", k_forward },
+	{ "limits", k_limits },
+};
+
+/* ------------------------------------------------------------------------
+ * Entry points
+ */
+
+void ringlog_config_defaults(struct ringlog_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->storage_dir, sizeof(c->storage_dir), "/var/lib/ringlog");
+	snprintf(c->socket_path, sizeof(c->socket_path), "/run/ringlog/ringlog.sock");
+	snprintf(c->socket_group, sizeof(c->socket_group), "ringlog");
+	snprintf(c->read_group, sizeof(c->read_group), "ringlog-read");
+	c->socket_mode = 0660;
+	/* rate x worst drain delay: 1 M events/s x 64 B x ~16 ms of daemon
+	 * stall (a flush plus a scheduling hiccup) = 1 MiB per thread. */
+	c->ring_size = 1u << 20;
+	c->flush_interval_ns = 1000000000ull;
+	c->max_segment_size = 64ull << 20;
+	c->max_segment_age_ns = 3600ull * 1000000000ull;
+	c->max_disk = 1ull << 30;
+	c->min_free_percent = 5;
+	c->io_backend = RINGLOG_IO_AUTO;
+	snprintf(c->default_provider.pattern, sizeof(c->default_provider.pattern), "*");
+	c->default_provider.level = 4;
+	c->default_provider.keywords = UINT64_MAX;
+	c->forward.user_events = true;
+	c->forward.etw = true;
+	c->limits.rings_per_process = 1024;
+	c->limits.ring_bytes_per_uid = 1ull << 30;
+	c->limits.metadata_size = 1u << 20;
+	c->limits.clients = 4096;
+}
+
+int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
+			 const char *name, char *err, size_t errlen)
+{
+	struct ringlog_config *tmp = calloc(1, sizeof(*tmp));
+	struct ctx x = { .name = name, .text = text, .len = len, .err = err, .errlen = errlen };
+	json_error_t je;
+	json_t *root;
+	size_t i = 0;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!tmp) {
+		snprintf(err, errlen, "config: %s: out of memory", name);
+		return -ENOMEM;
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		snprintf(err, errlen, "config: %s:%d:%d: %s", name, je.line, je.column, je.text);
+		free(tmp);
+		return -EINVAL;
+	}
+	/* memcpy, not assignment: callers may memcmp configs, padding included */
+	memcpy(tmp, c, sizeof(*tmp));
+	x.c = tmp;
+	scan_value(&x, &i, "", 0);
+	walk(&x, "", root, top_keys, sizeof(top_keys) / sizeof(top_keys[0]));
+	if (!x.nerr && tmp->max_disk < tmp->max_segment_size)
+		report(&x, "max_disk", "%" PRIu64 " bytes is less than max_segment_size (%" PRIu64
+		       "); raise max_disk or lower max_segment_size", tmp->max_disk,
+		       tmp->max_segment_size);
+	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
+		snprintf(err + x.used, errlen - x.used, "\nconfig: %s: %d more errors not shown",
+			 name, x.nerr - MAX_ERRORS);
+	if (!x.nerr)
+		memcpy(c, tmp, sizeof(*c));
+	json_decref(root);
+	free(x.locs);
+	free(tmp);
+	return x.nerr ? -EINVAL : 0;
+}
+
+int ringlog_config_load(struct ringlog_config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int ret;
+
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "config: %s: cannot open: %s", path, strerror(errno));
+		return ret;
+	}
+	for (;;) {
+		if (len == cap) {
+			char *nb;
+			if (cap >= (1u << 20)) {
+				snprintf(err, errlen, "config: %s: larger than 1 MiB; is this the "
+					 "right file?", path);
+				ret = -EFBIG;
+				goto out;
+			}
+			cap = cap ? cap * 2 : 4096;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "config: %s: out of memory", path);
+				goto out;
+			}
+			buf = nb;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		ret = -EIO;
+		snprintf(err, errlen, "config: %s: read error", path);
+		goto out;
+	}
+	ret = ringlog_config_parse(c, buf, len, path, err, errlen);
+out:
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+/* "64M" for 64 MiB: the largest unit that divides exactly. */
+static json_t *size_json(uint64_t n)
+{
+	static const char units[] = "KMGTP";
+	char buf[32];
+	int u = -1;
+
+	while (u < 4 && n && n % 1024 == 0) {
+		n /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, sizeof(buf), "%" PRIu64, n);
+	else
+		snprintf(buf, sizeof(buf), "%" PRIu64 "%c", n, units[u]);
+	return json_string(buf);
+}
+
+static json_t *duration_json(uint64_t ns)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "d", 86400000000000ull }, { "h", 3600000000000ull }, { "m", 60000000000ull },
+		{ "s", 1000000000ull }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 },
+	};
+	char buf[32];
+
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (ns % units[k].ns == 0 && (ns || units[k].ns == 1)) {
+			snprintf(buf, sizeof(buf), "%" PRIu64 "%s", ns / units[k].ns, units[k].unit);
+			break;
+		}
+	return json_string(buf);
+}
+
+static json_t *provider_json(const struct ringlog_config_provider *p)
+{
+	char kw[24];
+
+	snprintf(kw, sizeof(kw), "0x%" PRIx64, p->keywords);
+	return json_pack("{s:i, s:s}", "level", p->level, "keywords", kw);
+}
+
+int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
+{
+	static const char *backends[] = { "auto", "io_uring", "pool" };
+	char mode[8], pct[8];
+	json_t *providers = json_object(), *root;
+	int ret;
+
+	snprintf(mode, sizeof(mode), "0%o", c->socket_mode);
+	snprintf(pct, sizeof(pct), "%u%%", c->min_free_percent);
+	json_object_set_new(providers, "*", provider_json(&c->default_provider));
+	for (unsigned i = 0; i < c->n_providers; i++)
+		json_object_set_new(providers, c->providers[i].pattern,
+				    provider_json(&c->providers[i]));
+	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
+			 " s:{s:b, s:b}, s:{s:i, s:o, s:o, s:i}}",
+			 "storage_dir", c->storage_dir, "socket_path", c->socket_path,
+			 "socket_group", c->socket_group, "read_group", c->read_group,
+			 "socket_mode", mode, "ring_size", size_json(c->ring_size),
+			 "flush_interval", duration_json(c->flush_interval_ns),
+			 "max_segment_size", size_json(c->max_segment_size),
+			 "max_segment_age", duration_json(c->max_segment_age_ns),
+			 "max_disk", size_json(c->max_disk),
+			 "min_free", c->min_free_bytes ? size_json(c->min_free_bytes) : json_string(pct),
+			 "io_backend", backends[c->io_backend], "providers", providers,
+			 "forward", "user_events", c->forward.user_events, "etw", c->forward.etw,
+			 "limits", "rings_per_process", (json_int_t)c->limits.rings_per_process,
+			 "ring_bytes_per_uid", size_json(c->limits.ring_bytes_per_uid),
+			 "metadata_size", size_json(c->limits.metadata_size),
+			 "clients", (json_int_t)c->limits.clients);
+	if (!root)
+		return -ENOMEM;
+	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
+	fputc('\n', f);
+	json_decref(root);
+	return ret;
+}

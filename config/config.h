@@ -1,0 +1,89 @@
+/* config/config.h - ringlogd's configuration: built-in defaults, an optional
+ * JSON file (jansson), validation with errors that name the file, line,
+ * column and key, and a dump of the effective configuration.
+ *
+ * Sizes are strings like "512M", "4G", "64K" (binary units) or plain
+ * integers (bytes); durations are strings like "500ms", "1s", "30m", "7d".
+ * min_free is a size or a percentage of the filesystem ("5%").
+ */
+#ifndef RINGLOG_CONFIG_H
+#define RINGLOG_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RINGLOG_CONFIG_PATH_MAX   4096
+#define RINGLOG_CONFIG_NAME_MAX   64  /* group names */
+#define RINGLOG_SOCKET_PATH_MAX   108 /* sizeof(sockaddr_un.sun_path) */
+#define RINGLOG_CONFIG_PROVIDERS  64
+#define RINGLOG_PROVIDER_NAME_MAX 128
+
+enum ringlog_io_backend {
+	RINGLOG_IO_AUTO,     /* io_uring, falling back to the pool if refused */
+	RINGLOG_IO_URING,
+	RINGLOG_IO_POOL,
+};
+
+/* Default enablement for providers whose name matches a glob. */
+struct ringlog_config_provider {
+	char pattern[RINGLOG_PROVIDER_NAME_MAX];
+	uint8_t level;     /* 1 critical .. 5 verbose */
+	uint64_t keywords; /* mask; all ones = every keyword */
+};
+
+struct ringlog_config {
+	char storage_dir[RINGLOG_CONFIG_PATH_MAX];
+	char socket_path[RINGLOG_SOCKET_PATH_MAX];
+	char socket_group[RINGLOG_CONFIG_NAME_MAX]; /* may write events */
+	char read_group[RINGLOG_CONFIG_NAME_MAX];   /* may tail/read/status */
+	uint32_t socket_mode;                       /* e.g. 0660 */
+	uint64_t ring_size;                         /* default per-thread ring */
+	uint64_t flush_interval_ns;
+	uint64_t max_segment_size;
+	uint64_t max_segment_age_ns;
+	uint64_t max_disk;
+	uint64_t min_free_bytes;   /* one of these two is set */
+	uint32_t min_free_percent;
+	enum ringlog_io_backend io_backend;
+	struct ringlog_config_provider default_provider;
+	struct ringlog_config_provider providers[RINGLOG_CONFIG_PROVIDERS];
+	unsigned n_providers;
+	struct {
+		bool user_events;
+		bool etw;
+	} forward;
+	struct {
+		uint32_t rings_per_process;
+		uint64_t ring_bytes_per_uid;
+		uint64_t metadata_size;
+		uint32_t clients;
+	} limits;
+};
+
+/* Fill c with the built-in defaults (the same values config/ringlogd.json
+ * ships). */
+void ringlog_config_defaults(struct ringlog_config *c);
+
+/* Apply the JSON document text (len bytes, named name in messages) on top
+ * of what c holds. On error c is unchanged and err holds one line per
+ * problem, each "config: NAME:LINE:COL: "key": what was expected, got what".
+ * Returns 0, or -EINVAL. */
+int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
+			 const char *name, char *err, size_t errlen);
+
+/* Read the file at path and apply it as ringlog_config_parse() does.
+ * Returns 0, -EINVAL, or -errno when the file cannot be read (err says so). */
+int ringlog_config_load(struct ringlog_config *c, const char *path, char *err,
+			size_t errlen);
+
+/* Write the configuration as a JSON document that ringlog_config_parse()
+ * accepts and that yields the same values. Returns 0 or -errno. */
+int ringlog_config_dump(const struct ringlog_config *c, FILE *f);
+
+/* Parse "512M", "4G", "4096" into bytes. Returns 0 or -EINVAL. */
+int ringlog_parse_size(const char *s, uint64_t *out);
+/* Parse "500ms", "1s", "30m", "7d" into nanoseconds. Returns 0 or -EINVAL. */
+int ringlog_parse_duration(const char *s, uint64_t *out);
+
+#endif /* RINGLOG_CONFIG_H */

@@ -1,0 +1,224 @@
+/* tests/test-config.c - ringlogd's configuration: the shipped file equals
+ * the built-in defaults, sizes and durations, a table of bad files with the
+ * exact error each must print, and dump/parse round trips. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "config.h"
+#include "helpers.h"
+
+TestSuite(config, .fini = th_check_leaks);
+
+static int parse(struct ringlog_config *c, const char *json, char *err, size_t len)
+{
+	return ringlog_config_parse(c, json, strlen(json), "t.json", err, len);
+}
+
+Test(config, shipped_file_equals_the_built_in_defaults)
+{
+	struct ringlog_config *d = malloc(sizeof(*d)), *c = calloc(1, sizeof(*c));
+	char err[1024];
+
+	ringlog_config_defaults(d);
+	cr_assert_eq(ringlog_config_load(c, RINGLOG_SOURCE_DIR "/config/ringlogd.json", err,
+					 sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(c, d, sizeof(*c)), 0,
+		     "config/ringlogd.json and ringlog_config_defaults() disagree");
+	free(c);
+	free(d);
+}
+
+Test(config, sizes_and_durations)
+{
+	static const struct { const char *s; uint64_t v; } sizes[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "64K", 65536 }, { "64k", 65536 },
+		{ "512M", 512ull << 20 }, { "4G", 4ull << 30 }, { "1T", 1ull << 40 },
+		{ "2GiB", 2ull << 30 }, { "3MB", 3ull << 20 }, { "1P", 1ull << 50 },
+	};
+	static const char *bad_sizes[] = { "", "-3", "M", "12X", "1.5G", "4G ", " 4G",
+					   "99999999999999999999", "20000000P", "4Gi", "4GiBs" };
+	static const struct { const char *s; uint64_t v; } durs[] = {
+		{ "1s", 1000000000ull }, { "500ms", 500000000ull }, { "30m", 1800000000000ull },
+		{ "7d", 604800000000000ull }, { "2h", 7200000000000ull }, { "10us", 10000 },
+		{ "5ns", 5 },
+	};
+	static const char *bad_durs[] = { "", "1", "s", "1sec", "-1s", "1.5s", "1 s", "1S",
+					  "300000000000d" };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		cr_assert_eq(ringlog_parse_size(sizes[i].s, &v), 0, "%s", sizes[i].s);
+		cr_assert_eq(v, sizes[i].v, "%s", sizes[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++)
+		cr_assert_eq(ringlog_parse_size(bad_sizes[i], &v), -EINVAL, "\"%s\"", bad_sizes[i]);
+	for (size_t i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
+		cr_assert_eq(ringlog_parse_duration(durs[i].s, &v), 0, "%s", durs[i].s);
+		cr_assert_eq(v, durs[i].v, "%s", durs[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad_durs) / sizeof(bad_durs[0]); i++)
+		cr_assert_eq(ringlog_parse_duration(bad_durs[i], &v), -EINVAL, "\"%s\"", bad_durs[i]);
+}
+
+/* Each bad file and the exact message it must produce. */
+static const struct { const char *json, *err; } bad[] = {
+	{ "{\n  \"max_disk\": -3\n}",
+	  "config: t.json:2:3: \"max_disk\": expected a size like \"512M\", got -3" },
+	{ "{\"max_disks\": \"1G\"}",
+	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
+	  "socket_path, socket_group, read_group, socket_mode, ring_size, flush_interval, "
+	  "max_segment_size, max_segment_age, max_disk, min_free, io_backend, providers, "
+	  "forward, limits" },
+	{ "{\"ring_size\": \"3M\"}",
+	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
+	  "\"1M\" or \"4M\"" },
+	{ "{\"ring_size\": \"2K\"}",
+	  "config: t.json:1:2: \"ring_size\": \"2K\" is out of range (4096 to 1073741824 bytes)" },
+	{ "{\"flush_interval\": 1}",
+	  "config: t.json:1:2: \"flush_interval\": expected a duration like \"1s\", \"500ms\" "
+	  "or \"7d\", got 1" },
+	{ "{\"flush_interval\": \"2h\"}",
+	  "config: t.json:1:2: \"flush_interval\": \"2h\" is out of range (1ms to 1h)" },
+	{ "{\"io_backend\": \"epoll\"}",
+	  "config: t.json:1:2: \"io_backend\": expected \"auto\", \"io_uring\" or \"pool\", "
+	  "got \"epoll\"" },
+	{ "{\"min_free\": \"150%\"}",
+	  "config: t.json:1:2: \"min_free\": expected a percentage from 0% to 99%, got \"150%\"" },
+	{ "{\"min_free\": true}",
+	  "config: t.json:1:2: \"min_free\": expected a size like \"1G\" or a percentage like "
+	  "\"5%\", got true" },
+	{ "{\"socket_mode\": 660}",
+	  "config: t.json:1:2: \"socket_mode\": expected an octal mode string like \"0660\", "
+	  "got 660" },
+	{ "{\"socket_group\": \"bad group\"}",
+	  "config: t.json:1:2: \"socket_group\": \"bad group\" is not a valid group name "
+	  "(letters, digits, _ . -; at most 32)" },
+	{ "{\"storage_dir\": \"\"}",
+	  "config: t.json:1:2: \"storage_dir\": expected a directory path, got \"\"" },
+	{ "{\"socket_path\": \"/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\"}",
+	  "config: t.json:1:2: \"socket_path\": too long (122 bytes, at most 107)" },
+	{ "{\"providers\": {\"Acme.Net\": {\"level\": 9}}}",
+	  "config: t.json:1:29: \"providers.Acme.Net.level\": expected an integer from 1 to 5, "
+	  "got 9" },
+	{ "{\"providers\": {\"Acme.Net\": {\"level\": \"loud\"}}}",
+	  "config: t.json:1:29: \"providers.Acme.Net.level\": expected a level 1..5 or critical, "
+	  "error, warning, info, verbose; got \"loud\"" },
+	{ "{\"providers\": {\"Acme\": {\"keywords\": \"ff\"}}}",
+	  "config: t.json:1:25: \"providers.Acme.keywords\": expected a keyword mask like "
+	  "\"0xff\" (hex, up to 64 bits), got \"ff\"" },
+	{ "{\"providers\": {\"Acme\": {\"colour\": 1}}}",
+	  "config: t.json:1:25: \"providers.Acme.colour\": unknown key; known keys here: level, "
+	  "keywords" },
+	{ "{\"providers\": {\"Ac me\": {}}}",
+	  "config: t.json:1:16: \"providers.Ac me\": not a provider name or pattern (letters, "
+	  "digits, _ . - and the wildcards * ?; at most 127)" },
+	{ "{\"forward\": {\"user_events\": \"yes\"}}",
+	  "config: t.json:1:14: \"forward.user_events\": expected true or false, got \"yes\"" },
+	{ "{\"forward\": true}",
+	  "config: t.json:1:2: \"forward\": expected an object { ... }, got true" },
+	{ "{\"limits\": {\"clients\": 0}}",
+	  "config: t.json:1:13: \"limits.clients\": expected an integer from 1 to 65536, got 0" },
+	{ "{\"max_disk\": \"1M\", \"max_segment_size\": \"64M\"}",
+	  "config: t.json:1:2: \"max_disk\": 1048576 bytes is less than max_segment_size "
+	  "(67108864); raise max_disk or lower max_segment_size" },
+	{ "{\"max_disk\": \"1G\",\n \"max_disk\": \"2G\"}",
+	  "config: t.json:2:11: duplicate object key near '\"max_disk\"'" },
+	{ "{\"max_disk\": \"1G\",}",
+	  "config: t.json:1:19: string or '}' expected near '}'" },
+	{ "[1, 2]", "config: t.json:1:1: \"\": expected an object { ... }, got [1,2]" },
+	{ "", "config: t.json:1:0: '[' or '{' expected near end of file" },
+	{ "{\"ring_size\": \"1M\", \"io_backend\": 3,\n  \"max_disk\": null}",
+	  "config: t.json:1:21: \"io_backend\": expected \"auto\", \"io_uring\" or \"pool\", got 3\n"
+	  "config: t.json:2:3: \"max_disk\": expected a size like \"512M\", got null" },
+};
+
+Test(config, each_bad_file_gets_its_exact_error_and_changes_nothing)
+{
+	struct ringlog_config *c = malloc(sizeof(*c)), *d = malloc(sizeof(*d));
+	char err[2048];
+
+	ringlog_config_defaults(c);
+	ringlog_config_defaults(d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(parse(c, bad[i].json, err, sizeof(err)), -EINVAL, "case %zu accepted", i);
+		cr_expect_str_eq(err, bad[i].err, "case %zu:\n got: %s\nwant: %s", i, err, bad[i].err);
+		cr_assert_eq(memcmp(c, d, sizeof(*c)), 0, "case %zu changed the config", i);
+	}
+	free(c);
+	free(d);
+}
+
+Test(config, good_file_applies_every_key)
+{
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char err[1024];
+	const char *json =
+		"{ \"storage_dir\": \"./store\", \"socket_path\": \"./s.sock\",\n"
+		"  \"socket_group\": \"ops\", \"read_group\": \"sre\", \"socket_mode\": \"0600\",\n"
+		"  \"ring_size\": \"256K\", \"flush_interval\": \"200ms\", \"max_segment_size\": \"1M\",\n"
+		"  \"max_segment_age\": \"10m\", \"max_disk\": \"8M\", \"min_free\": \"100M\",\n"
+		"  \"io_backend\": \"pool\",\n"
+		"  \"providers\": { \"*\": {\"level\": \"error\"},\n"
+		"                 \"Acme.*\": {\"level\": \"verbose\", \"keywords\": \"0x3\"} },\n"
+		"  \"forward\": {\"user_events\": false, \"etw\": false},\n"
+		"  \"limits\": {\"rings_per_process\": 8, \"ring_bytes_per_uid\": \"64M\",\n"
+		"             \"metadata_size\": \"64K\", \"clients\": 10} }";
+
+	ringlog_config_defaults(c);
+	cr_assert_eq(parse(c, json, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c->storage_dir, "./store");
+	cr_assert_str_eq(c->socket_path, "./s.sock");
+	cr_assert_str_eq(c->socket_group, "ops");
+	cr_assert_str_eq(c->read_group, "sre");
+	cr_assert_eq(c->socket_mode, 0600);
+	cr_assert_eq(c->ring_size, 256 << 10);
+	cr_assert_eq(c->flush_interval_ns, 200000000ull);
+	cr_assert_eq(c->max_segment_size, 1 << 20);
+	cr_assert_eq(c->max_segment_age_ns, 600000000000ull);
+	cr_assert_eq(c->max_disk, 8 << 20);
+	cr_assert_eq(c->min_free_bytes, 100 << 20);
+	cr_assert_eq(c->min_free_percent, 0);
+	cr_assert_eq(c->io_backend, RINGLOG_IO_POOL);
+	cr_assert_eq(c->default_provider.level, 2);
+	cr_assert_eq(c->default_provider.keywords, UINT64_MAX);
+	cr_assert_eq(c->n_providers, 1);
+	cr_assert_str_eq(c->providers[0].pattern, "Acme.*");
+	cr_assert_eq(c->providers[0].level, 5);
+	cr_assert_eq(c->providers[0].keywords, 3);
+	cr_assert_not(c->forward.user_events);
+	cr_assert_not(c->forward.etw);
+	cr_assert_eq(c->limits.rings_per_process, 8);
+	cr_assert_eq(c->limits.ring_bytes_per_uid, 64 << 20);
+	cr_assert_eq(c->limits.metadata_size, 64 << 10);
+	cr_assert_eq(c->limits.clients, 10);
+
+	/* dump, parse the dump into fresh defaults: the same values */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_eq(ringlog_config_dump(c, f), 0);
+	fclose(f);
+	struct ringlog_config *d = malloc(sizeof(*d));
+	ringlog_config_defaults(d);
+	cr_assert_eq(ringlog_config_parse(d, buf, len, "dump", err, sizeof(err)), 0, "%s\n%s", err, buf);
+	cr_assert_eq(memcmp(c, d, sizeof(*c)), 0, "dump does not round-trip:\n%s", buf);
+	free(buf);
+	free(c);
+	free(d);
+}
+
+Test(config, missing_file_says_which_and_why)
+{
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char err[512];
+
+	ringlog_config_defaults(c);
+	cr_assert_eq(ringlog_config_load(c, "/nonexistent/ringlogd.json", err, sizeof(err)), -ENOENT);
+	cr_assert_str_eq(err, "config: /nonexistent/ringlogd.json: cannot open: No such file or directory");
+	free(c);
+}
