@@ -201,17 +201,24 @@ static const char *repr(json_t *v, char *buf, size_t len)
  * Sizes and durations
  */
 
+/* The leading decimal number of s; *end points past it. Rejects a sign,
+ * spaces and overflow, which strtoull would quietly accept. */
+static int leading_uint(const char *s, uint64_t *v, char **end)
+{
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno ? -EINVAL : 0;
+}
+
 int ringlog_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGTP";
 	char *end;
 	uint64_t v, mul = 1;
 
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
+	if (leading_uint(s, &v, &end) < 0)
 		return -EINVAL;
 	if (*end) {
 		const char *u = strchr(units, end[0] & ~0x20);
@@ -241,11 +248,7 @@ int ringlog_parse_duration(const char *s, uint64_t *out)
 	char *end;
 	uint64_t v;
 
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
+	if (leading_uint(s, &v, &end) < 0)
 		return -EINVAL;
 	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
 		if (strcmp(end, units[k].unit))
