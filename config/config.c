@@ -18,10 +18,11 @@
 #include <jansson.h>
 
 #define MAX_ERRORS 16
+#define KEY_PATH_MAX 400 /* "a/b/c": nesting in this schema is 3 deep */
 
 /* A key's position in the text: path is "a/b/c" (jansson's decoded keys). */
 struct loc {
-	char path[256];
+	char path[KEY_PATH_MAX];
 	size_t off;
 };
 
@@ -80,7 +81,7 @@ static void add_loc(struct ctx *x, const char *path, size_t off)
 
 static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 {
-	char sub[256], key[128];
+	char sub[KEY_PATH_MAX], key[128];
 
 	skip_ws(x, i);
 	if (*i >= x->len || depth > 64)
@@ -98,8 +99,9 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 			if (close == '}') {
 				size_t at = *i;
 				skip_string(x, i, key, sizeof(key));
-				snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", key);
-				add_loc(x, sub, at);
+				if (snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "",
+					     key) < (int)sizeof(sub))
+					add_loc(x, sub, at);
 				skip_ws(x, i);
 				(*i)++; /* ':' */
 			} else {
@@ -124,7 +126,7 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 /* Line and column (1-based) of the key at path, or of its nearest parent. */
 static void where(const struct ctx *x, const char *path, int *line, int *col)
 {
-	char p[256];
+	char p[KEY_PATH_MAX];
 	size_t off = 0;
 	bool found = false;
 
@@ -160,7 +162,7 @@ static void where(const struct ctx *x, const char *path, int *line, int *col)
 
 static void report(struct ctx *x, const char *path, const char *fmt, ...)
 {
-	char msg[512], key[256];
+	char msg[512], key[KEY_PATH_MAX];
 	int line, col;
 	va_list ap;
 
@@ -363,7 +365,7 @@ static void walk(struct ctx *x, const char *path, json_t *obj, const struct key 
 {
 	const char *k;
 	json_t *v;
-	char sub[256], known[512];
+	char sub[KEY_PATH_MAX], known[512];
 
 	if (!json_is_object(obj)) {
 		report(x, path, "expected an object { ... }, got %s", GOT(obj));
@@ -556,7 +558,7 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords } };
 	const char *name;
 	json_t *pv;
-	char sub[256];
+	char sub[KEY_PATH_MAX];
 
 	if (!json_is_object(v)) {
 		report(x, p, "expected an object of provider patterns, got %s", GOT(v));

@@ -32,6 +32,9 @@ ensure_packages() {
 configure_and_build() {
 	local dir=$1; shift
 	cmake -S . -B "$dir" -DRINGLOG_WERROR=ON "$@" >/dev/null || die "cmake configure failed for $dir"
-	cmake --build "$dir" -j "$(nproc)" -- --no-print-directory 2>&1 | grep -vE '^\[ *[0-9]+%\]' || true
-	[ "${PIPESTATUS[0]}" -eq 0 ] || die "build failed in $dir"
+	local log rc
+	log=$(cmake --build "$dir" -j "$(nproc)" -- --no-print-directory 2>&1)
+	rc=$?
+	printf '%s\n' "$log" | grep -vE '^\[ *[0-9]+%\]' | grep -v '^$' || true
+	[ "$rc" -eq 0 ] || die "build failed in $dir (exit $rc)"
 }
