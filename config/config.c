@@ -79,16 +79,41 @@ static void add_loc(struct ctx *x, const char *path, size_t off)
 	x->locs[x->nlocs++].off = off;
 }
 
+/* Skip a whole container without recording anything, iteratively: jansson
+ * accepts nesting far deeper than we want to recurse, and every step here
+ * consumes input, so any text ends the loop. */
+static void skip_container(const struct ctx *x, size_t *i)
+{
+	size_t depth = 0;
+
+	do {
+		char ch = x->text[*i];
+		if (ch == '"') {
+			skip_string(x, i, NULL, 0);
+			continue;
+		}
+		if (ch == '{' || ch == '[')
+			depth++;
+		else if (ch == '}' || ch == ']')
+			depth--;
+		(*i)++;
+	} while (*i < x->len && depth > 0);
+}
+
 static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 {
 	char sub[KEY_PATH_MAX], key[128];
 
 	skip_ws(x, i);
-	if (*i >= x->len || depth > 64)
+	if (*i >= x->len)
 		return;
 	switch (x->text[*i]) {
 	case '{':
 	case '[': {
+		if (depth > 16) { /* no key of ours is that deep: no positions */
+			skip_container(x, i);
+			return;
+		}
 		char close = x->text[*i] == '{' ? '}' : ']';
 		for ((*i)++;;) {
 			skip_ws(x, i);

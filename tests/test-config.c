@@ -212,6 +212,36 @@ Test(config, good_file_applies_every_key)
 	free(d);
 }
 
+Test(config, deeply_nested_values_are_an_error_not_a_hang, .timeout = 10)
+{
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char json[4096], err[1024];
+	size_t n = 0;
+
+	/* 1000 nested arrays (jansson's limit is 2048), then objects */
+	n += (size_t)snprintf(json + n, sizeof(json) - n, "{\"limits\": ");
+	for (int k = 0; k < 1000; k++)
+		json[n++] = '[';
+	for (int k = 0; k < 1000; k++)
+		json[n++] = ']';
+	n += (size_t)snprintf(json + n, sizeof(json) - n, ", \"forward\": ");
+	for (int k = 0; k < 300; k++)
+		n += (size_t)snprintf(json + n, sizeof(json) - n, "{\"a\":");
+	json[n++] = '1';
+	for (int k = 0; k < 300; k++)
+		json[n++] = '}';
+	snprintf(json + n, sizeof(json) - n, "}");
+
+	ringlog_config_defaults(c);
+	cr_assert_eq(parse(c, json, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err,
+		"config: t.json:1:2: \"limits\": expected an object { ... }, got "
+		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...\n"
+		"config: t.json:1:2026: \"forward.a\": unknown key; known keys here: "
+		"user_events, etw");
+	free(c);
+}
+
 Test(config, missing_file_says_which_and_why)
 {
 	struct ringlog_config *c = malloc(sizeof(*c));
