@@ -1,0 +1,175 @@
+/* client/emit.c - the hot path: find the thread's ring, reserve, stamp.
+ *
+ * ringlog__begin() and ringlog__commit() are what RINGLOG_EVENT() calls when
+ * the event is enabled. The common case touches only thread-local state and
+ * the ring: no lock, no system call, no allocation.
+ */
+#define _GNU_SOURCE
+#include "lib.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* initial-exec: a thread-pointer-relative load instead of __tls_get_addr.
+ * It costs a few bytes of the static TLS surplus glibc keeps for libraries
+ * loaded with dlopen(). */
+struct lib_tls {
+	struct lib_ring *ring;
+	int busy;  /* between begin and commit: a signal handler emitting on the
+	            * same thread must not reserve over the open record */
+};
+static __thread struct lib_tls tls __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *arg)
+{
+	(void)arg;
+	lib_thread_ring_finish();
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+void lib_thread_ring_finish(void)
+{
+	struct lib_ring *r = tls.ring;
+
+	if (!r)
+		return;
+	tls.ring = NULL;
+	pthread_mutex_lock(&lib.lock);
+	ringlog_prod_finish(&r->prod);
+	r->finished = true;
+	pthread_mutex_unlock(&lib.lock);
+	lib_wake();
+}
+
+/* After fork() in the child: the parent's rings are not ours. */
+void lib_forget_all_after_fork(void)
+{
+	tls.ring = NULL;
+	tls.busy = 0;
+}
+
+static void drop(uint64_t *counter)
+{
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+/* First event of this thread, or an unregistered event. */
+static struct lib_ring *slow_ring(struct ringlog_event *e)
+{
+	struct lib_ring *r;
+
+	if (lib_start() < 0)
+		return NULL;
+	if (!__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) && ringlog_event_register(e) < 0)
+		return NULL;
+	if (tls.ring)
+		return tls.ring;
+	pthread_once(&exit_once, make_key);
+	r = lib_ring_create();
+	if (!r)
+		return NULL;
+	tls.ring = r;
+	/* Any non-NULL value makes the destructor run at thread exit. */
+	pthread_setspecific(exit_key, r);
+	return r;
+}
+
+void *ringlog__begin(struct ringlog_event *e, uint32_t len,
+		     const struct ringlog_activity *act)
+{
+	struct lib_ring *r = tls.ring;
+	uint16_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+	uint32_t head = RINGLOG_EVENT_HDR_SIZE + (act ? RINGLOG_ACTIVITY_SIZE : 0);
+	uint8_t *p;
+	uint64_t ts;
+
+	if (__builtin_expect(!r || !id, 0)) {
+		r = slow_ring(e);
+		if (!r) {
+			drop(&lib.stats.dropped_other);
+			return NULL;
+		}
+		id = e->id;
+	}
+	if (__builtin_expect(tls.busy, 0)) {
+		drop(&lib.stats.dropped_other);
+		return NULL;
+	}
+	p = ringlog_prod_reserve(&r->prod, len + head,
+				 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
+	if (__builtin_expect(!p, 0)) {
+		drop(&lib.stats.dropped_full);
+		return NULL;
+	}
+	ts = lib_clock();
+	memcpy(p, &ts, 8);
+	if (act)
+		memcpy(p + 8, act, RINGLOG_ACTIVITY_SIZE);
+	tls.busy = 1;
+	return p + head;
+}
+
+void ringlog__commit(void)
+{
+	ringlog_prod_commit(&tls.ring->prod);
+	tls.busy = 0;
+}
+
+static uint32_t arg_size(const struct ringlog_field *f, const struct ringlog_arg *a,
+			 uint16_t *h)
+{
+	switch (f->type) {
+	case RINGLOG_T_I8: case RINGLOG_T_U8: case RINGLOG_T_BOOL: return 1;
+	case RINGLOG_T_I16: case RINGLOG_T_U16: return 2;
+	case RINGLOG_T_I32: case RINGLOG_T_U32: return 4;
+	case RINGLOG_T_STR:
+		return 2 + ringlog__strnlen(a->v.bytes.ptr, a->v.bytes.len, h);
+	case RINGLOG_T_BLOB:
+		*h = (uint16_t)ringlog__blobclip(a->v.bytes.ptr ? a->v.bytes.len : 0);
+		return 2u + *h;
+	default: return 8;
+	}
+}
+
+int ringlog_emit(struct ringlog_event *e, const struct ringlog_activity *act,
+		 const struct ringlog_arg *args)
+{
+	uint16_t h[RINGLOG_FIELDS_MAX];
+	uint32_t len = 0;
+	uint8_t *p;
+
+	if (!e || !e->provider || e->nfields > RINGLOG_FIELDS_MAX || (e->nfields && !args))
+		return -EINVAL;
+	if (!RINGLOG_ENABLED(*e->provider, e->level, e->keyword))
+		return -EAGAIN;
+	for (unsigned i = 0; i < e->nfields; i++)
+		len += arg_size(&e->fields[i], &args[i], &h[i]);
+	p = ringlog__begin(e, len, act);
+	if (!p)
+		return -ENOBUFS;
+	for (unsigned i = 0; i < e->nfields; i++) {
+		const struct ringlog_arg *a = &args[i];
+		uint32_t n = arg_size(&e->fields[i], a, &h[i]);
+
+		switch (e->fields[i].type) {
+		case RINGLOG_T_STR: case RINGLOG_T_BLOB:
+			memcpy(p, &h[i], 2);
+			if (n > 2)
+				memcpy(p + 2, a->v.bytes.ptr, n - 2);
+			break;
+		case RINGLOG_T_F64: memcpy(p, &a->v.d, 8); break;
+		case RINGLOG_T_BOOL: p[0] = a->v.b != 0; break;
+		default: memcpy(p, &a->v.u, n); break; /* little-endian: low bytes */
+		}
+		p += n;
+	}
+	ringlog__commit();
+	return 0;
+}

@@ -1,0 +1,92 @@
+/* client/lib.h - internals of libringlog shared by its files. */
+#ifndef RINGLOG_CLIENT_LIB_H
+#define RINGLOG_CLIENT_LIB_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "event.h"
+#include "ring.h"
+#include "ringbuf.h"
+#include "ringlog.h"
+
+#define LIB_HIDDEN __attribute__((visibility("hidden")))
+#define LIB_META_SIZE (256u << 10)   /* metadata region: ~2000 events */
+#define LIB_RING_DEFAULT (1u << 20)  /* see lib_ring_size() */
+
+/* One ring: a thread's, or a finished one the daemon has not drained yet. */
+struct lib_ring {
+	struct lib_ring *next;
+	struct ringlog_producer prod;
+	void *mem;
+	size_t map_size;
+	int fd;
+	uint32_t tid;
+	uint64_t handle;
+	bool sent;      /* handed to the current daemon connection */
+	bool finished;  /* its thread exited (or the library closed) */
+	bool refused;   /* the daemon said no: events still go in, nobody reads */
+};
+
+struct lib {
+	pthread_mutex_t lock;       /* everything below except the atomics */
+	pthread_cond_t cond;        /* sync_acked moved, or the thread stopped */
+	bool started;
+	pid_t pid;                  /* of the process that started us (fork) */
+	bool tsc;                   /* the hot-path clock is the TSC */
+
+	/* metadata region (event.h) */
+	int meta_fd;
+	struct ringlog_meta_hdr *meta;
+	bool meta_dirty;            /* grew since the daemon last heard */
+	struct ringlog_provider *providers;
+
+	/* rings */
+	struct lib_ring *rings;
+	uint64_t next_handle;
+	uint64_t ring_size;         /* from $RINGLOG_RING_SIZE or the daemon */
+	bool ring_size_from_env;
+
+	/* background thread */
+	pthread_t thread;
+	bool thread_running;
+	bool stop;
+	int wake_fd;                /* eventfd: rings, metadata, sync, stop */
+	int sock;
+	bool connected;
+	uint64_t sync_want, sync_acked;
+
+	void (*diag)(void *ctx, const char *msg);
+	void *diag_ctx;
+
+	struct ringlog_stats stats; /* atomics for the counters bumped on emit */
+};
+
+extern struct lib lib LIB_HIDDEN;
+
+int lib_start(void) LIB_HIDDEN;
+void lib_diag(const char *fmt, ...) LIB_HIDDEN __attribute__((format(printf, 1, 2)));
+uint64_t lib_clock(void) LIB_HIDDEN;
+void lib_clock_init(void) LIB_HIDDEN;
+uint64_t lib_now_ns(int clock_id) LIB_HIDDEN;
+
+/* registry.c: metadata region */
+int lib_meta_create(void) LIB_HIDDEN;
+int lib_meta_reopen_after_fork(void) LIB_HIDDEN;
+int lib_event_register_locked(struct ringlog_event *e) LIB_HIDDEN;
+
+/* ring.c */
+struct lib_ring *lib_ring_create(void) LIB_HIDDEN;
+void lib_ring_free(struct lib_ring *r) LIB_HIDDEN;
+void lib_rings_gc_locked(void) LIB_HIDDEN;
+void lib_thread_ring_finish(void) LIB_HIDDEN;
+void lib_forget_all_after_fork(void) LIB_HIDDEN;
+
+/* connect-unix.c */
+int lib_thread_start_locked(void) LIB_HIDDEN;
+void lib_thread_stop(void) LIB_HIDDEN;
+void lib_wake(void) LIB_HIDDEN;
+
+#endif /* RINGLOG_CLIENT_LIB_H */

@@ -1,0 +1,120 @@
+/* client/ring.c - creating, handing over and releasing per-thread rings.
+ *
+ * A ring is a memfd sealed against shrinking and growing, so the daemon can
+ * map it and know that no access inside the mapping can fault with SIGBUS
+ * because the client truncated the file under it. Rings stay on lib.rings
+ * until their thread has exited *and* the daemon has consumed everything:
+ * a finished ring whose daemon died must survive to be handed to the next
+ * daemon.
+ */
+#define _GNU_SOURCE
+#include "lib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t ring_size(void)
+{
+	uint64_t s = lib.ring_size ? lib.ring_size : LIB_RING_DEFAULT;
+	uint64_t p = RINGLOG_RING_MIN_DATA;
+
+	while (p < s && p < RINGLOG_RING_MAX_DATA)
+		p <<= 1;
+	return p;
+}
+
+struct lib_ring *lib_ring_create(void)
+{
+	struct lib_ring *r = calloc(1, sizeof(*r));
+	uint64_t size;
+	int err;
+
+	if (!r)
+		return NULL;
+	pthread_mutex_lock(&lib.lock);
+	size = ring_size();
+	pthread_mutex_unlock(&lib.lock);
+	r->map_size = RINGLOG_RING_HEADER_SIZE + size;
+	r->tid = (uint32_t)gettid();
+	r->fd = memfd_create("ringlog-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->fd < 0)
+		goto fail_free;
+	if (ftruncate(r->fd, (off_t)r->map_size) < 0 ||
+	    fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail_close;
+	r->mem = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (r->mem == MAP_FAILED)
+		goto fail_close;
+	err = ringlog_prod_init(&r->prod, r->mem, size, (uint32_t)getpid(), r->tid,
+				lib_now_ns(CLOCK_REALTIME));
+	if (err < 0)
+		goto fail_unmap;
+	if (lib.tsc)
+		r->prod.hdr->compat_flags |= RINGLOG_RING_CLOCK_TSC;
+
+	pthread_mutex_lock(&lib.lock);
+	r->handle = ++lib.next_handle;
+	r->next = lib.rings;
+	lib.rings = r;
+	lib.stats.rings_created++;
+	lib.stats.rings_live++;
+	pthread_mutex_unlock(&lib.lock);
+	lib_wake();
+	return r;
+
+fail_unmap:
+	munmap(r->mem, r->map_size);
+fail_close:
+	lib_diag("cannot create a %llu-byte ring: %s", (unsigned long long)r->map_size,
+		 strerror(errno));
+	close(r->fd);
+fail_free:
+	free(r);
+	return NULL;
+}
+
+void lib_ring_free(struct lib_ring *r)
+{
+	munmap(r->mem, r->map_size);
+	close(r->fd);
+	free(r);
+}
+
+/* A finished ring can go once nobody will read it again: everything is
+ * consumed, or it never held anything, or the daemon refused it. */
+static bool collectable(struct lib_ring *r)
+{
+	uint64_t prod, cons;
+
+	if (!r->finished)
+		return false;
+	if (r->refused)
+		return true;
+	prod = __atomic_load_n(&r->prod.hdr->prod_pos, __ATOMIC_RELAXED);
+	/* Pairs with the release store of cons_pos in the daemon's drain. */
+	cons = __atomic_load_n(&r->prod.hdr->cons_pos, __ATOMIC_ACQUIRE);
+	return cons == prod;
+}
+
+void lib_rings_gc_locked(void)
+{
+	struct lib_ring **pp = &lib.rings;
+
+	while (*pp) {
+		struct lib_ring *r = *pp;
+
+		if (collectable(r)) {
+			*pp = r->next;
+			lib_ring_free(r);
+			lib.stats.rings_freed++;
+			lib.stats.rings_live--;
+		} else {
+			pp = &r->next;
+		}
+	}
+}

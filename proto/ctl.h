@@ -1,0 +1,113 @@
+/* proto/ctl.h - the control protocol on ringlogd's Unix stream socket.
+ *
+ * Every message is a frame:
+ *
+ *   +---------+---------+----------+---------------------------+
+ *   | len:32  | type:16 | flags:16 | payload (len bytes)       |
+ *   +---------+---------+----------+---------------------------+
+ *
+ * len is at most RINGLOG_CTL_MAX; a receiver closes the connection on a
+ * larger or unknown frame. File descriptors travel as SCM_RIGHTS ancillary
+ * data on the first byte of the frame that needs them (HELLO, RING).
+ *
+ * Two kinds of peers use the socket.
+ *
+ * Programs (libringlog), binary payloads:
+ *   C->D HELLO   struct ringlog_ctl_hello + fd: the metadata region (event.h)
+ *   D->C WELCOME struct ringlog_ctl_welcome
+ *   C->D RING    struct ringlog_ctl_ring + fd: one ring (ring.h)
+ *   C->D META    no payload: the metadata region grew, read it
+ *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
+ *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
+ *                whole client was refused (limits, bad seals, ...)
+ *   C->D SYNC    u64 token; D->C SYNC echoes it once every earlier message
+ *                of that client is processed (ringlog_flush()).
+ * The daemon takes the client's pid, uid and gid from SO_PEERCRED and its
+ * command and executable from /proc, never from a message.
+ *
+ * Tools (`ringlog`), JSON payloads (UTF-8, one object per frame):
+ *   C->D STATUS  {} ; D->C STATUS {...} (see ringlog status --json)
+ *   C->D TAIL    {"backlog":N,"provider":"glob","event":"name","level":L,
+ *                 "keyword":K,"pid":P,"uid":U}
+ *   D->C DATA    binary: segment records (segment.h) - WRITER, STREAM, META,
+ *                SPAN with exactly one event, LOSS
+ *   D->C ERROR   {"error":"message"}
+ */
+#ifndef RINGLOG_PROTO_CTL_H
+#define RINGLOG_PROTO_CTL_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RINGLOG_CTL_VERSION 1u
+#define RINGLOG_CTL_MAX     (1u << 20)
+#define RINGLOG_SOCKET_DEFAULT "/run/ringlog/ringlog.sock"
+
+enum ringlog_ctl_type {
+	RINGLOG_CTL_HELLO = 1,
+	RINGLOG_CTL_WELCOME = 2,
+	RINGLOG_CTL_RING = 3,
+	RINGLOG_CTL_META = 4,
+	RINGLOG_CTL_ENABLE = 5,
+	RINGLOG_CTL_REFUSE = 6,
+	RINGLOG_CTL_SYNC = 7,
+	RINGLOG_CTL_STATUS = 16,
+	RINGLOG_CTL_TAIL = 17,
+	RINGLOG_CTL_DATA = 18,
+	RINGLOG_CTL_ERROR = 19,
+};
+
+struct ringlog_ctl_frame {
+	uint32_t len;
+	uint16_t type;
+	uint16_t flags;
+};
+
+struct ringlog_ctl_hello {
+	uint32_t version;
+	uint32_t clock;      /* RINGLOG_RING_CLOCK_TSC when rings use the TSC */
+	uint64_t tsc;        /* one calibration sample taken by the client */
+	uint64_t mono_ns;
+	uint64_t real_ns;
+};
+
+struct ringlog_ctl_welcome {
+	uint32_t version;
+	uint32_t reserved;
+	uint64_t ring_size;  /* data size new rings should use */
+};
+
+struct ringlog_ctl_ring {
+	uint64_t handle;     /* client's name for the ring, echoed in REFUSE */
+	uint32_t tid;        /* informational: the daemon checks it is in pid */
+	uint32_t reserved;
+};
+
+struct ringlog_ctl_enable {
+	uint16_t provider;   /* metadata id */
+	uint16_t reserved0;
+	uint32_t reserved1;
+	uint64_t kw[8];      /* keyword mask wanted per level (index 1..5) */
+};
+
+struct ringlog_ctl_refuse {
+	uint64_t handle;     /* 0: the whole client */
+};
+
+static_assert(sizeof(struct ringlog_ctl_frame) == 8, "frame size");
+static_assert(offsetof(struct ringlog_ctl_frame, type) == 4, "frame type");
+static_assert(offsetof(struct ringlog_ctl_frame, flags) == 6, "frame flags");
+static_assert(sizeof(struct ringlog_ctl_hello) == 32, "hello size");
+static_assert(offsetof(struct ringlog_ctl_hello, tsc) == 8, "hello tsc");
+static_assert(offsetof(struct ringlog_ctl_hello, mono_ns) == 16, "hello mono");
+static_assert(offsetof(struct ringlog_ctl_hello, real_ns) == 24, "hello real");
+static_assert(sizeof(struct ringlog_ctl_welcome) == 16, "welcome size");
+static_assert(offsetof(struct ringlog_ctl_welcome, ring_size) == 8, "welcome ring_size");
+static_assert(sizeof(struct ringlog_ctl_ring) == 16, "ring msg size");
+static_assert(offsetof(struct ringlog_ctl_ring, tid) == 8, "ring tid");
+static_assert(sizeof(struct ringlog_ctl_enable) == 72, "enable size");
+static_assert(offsetof(struct ringlog_ctl_enable, kw) == 8, "enable kw");
+static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");
+
+#endif /* RINGLOG_PROTO_CTL_H */

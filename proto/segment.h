@@ -1,0 +1,203 @@
+/* proto/segment.h - the segment file format written by ringlogd and read by
+ * `ringlog read`, `ringlog status` and the daemon's own startup scan.
+ *
+ * A segment is one file, `<storage_dir>/<seq:016x>.rlseg`; seq grows by one
+ * per segment across daemon restarts, so names sort oldest first.
+ *
+ *   0                  4096                        (4096-aligned)
+ *   +------------------+-------------+-----+-------------+-----+----
+ *   | segment header   | chunk hdr   |body | chunk hdr   |body | ...
+ *   +------------------+-------------+-----+-------------+-----+----
+ *                       |<- padded to 4096 ->|
+ *
+ * Every chunk starts on a 4096-byte boundary (the file is written with
+ * O_DIRECT where the filesystem allows) and is padded with zeros to the next
+ * one. A chunk's CRC32C covers its 48-byte header (crc field zero) and its
+ * body. A reader walks chunk by chunk; when a chunk is torn or corrupt it
+ * reports the range and resynchronises by probing the next 4096-byte
+ * boundaries for a header whose CRC verifies. A crash thus loses at most the
+ * chunks in flight, never what precedes or follows damage.
+ *
+ * The header is written when the segment opens (state ONLINE) and rewritten
+ * in place when it closes (state CLOSED, with the totals). A segment left
+ * ONLINE by a crash is read the same way, by walking its chunks.
+ *
+ * A chunk body is a sequence of 8-aligned records:
+ *
+ *   | len:32 | type:16 | flags:16 | id:32 | reserved:32 | body ... | pad |
+ *
+ *   WRITER  id = writer id;  body struct ringlog_seg_writer + exe path
+ *   STREAM  id = stream id;  body struct ringlog_seg_stream
+ *   META    id = writer id;  body = one metadata entry (event.h), verbatim
+ *   SPAN    id = stream id;  body = ring records (ring.h), verbatim: events
+ *                            and LOSS records exactly as the client wrote them
+ *   LOSS    id = stream id;  body struct ringlog_seg_loss: events the daemon
+ *                            itself could not store (disk, slow reader, ...)
+ *
+ * Self-contained: before the first SPAN of a stream in a segment, the daemon
+ * writes that stream's WRITER, STREAM and the META entries of every event
+ * (and its provider) used in the segment. Deleting older segments therefore
+ * never makes a newer one unreadable. Writer and stream ids are scoped to a
+ * segment. The live `ringlog tail` stream uses the same records.
+ *
+ * Timestamps: ring records carry raw clock values (event.h). The header's
+ * calibration turns TSC ticks into wall-clock nanoseconds:
+ *   real_ns = real_ref + (ticks - tsc_ref) * 1e9 / tsc_hz
+ * and stream clock MONO values with real_ns = real_ref + (mono - mono_ref).
+ * Chunk headers carry wall-clock times already converted, so time-range
+ * queries and the retention index never decode events.
+ */
+#ifndef RINGLOG_PROTO_SEGMENT_H
+#define RINGLOG_PROTO_SEGMENT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RINGLOG_SEG_MAGIC        0x4745534c474e4952ull /* "RINGLSEG" */
+#define RINGLOG_SEG_VERSION      1u
+#define RINGLOG_SEG_HEADER_SIZE  4096u
+#define RINGLOG_SEG_ALIGN        4096u
+#define RINGLOG_CHUNK_MAGIC      0x4b434c52u /* "RLCK" */
+#define RINGLOG_CHUNK_HDR_SIZE   48u
+#define RINGLOG_CHUNK_MAX        (16u << 20) /* readers refuse larger chunks */
+
+enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
+
+struct ringlog_seg_hdr {
+	uint64_t magic;
+	uint16_t version;
+	uint16_t header_size;
+	uint32_t incompat_flags;
+	uint32_t compat_flags;
+	uint32_t state;          /* ONLINE while written, CLOSED when sealed */
+	uint64_t seq;
+	uint64_t created_real_ns;
+	uint8_t boot_id[16];
+	char host[64];           /* NUL-padded */
+	/* calibration: see the comment above */
+	uint64_t tsc_ref;
+	uint64_t mono_ref;
+	uint64_t real_ref;
+	uint64_t tsc_hz;         /* 0: the host has no invariant TSC */
+	/* totals, valid when state == CLOSED */
+	uint64_t first_real_ns;
+	uint64_t last_real_ns;
+	uint64_t events;
+	uint64_t chunks;
+	uint64_t end;            /* file offset past the last chunk */
+	uint32_t hdr_crc;        /* CRC32C of bytes [0, 256) with this field 0 */
+	uint32_t reserved0;
+	uint8_t reserved[RINGLOG_SEG_HEADER_SIZE - 200];
+};
+
+struct ringlog_chunk_hdr {
+	uint32_t magic;
+	uint32_t crc;            /* CRC32C of header (crc = 0) + body */
+	uint32_t body_len;
+	uint32_t events;
+	uint64_t seq;            /* chunk number within the segment, from 0 */
+	uint64_t first_real_ns;
+	uint64_t last_real_ns;
+	uint64_t reserved;
+};
+
+enum {
+	RINGLOG_SEG_REC_WRITER = 1,
+	RINGLOG_SEG_REC_STREAM = 2,
+	RINGLOG_SEG_REC_META = 3,
+	RINGLOG_SEG_REC_SPAN = 4,
+	RINGLOG_SEG_REC_LOSS = 5,
+};
+
+struct ringlog_seg_rec {
+	uint32_t len;   /* whole record including this header, multiple of 8 */
+	uint16_t type;
+	uint16_t flags;
+	uint32_t id;
+	uint32_t reserved;
+};
+
+struct ringlog_seg_writer {
+	uint32_t pid;   /* from SO_PEERCRED, never from the client */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t exe_len;   /* bytes of executable path after this struct */
+	char comm[16];  /* /proc/PID/comm, NUL-padded */
+	uint64_t start_real_ns;
+};
+
+struct ringlog_seg_stream {
+	uint32_t writer;
+	uint32_t tid;
+	uint32_t clock;  /* RINGLOG_RING_CLOCK_TSC or 0 (CLOCK_MONOTONIC ns) */
+	uint32_t reserved;
+};
+
+enum ringlog_loss_reason {
+	RINGLOG_LOSS_RING = 1,   /* the client's ring was full (in the SPAN) */
+	RINGLOG_LOSS_DISK = 2,   /* the daemon could not write: disk full, I/O error */
+	RINGLOG_LOSS_READER = 3, /* a slow tail reader: only that reader misses them */
+	RINGLOG_LOSS_CORRUPT = 4,/* the ring was corrupt and detached */
+	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
+};
+
+struct ringlog_seg_loss {
+	uint64_t records;
+	uint64_t bytes;
+	uint32_t reason;
+	uint32_t reserved;
+};
+
+static_assert(sizeof(struct ringlog_seg_hdr) == RINGLOG_SEG_HEADER_SIZE, "segment header size");
+static_assert(offsetof(struct ringlog_seg_hdr, magic) == 0, "seg magic");
+static_assert(offsetof(struct ringlog_seg_hdr, version) == 8, "seg version");
+static_assert(offsetof(struct ringlog_seg_hdr, header_size) == 10, "seg header_size");
+static_assert(offsetof(struct ringlog_seg_hdr, incompat_flags) == 12, "seg incompat");
+static_assert(offsetof(struct ringlog_seg_hdr, compat_flags) == 16, "seg compat");
+static_assert(offsetof(struct ringlog_seg_hdr, state) == 20, "seg state");
+static_assert(offsetof(struct ringlog_seg_hdr, seq) == 24, "seg seq");
+static_assert(offsetof(struct ringlog_seg_hdr, created_real_ns) == 32, "seg created");
+static_assert(offsetof(struct ringlog_seg_hdr, boot_id) == 40, "seg boot_id");
+static_assert(offsetof(struct ringlog_seg_hdr, host) == 56, "seg host");
+static_assert(offsetof(struct ringlog_seg_hdr, tsc_ref) == 120, "seg tsc_ref");
+static_assert(offsetof(struct ringlog_seg_hdr, mono_ref) == 128, "seg mono_ref");
+static_assert(offsetof(struct ringlog_seg_hdr, real_ref) == 136, "seg real_ref");
+static_assert(offsetof(struct ringlog_seg_hdr, tsc_hz) == 144, "seg tsc_hz");
+static_assert(offsetof(struct ringlog_seg_hdr, first_real_ns) == 152, "seg first");
+static_assert(offsetof(struct ringlog_seg_hdr, last_real_ns) == 160, "seg last");
+static_assert(offsetof(struct ringlog_seg_hdr, events) == 168, "seg events");
+static_assert(offsetof(struct ringlog_seg_hdr, chunks) == 176, "seg chunks");
+static_assert(offsetof(struct ringlog_seg_hdr, end) == 184, "seg end");
+static_assert(offsetof(struct ringlog_seg_hdr, hdr_crc) == 192, "seg hdr_crc");
+static_assert(offsetof(struct ringlog_seg_hdr, reserved) == 200, "seg reserved");
+static_assert(sizeof(struct ringlog_chunk_hdr) == RINGLOG_CHUNK_HDR_SIZE, "chunk header size");
+static_assert(offsetof(struct ringlog_chunk_hdr, crc) == 4, "chunk crc");
+static_assert(offsetof(struct ringlog_chunk_hdr, body_len) == 8, "chunk body_len");
+static_assert(offsetof(struct ringlog_chunk_hdr, events) == 12, "chunk events");
+static_assert(offsetof(struct ringlog_chunk_hdr, seq) == 16, "chunk seq");
+static_assert(offsetof(struct ringlog_chunk_hdr, first_real_ns) == 24, "chunk first");
+static_assert(offsetof(struct ringlog_chunk_hdr, last_real_ns) == 32, "chunk last");
+static_assert(sizeof(struct ringlog_seg_rec) == 16, "segment record header size");
+static_assert(offsetof(struct ringlog_seg_rec, type) == 4, "rec type");
+static_assert(offsetof(struct ringlog_seg_rec, flags) == 6, "rec flags");
+static_assert(offsetof(struct ringlog_seg_rec, id) == 8, "rec id");
+static_assert(sizeof(struct ringlog_seg_writer) == 40, "writer record size");
+static_assert(offsetof(struct ringlog_seg_writer, comm) == 16, "writer comm");
+static_assert(offsetof(struct ringlog_seg_writer, start_real_ns) == 32, "writer start");
+static_assert(sizeof(struct ringlog_seg_stream) == 16, "stream record size");
+static_assert(sizeof(struct ringlog_seg_loss) == 24, "loss record size");
+
+/* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */
+uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* CRC of a segment header / chunk header + body, as stored. */
+uint32_t ringlog_seg_hdr_crc(const struct ringlog_seg_hdr *h);
+uint32_t ringlog_chunk_crc(const struct ringlog_chunk_hdr *h, const void *body);
+
+static inline uint64_t ringlog_align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+#endif /* RINGLOG_PROTO_SEGMENT_H */
