@@ -33,6 +33,7 @@
  *                            and LOSS records exactly as the client wrote them
  *   LOSS    id = stream id;  body struct ringlog_seg_loss: events the daemon
  *                            itself could not store (disk, slow reader, ...)
+ *   CLOCK, SCOPE             only in the live tail stream (ctl.h)
  *
  * Self-contained: before the first SPAN of a stream in a segment, the daemon
  * writes that stream's WRITER, STREAM and the META entries of every event
@@ -108,6 +109,16 @@ enum {
 	RINGLOG_SEG_REC_META = 3,
 	RINGLOG_SEG_REC_SPAN = 4,
 	RINGLOG_SEG_REC_LOSS = 5,
+	RINGLOG_SEG_REC_CLOCK = 6, /* tail stream only: struct ringlog_seg_clock */
+	RINGLOG_SEG_REC_SCOPE = 7, /* tail stream only: ids that follow belong to
+	                            * scope `id` (0: live); used for the backlog */
+};
+
+struct ringlog_seg_clock {
+	uint64_t tsc_ref;
+	uint64_t mono_ref;
+	uint64_t real_ref;
+	uint64_t tsc_hz;
 };
 
 struct ringlog_seg_rec {
@@ -187,6 +198,7 @@ static_assert(offsetof(struct ringlog_seg_writer, comm) == 16, "writer comm");
 static_assert(offsetof(struct ringlog_seg_writer, start_real_ns) == 32, "writer start");
 static_assert(sizeof(struct ringlog_seg_stream) == 16, "stream record size");
 static_assert(sizeof(struct ringlog_seg_loss) == 24, "loss record size");
+static_assert(sizeof(struct ringlog_seg_clock) == 32, "clock record size");
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */
 uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len);

@@ -1,0 +1,56 @@
+/* client/cli/cli.h - the `ringlog` command's shared pieces. */
+#ifndef RINGLOG_CLI_H
+#define RINGLOG_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decode.h"
+
+/* Exit codes (documented in ringlog --help). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,     /* runtime error */
+	EXIT_USAGE = 2,    /* bad command line */
+	EXIT_NODAEMON = 3, /* cannot reach ringlogd */
+	EXIT_DAMAGED = 4,  /* read: input had damage (everything else was read) */
+};
+
+struct filter {
+	const char *provider; /* glob */
+	const char *event;
+	unsigned level;       /* 0: any */
+	uint64_t keyword;
+	long long pid, uid;   /* -1: any */
+	uint64_t since_ns, until_ns; /* 0: open */
+};
+
+struct printer {
+	bool json;
+	bool color;
+};
+
+void filter_init(struct filter *f);
+/* Parse a common filter option; returns 1 if consumed (with *i advanced),
+ * 0 if not a filter option, -1 on a bad value (message printed). */
+int filter_option(struct filter *f, int argc, char **argv, int *i);
+bool filter_match(const struct filter *f, const struct ringlog_dec_event *e);
+int parse_level(const char *s, unsigned *out);
+int parse_time(const char *s, uint64_t *out);
+
+void print_event(const struct printer *p, const struct ringlog_dec_event *e);
+void print_loss(const struct printer *p, const struct ringlog_dec_loss *l);
+
+const char *socket_path(const char *opt);
+int cli_connect(const char *path, bool quiet);
+int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
+/* Read one frame; returns payload length (buffer malloc'ed) or -errno, 0 on EOF. */
+long cli_recv(int fd, uint16_t *type, uint8_t **payload);
+
+int cmd_read(int argc, char **argv);
+int cmd_tail(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+
+#endif /* RINGLOG_CLI_H */

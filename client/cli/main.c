@@ -1,0 +1,38 @@
+/* client/cli/main.c - `ringlog`: tail, status, read, emit. */
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fputs("usage: ringlog COMMAND [OPTIONS]\n"
+	      "\n"
+	      "  tail     follow live events (like journalctl -f)\n"
+	      "  status   disk budget, retention horizon, rates, losses, clients\n"
+	      "  read     decode segment files offline\n"
+	      "  emit     write one event from a script\n"
+	      "\n"
+	      "ringlog COMMAND --help describes each. The daemon is found through\n"
+	      "--socket, then $RINGLOG_SOCKET, then /run/ringlog/ringlog.sock.\n"
+	      "Exit codes: 0 ok, 1 error, 2 usage, 3 ringlogd unreachable,\n"
+	      "4 read found damaged input (the rest was read).\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	if (!strcmp(argv[1], "tail"))
+		return cmd_tail(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "read"))
+		return cmd_read(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "emit"))
+		return cmd_emit(argc - 1, argv + 1);
+	fprintf(stderr, "ringlog: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,92 @@
+/* daemon/clock.c - calibrate the TSC against CLOCK_MONOTONIC/REALTIME.
+ *
+ * Clients stamp events with raw TSC ticks (client/clock.c); the daemon owns
+ * the conversion. A first estimate comes from a 20 ms busy window at start;
+ * every new segment re-measures over the whole time since start, so the
+ * error shrinks as the daemon runs. Each segment records the calibration
+ * it was written with (proto/segment.h).
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+static bool invariant_tsc(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+		return false;
+	__cpuid(0x80000007u, a, b, c, d);
+	return (d >> 8) & 1;
+}
+static uint64_t rdtsc(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+#else
+static bool invariant_tsc(void) { return false; }
+static uint64_t rdtsc(void) { return 0; }
+#endif
+
+/* A (tsc, mono) pair taken as close together as we can: the tightest of a
+ * few tries. */
+static void sample(uint64_t *tsc, uint64_t *mono, uint64_t *real)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = rdtsc();
+		uint64_t m = d_now(CLOCK_MONOTONIC);
+		uint64_t r = d_now(CLOCK_REALTIME);
+		uint64_t t1 = rdtsc();
+
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			*tsc = t0 + (t1 - t0) / 2;
+			*mono = m;
+			if (real)
+				*real = r;
+		}
+	}
+}
+
+void clock_calibrate_start(struct daemon *d)
+{
+	uint64_t t1 = 0, m1 = 0, r1 = 0;
+
+	if (!invariant_tsc()) {
+		d->clock.tsc_hz = 0;
+		sample(&d->clock.tsc_ref, &d->clock.mono_ref, &d->clock.real_ref);
+		return;
+	}
+	sample(&d->cal_tsc0, &d->cal_mono0, NULL);
+	do
+		sample(&t1, &m1, &r1);
+	while (m1 - d->cal_mono0 < 20000000u);
+	d->clock.tsc_hz = (uint64_t)((__int128)(t1 - d->cal_tsc0) * 1000000000 /
+				     (m1 - d->cal_mono0));
+	d->clock.tsc_ref = t1;
+	d->clock.mono_ref = m1;
+	d->clock.real_ref = r1;
+}
+
+void clock_refresh(struct daemon *d)
+{
+	uint64_t t = 0, m = 0, r = 0;
+
+	sample(&t, &m, &r);
+	if (d->clock.tsc_hz && m > d->cal_mono0)
+		d->clock.tsc_hz = (uint64_t)((__int128)(t - d->cal_tsc0) * 1000000000 /
+					     (m - d->cal_mono0));
+	d->clock.tsc_ref = t;
+	d->clock.mono_ref = m;
+	d->clock.real_ref = r;
+}
+
+uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t ts)
+{
+	return ringlog_dec_real_ns(&d->clock, stream_clock, ts);
+}

@@ -1,0 +1,262 @@
+/* daemon/daemon.h - ringlogd's internal interfaces.
+ *
+ * One thread runs a libuv loop: the control socket (ctl.c), clients and
+ * their rings (registry.c), draining (drain.c), segment files (segment.c),
+ * the disk budget (retention.c), live tails (tail.c), status (status.c).
+ * Writes leave through one I/O backend (io.h: io_uring or a thread pool),
+ * whose completions come back into the loop.
+ */
+#ifndef RINGLOG_DAEMON_H
+#define RINGLOG_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "event.h"
+#include "meta.h"
+#include "ringbuf.h"
+#include "segment.h"
+#include "decode.h"
+
+#include "io.h"
+
+struct daemon;
+struct client;
+
+/* Enablement and counters of one provider name, across all writers. */
+struct provider {
+	struct provider *next;
+	char *name;
+	uint64_t kw[8];      /* effective: config rule, raised by tails */
+	uint64_t stored;     /* events */
+	uint64_t lost;       /* events counted lost, any reason */
+};
+
+/* One ring of a writer: a stream in segment terms. */
+struct ring {
+	struct ring *next;
+	struct client *c;
+	uint32_t id;         /* stream id, daemon-unique */
+	uint32_t tid;
+	uint32_t clock;      /* RINGLOG_RING_CLOCK_TSC or 0 */
+	uint64_t handle;     /* the client's name for it */
+	void *mem;
+	size_t map_size;
+	struct ringlog_consumer cons;
+	uint32_t seg_gen;    /* segment generation that has its STREAM record */
+	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
+	bool dead;           /* corrupt: detached, mapping released */
+};
+
+/* Bytes queued for a peer; the loop writes them when the socket allows. */
+struct txbuf {
+	uint8_t *buf;
+	size_t len, cap, limit;
+};
+
+struct tail;
+
+struct client {
+	struct client *next;
+	struct daemon *d;
+	int fd;
+	uv_poll_t poll;
+	bool poll_open;
+	bool gone;           /* socket closed; rings may still hold data */
+	uint32_t id;         /* writer id, daemon-unique */
+	uint32_t pid, uid, gid;
+	char comm[16];
+	char *exe;
+	uint64_t start_real_ns;
+	bool writer;         /* sent HELLO */
+	bool tool;           /* sent STATUS/TAIL */
+
+	uint8_t *rx;
+	size_t rx_len;
+	int fds[16];         /* received through SCM_RIGHTS, in order */
+	int nfds;
+	struct txbuf tx;
+
+	/* writer */
+	int meta_fd;
+	const uint8_t *meta_map;
+	uint32_t meta_size;
+	uint32_t meta_read;  /* bytes of entries parsed */
+	struct ringlog_meta meta;
+	struct provider **prov;   /* by metadata provider id */
+	uint64_t (*prov_sent)[8]; /* enablement last sent, by id */
+	uint32_t nprov;
+	struct ring *rings;
+	uint32_t nrings;
+	uint64_t ring_bytes;
+	uint32_t seg_gen;    /* segment generation that has WRITER + META[..] */
+	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
+	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
+	bool refused;
+
+	struct tail *tail;   /* tool running `ringlog tail` */
+};
+
+struct chunk;
+
+/* A segment file known to the index (retention.c). */
+struct segfile {
+	struct segfile *next;  /* by seq, oldest first */
+	uint64_t seq;
+	char *path;
+	uint64_t bytes;      /* file size we account for */
+	uint64_t first_real_ns, last_real_ns;
+	uint64_t events;
+	bool current;        /* being written */
+	bool closed;
+	int inflight;        /* writes not completed */
+	int fd;
+	bool direct;
+	uint64_t off;        /* next chunk offset (current) */
+	uint64_t created_mono_ns;
+	uint64_t chunks;
+	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
+};
+
+struct chunk {
+	uint8_t *mem;        /* RINGLOG_SEG_ALIGN-aligned: header + body */
+	size_t cap;          /* bytes of mem */
+	size_t len;          /* body bytes */
+	uint32_t events;
+	uint64_t first_real_ns, last_real_ns;
+	uint64_t opened_mono_ns;
+	struct segfile *seg;
+	bool busy;           /* in flight */
+	/* which streams' events it carries, to count them lost if it fails */
+	struct { uint32_t stream; uint32_t events; } *who;
+	uint32_t nwho, capwho;
+	size_t span_off;     /* open SPAN record, or SIZE_MAX */
+	uint32_t span_stream;
+	struct daemon *d;
+};
+
+struct daemon {
+	uv_loop_t *loop;
+	struct ringlog_config cfg;
+	char config_path[RINGLOG_CONFIG_PATH_MAX];
+	bool have_config_path;
+
+	int listen_fd;
+	uv_poll_t listen_poll;
+	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	bool stopping;
+
+	struct client *clients;
+	uint32_t nclients;
+	uint32_t next_writer_id, next_stream_id;
+	struct provider *providers;
+
+	/* storage */
+	struct io *io;
+	const char *io_name;
+	char io_note[160];   /* why the backend is what it is */
+	struct segfile *segs; /* index, oldest first */
+	struct segfile *cur;
+	uint64_t next_seq;
+	uint64_t used_bytes; /* sum of segfile.bytes */
+	uint32_t seg_gen;
+	struct chunk *chunks;
+	unsigned nchunks;
+	struct chunk *open;  /* being filled, or NULL */
+	size_t chunk_size;
+	uint64_t seg_max;     /* effective max_segment_size */
+	bool disk_blocked;   /* last write failed for lack of space */
+	char disk_error[4400];
+
+	/* clock calibration */
+	struct ringlog_seg_clock clock;
+	uint64_t cal_tsc0, cal_mono0;
+	uint8_t boot_id[16];
+	char host[64];
+
+	/* counters */
+	uint64_t stored, stored_bytes, lost_disk, lost_ring, lost_corrupt, lost_reader;
+	uint64_t rate_events, rate_bytes;     /* per second, smoothed */
+	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;
+	uint64_t start_real_ns;
+
+	struct tail *tails;
+	unsigned ntails;
+	bool notify;         /* $NOTIFY_SOCKET is set */
+};
+
+extern struct daemon *the_daemon;
+
+/* main.c */
+void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t d_now(int clock_id);
+void d_status_notify(struct daemon *d);
+
+/* notify.c: the sd_notify protocol, without libsystemd */
+int sd_notify_send(const char *state);
+
+/* clock.c */
+void clock_calibrate_start(struct daemon *d);
+void clock_refresh(struct daemon *d);
+uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t ts);
+
+/* ctl.c */
+int ctl_listen(struct daemon *d);
+void ctl_close_listen(struct daemon *d);
+int client_send(struct client *c, uint16_t type, const void *payload, uint32_t len);
+void client_close(struct client *c);
+void client_maybe_free(struct client *c);
+
+/* registry.c */
+int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd);
+int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd);
+int reg_meta_sync(struct client *c);
+void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void reg_ring_release(struct ring *r);
+void reg_enable_recompute(struct daemon *d);
+struct provider *reg_provider(struct daemon *d, const char *name);
+
+/* drain.c */
+uint64_t drain_all(struct daemon *d);
+void drain_start(struct daemon *d);
+
+/* segment.c */
+int seg_init(struct daemon *d);
+void seg_fini(struct daemon *d);
+int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		     const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
+int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
+		    uint32_t reason);
+void seg_seal(struct daemon *d);
+void seg_tick(struct daemon *d);
+bool seg_idle(struct daemon *d);
+void seg_close_current(struct daemon *d);
+
+/* retention.c */
+int ret_scan(struct daemon *d);
+void ret_add(struct daemon *d, struct segfile *s);
+int ret_make_room(struct daemon *d, uint64_t bytes);
+uint64_t ret_fs_free(const struct daemon *d);
+uint64_t ret_min_free(const struct daemon *d);
+
+/* tail.c */
+int tail_start(struct client *c, const uint8_t *json, uint32_t len);
+void tail_free(struct tail *t);
+void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
+void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason);
+void tail_raise(struct daemon *d, struct provider *p);
+
+/* status.c */
+int status_reply(struct client *c);
+
+/* txbuf helpers (ctl.c) */
+int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t blen);
+
+#endif /* RINGLOG_DAEMON_H */

@@ -1,0 +1,165 @@
+/* daemon/drain.c - move records from every ring into the open chunk.
+ *
+ * Runs on a timer: 1 ms while data flows, 10 ms when the rings were empty
+ * (the rings absorb what arrives in between; DESIGN.md sizes them by
+ * "rate x worst drain delay"). Each record is validated by the consumer
+ * (proto/ringbuf.c) and here against the writer's metadata: an event id
+ * that the metadata does not define, or a payload shorter than its fixed
+ * fields, detaches the ring as corrupt.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define DRAIN_BUSY_MS 1
+#define DRAIN_IDLE_MS 10
+
+struct drain_ctx {
+	struct daemon *d;
+	struct ring *r;
+	const char *why;
+};
+
+static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
+		     uint32_t len)
+{
+	struct drain_ctx *x = arg;
+	struct ring *r = x->r;
+	struct client *c = r->c;
+	const struct ringlog_event_desc *e = NULL;
+	struct provider *p = NULL;
+	int err;
+
+	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
+		uint32_t head = RINGLOG_EVENT_HDR_SIZE +
+				(type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
+
+		e = ringlog_meta_event(&c->meta, aux);
+		if (!e) {
+			reg_meta_sync(c);
+			e = ringlog_meta_event(&c->meta, aux);
+		}
+		if (!e) {
+			x->why = "event id not defined in the metadata region";
+			return -EBADMSG;
+		}
+		if (len < head + e->min_len) {
+			x->why = "event payload shorter than its fields";
+			return -EBADMSG;
+		}
+		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
+	} else if (type != RINGLOG_REC_LOSS) {
+		x->why = "record type not defined by proto/event.h";
+		return -EBADMSG;
+	}
+	err = seg_append_event(x->d, r, type, aux, payload, len, e);
+	if (err == -EAGAIN)
+		return 1; /* no room now: the record stays in the ring */
+	if (err < 0)
+		return err;
+	if (e) {
+		c->stored++;
+		if (p)
+			p->stored++;
+	} else {
+		struct ringlog_rec_loss l;
+
+		memcpy(&l, payload, sizeof(l));
+		c->lost_ring += l.records;
+		x->d->lost_ring += l.records;
+	}
+	if (x->d->ntails) {
+		if (e)
+			tail_event(x->d, r, type, aux, payload, len, e);
+		else
+			tail_loss(x->d, r, ((const struct ringlog_rec_loss *)(const void *)payload)->records,
+				  RINGLOG_LOSS_RING);
+	}
+	return 0;
+}
+
+static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
+{
+	uint64_t pending = ringlog_cons_pending(&r->cons);
+
+	d_log("client pid %u (%s): ring of thread %u is corrupt at position %llu: %s; detached",
+	      r->c->pid, r->c->comm, r->tid, (unsigned long long)r->cons.bad_pos, why);
+	r->c->lost_corrupt++;
+	d->lost_corrupt++;
+	/* The stream says where it broke; the count is unknown, the bytes are
+	 * what was left. */
+	seg_append_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
+	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
+	r->dead = true;
+	munmap(r->mem, r->map_size);
+	r->mem = NULL;
+}
+
+/* A ring nobody will write again: its thread finished, or its process is
+ * gone. Loss the producer counted but never reported in-stream is written
+ * now, so that stored + lost always adds up. */
+static bool finished(struct ring *r)
+{
+	if (ringlog_cons_done(&r->cons))
+		return true;
+	return r->c->gone && ringlog_cons_pending(&r->cons) == 0;
+}
+
+static void finish(struct daemon *d, struct ring *r)
+{
+	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
+
+	if (l.records) {
+		seg_append_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		r->c->lost_ring += l.records;
+		d->lost_ring += l.records;
+	}
+	reg_ring_release(r);
+}
+
+uint64_t drain_all(struct daemon *d)
+{
+	uint64_t moved = 0;
+
+	for (struct client *c = d->clients, *cn; c; c = cn) {
+		cn = c->next;
+		for (struct ring *r = c->rings, *rn; r; r = rn) {
+			struct drain_ctx x = { .d = d, .r = r };
+			uint64_t before = r->cons.pos;
+			long n;
+
+			rn = r->next;
+			if (r->dead) {
+				if (c->gone)
+					reg_ring_release(r);
+				continue;
+			}
+			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
+			moved += r->cons.pos - before;
+			if (n == -EBADMSG) {
+				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
+				continue;
+			}
+			if (finished(r))
+				finish(d, r);
+		}
+	}
+	return moved;
+}
+
+static void on_drain_timer(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+	uint64_t moved = drain_all(d);
+
+	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
+}
+
+void drain_start(struct daemon *d)
+{
+	d->drain_timer.data = d;
+	uv_timer_start(&d->drain_timer, on_drain_timer, 0, 0);
+}

@@ -1,0 +1,358 @@
+/* daemon/registry.c - writers, their metadata and rings, and enablement.
+ *
+ * Identity comes from SO_PEERCRED and /proc (ctl.c), never from a message.
+ * Before mapping anything we check that it is a memfd sealed against
+ * shrinking, so no access inside our mapping can ever fault, and that its
+ * size is within the configured limits. Metadata is parsed from our own
+ * read-only mapping; rings are attached through the validating consumer.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
+{
+	struct ringlog_ctl_refuse r = { .handle = handle };
+	uint8_t buf[sizeof(r) + 256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf((char *)buf + sizeof(r), 256, fmt, ap);
+	va_end(ap);
+	if (n > 255)
+		n = 255;
+	memcpy(buf, &r, sizeof(r));
+	d_log("client pid %u (%s, uid %u): refused %s: %s", c->pid, c->comm, c->uid,
+	      handle ? "a ring" : "registration", (char *)buf + sizeof(r));
+	client_send(c, RINGLOG_CTL_REFUSE, buf, (uint32_t)(sizeof(r) + (size_t)n));
+}
+
+/* Size of a sealed memfd, or -errno / -EPERM when it is not one we can
+ * trust: not a memfd, or not sealed against shrinking. */
+static long sealed_size(int fd)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0)
+		return -EBADF; /* not a memfd (EINVAL) or not a file at all */
+	if (!(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EBADF;
+	return (long)st.st_size;
+}
+
+struct provider *reg_provider(struct daemon *d, const char *name)
+{
+	struct provider *p;
+
+	for (p = d->providers; p; p = p->next)
+		if (!strcmp(p->name, name))
+			return p;
+	if (!(p = calloc(1, sizeof(*p))) || !(p->name = strdup(name))) {
+		free(p);
+		return NULL;
+	}
+	p->next = d->providers;
+	d->providers = p;
+	return p;
+}
+
+static void rule_kw(const struct daemon *d, const char *name, uint64_t kw[8])
+{
+	const struct ringlog_config_provider *r = &d->cfg.default_provider;
+
+	for (unsigned i = 0; i < d->cfg.n_providers; i++)
+		if (!fnmatch(d->cfg.providers[i].pattern, name, 0)) {
+			r = &d->cfg.providers[i];
+			break;
+		}
+	for (int l = 0; l < 8; l++)
+		kw[l] = l >= 1 && l <= r->level ? r->keywords : 0;
+}
+
+static void send_enable(struct client *c)
+{
+	struct ringlog_ctl_enable batch[64];
+	unsigned n = 0;
+
+	for (uint32_t id = 1; id < c->nprov; id++) {
+		struct provider *p = c->prov[id];
+
+		if (!p || !memcmp(c->prov_sent[id], p->kw, sizeof(p->kw)))
+			continue;
+		memset(&batch[n], 0, sizeof(batch[n]));
+		batch[n].provider = (uint16_t)id;
+		memcpy(batch[n].kw, p->kw, sizeof(p->kw));
+		memcpy(c->prov_sent[id], p->kw, sizeof(p->kw));
+		if (++n == 64) {
+			client_send(c, RINGLOG_CTL_ENABLE, batch, n * sizeof(batch[0]));
+			n = 0;
+		}
+	}
+	if (n)
+		client_send(c, RINGLOG_CTL_ENABLE, batch, n * sizeof(batch[0]));
+}
+
+void reg_enable_recompute(struct daemon *d)
+{
+	for (struct provider *p = d->providers; p; p = p->next) {
+		rule_kw(d, p->name, p->kw);
+		tail_raise(d, p);
+	}
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->writer && !c->gone)
+			send_enable(c);
+}
+
+static int map_provider(struct client *c, uint32_t id, const char *name)
+{
+	if (id >= c->nprov) {
+		uint32_t n = c->nprov ? c->nprov : 8;
+		struct provider **p;
+		uint64_t(*s)[8];
+
+		while (n <= id)
+			n *= 2;
+		p = realloc(c->prov, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->prov = p;
+		s = realloc(c->prov_sent, n * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		c->prov_sent = s;
+		memset(c->prov + c->nprov, 0, (n - c->nprov) * sizeof(*p));
+		memset(c->prov_sent + c->nprov, 0, (n - c->nprov) * sizeof(*s));
+		c->nprov = n;
+	}
+	if (!c->prov[id]) {
+		struct provider *p = reg_provider(c->d, name);
+
+		if (!p)
+			return -ENOMEM;
+		rule_kw(c->d, p->name, p->kw);
+		tail_raise(c->d, p);
+		c->prov[id] = p;
+		/* Force a first ENABLE: the client starts from the built-in
+		 * default, not from what we think we sent. */
+		memset(c->prov_sent[id], 0xff, sizeof(c->prov_sent[id]));
+	}
+	return 0;
+}
+
+/* Parse the entries the client appended since we last looked. A corrupt
+ * region refuses the client: its events could not be decoded. */
+int reg_meta_sync(struct client *c)
+{
+	const struct ringlog_meta_hdr *h = (const void *)c->meta_map;
+	uint32_t used;
+	bool new_prov = false;
+
+	if (!h || c->refused)
+		return 0;
+	/* Pairs with the release store of `used` in the library's publish(). */
+	used = __atomic_load_n(&h->used, __ATOMIC_ACQUIRE);
+	if (used > c->meta_size - RINGLOG_META_HEADER_SIZE) {
+		reg_refuse(c, 0, "metadata region: used=%u is past its size %u", used, c->meta_size);
+		c->refused = true;
+		return 0;
+	}
+	while (c->meta_read < used) {
+		const uint8_t *p = c->meta_map + RINGLOG_META_HEADER_SIZE + c->meta_read;
+		const char *why;
+		long n = ringlog_meta_add(&c->meta, p, used - c->meta_read, &why);
+
+		if (n < 0) {
+			reg_refuse(c, 0, "metadata entry at offset %u: %s", c->meta_read,
+				   why ? why : strerror((int)-n));
+			c->refused = true;
+			return 0;
+		}
+		if (c->meta.bytes > c->d->cfg.limits.metadata_size * 4) {
+			reg_refuse(c, 0, "metadata exceeds limits.metadata_size");
+			c->refused = true;
+			return 0;
+		}
+		if (((const struct ringlog_meta_entry *)(const void *)p)->kind == RINGLOG_META_PROVIDER)
+			new_prov = true;
+		c->meta_read += (uint32_t)n;
+	}
+	if (new_prov) {
+		for (uint32_t id = 1; id < c->meta.nprov; id++)
+			if (c->meta.providers[id] && map_provider(c, id, c->meta.providers[id]) < 0)
+				return -ENOMEM;
+		send_enable(c);
+	}
+	return 0;
+}
+
+int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd)
+{
+	struct ringlog_ctl_hello h;
+	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
+					 .ring_size = c->d->cfg.ring_size };
+	long size;
+
+	if (c->writer || len < sizeof(h) || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	memcpy(&h, p, sizeof(h));
+	c->writer = true;
+	c->id = ++c->d->next_writer_id;
+	size = sealed_size(fd);
+	if (size == -EPERM || size == -EBADF) {
+		reg_refuse(c, 0, "metadata region is not a memfd sealed against shrinking (F_SEAL_SHRINK)");
+		goto refuse;
+	}
+	if (size < RINGLOG_META_MIN_SIZE || (uint64_t)size > c->d->cfg.limits.metadata_size ||
+	    size > UINT32_MAX) {
+		reg_refuse(c, 0, "metadata region of %ld bytes: limits.metadata_size is %llu", size,
+			   (unsigned long long)c->d->cfg.limits.metadata_size);
+		goto refuse;
+	}
+	c->meta_map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	if (c->meta_map == MAP_FAILED) {
+		c->meta_map = NULL;
+		reg_refuse(c, 0, "cannot map the metadata region: %s", strerror(errno));
+		goto refuse;
+	}
+	close(fd);
+	c->meta_size = (uint32_t)size;
+	{
+		const struct ringlog_meta_hdr *m = (const void *)c->meta_map;
+
+		if (m->magic != RINGLOG_META_MAGIC || m->version != RINGLOG_META_VERSION ||
+		    m->header_size != RINGLOG_META_HEADER_SIZE) {
+			reg_refuse(c, 0, "metadata region: bad magic, version or header size");
+			c->refused = true;
+			return 0;
+		}
+	}
+	client_send(c, RINGLOG_CTL_WELCOME, &w, sizeof(w));
+	return reg_meta_sync(c);
+refuse:
+	close(fd);
+	c->refused = true;
+	return 0;
+}
+
+static uint64_t uid_ring_bytes(struct daemon *d, uint32_t uid)
+{
+	uint64_t sum = 0;
+
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->uid == uid)
+			sum += c->ring_bytes;
+	return sum;
+}
+
+int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
+{
+	struct daemon *d = c->d;
+	struct ringlog_ctl_ring m;
+	struct ring *r;
+	long size;
+	void *mem;
+	int err;
+
+	if (!c->writer || len < sizeof(m) || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	memcpy(&m, p, sizeof(m));
+	if (c->refused) {
+		close(fd);
+		return 0;
+	}
+	if (c->nrings >= d->cfg.limits.rings_per_process) {
+		reg_refuse(c, m.handle, "limits.rings_per_process (%u) reached",
+			   d->cfg.limits.rings_per_process);
+		close(fd);
+		return 0;
+	}
+	size = sealed_size(fd);
+	if (size < 0) {
+		reg_refuse(c, m.handle, "ring is not a memfd sealed against shrinking (F_SEAL_SHRINK)");
+		close(fd);
+		return 0;
+	}
+	if (size < (long)(RINGLOG_RING_HEADER_SIZE + RINGLOG_RING_MIN_DATA) ||
+	    (uint64_t)size > RINGLOG_RING_HEADER_SIZE + (uint64_t)RINGLOG_RING_MAX_DATA) {
+		reg_refuse(c, m.handle, "ring of %ld bytes is outside 8 KiB .. 1 GiB", size);
+		close(fd);
+		return 0;
+	}
+	if (uid_ring_bytes(d, c->uid) + (uint64_t)size > d->cfg.limits.ring_bytes_per_uid) {
+		reg_refuse(c, m.handle, "uid %u would exceed limits.ring_bytes_per_uid (%llu bytes)",
+			   c->uid, (unsigned long long)d->cfg.limits.ring_bytes_per_uid);
+		close(fd);
+		return 0;
+	}
+	mem = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED) {
+		reg_refuse(c, m.handle, "cannot map the ring: %s", strerror(errno));
+		return 0;
+	}
+	if (!(r = calloc(1, sizeof(*r)))) {
+		munmap(mem, (size_t)size);
+		return -ENOMEM;
+	}
+	err = ringlog_cons_attach(&r->cons, mem, (uint64_t)size);
+	if (err < 0) {
+		reg_refuse(c, m.handle, "ring header rejected: %s", r->cons.why);
+		munmap(mem, (size_t)size);
+		free(r);
+		return 0;
+	}
+	if (r->cons.hdr->pid != c->pid)
+		d_log("client pid %u: ring claims pid %u; the kernel's pid is recorded",
+		      c->pid, r->cons.hdr->pid);
+	r->c = c;
+	r->id = ++d->next_stream_id;
+	r->tid = m.tid;
+	r->handle = m.handle;
+	r->mem = mem;
+	r->map_size = (size_t)size;
+	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
+	r->next = c->rings;
+	c->rings = r;
+	c->nrings++;
+	c->ring_bytes += (uint64_t)size;
+	drain_start(d);
+	return 0;
+}
+
+void reg_ring_release(struct ring *r)
+{
+	struct client *c = r->c;
+
+	for (struct ring **pp = &c->rings; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	c->nrings--;
+	c->ring_bytes -= r->map_size;
+	if (r->mem)
+		munmap(r->mem, r->map_size);
+	free(r);
+	client_maybe_free(c);
+}

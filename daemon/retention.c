@@ -1,0 +1,178 @@
+/* daemon/retention.c - the segment index and the global disk budget.
+ *
+ * All segments form one circular log: when the next chunk would not fit
+ * under max_disk, or would leave less than min_free on the filesystem, the
+ * oldest segments are deleted first. The segment being written counts, and
+ * the check runs before every chunk write, so usage never exceeds the
+ * budget by more than one chunk (in practice not at all). The index lives
+ * in memory: status and tail never rescan the directory.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "decode.h"
+
+void ret_add(struct daemon *d, struct segfile *s)
+{
+	struct segfile **pp = &d->segs;
+
+	while (*pp && (*pp)->seq < s->seq)
+		pp = &(*pp)->next;
+	s->next = *pp;
+	*pp = s;
+	d->used_bytes += s->bytes;
+}
+
+uint64_t ret_fs_free(const struct daemon *d)
+{
+	struct statvfs v;
+
+	if (statvfs(d->cfg.storage_dir, &v) < 0)
+		return UINT64_MAX;
+	return (uint64_t)v.f_bavail * v.f_frsize;
+}
+
+uint64_t ret_min_free(const struct daemon *d)
+{
+	struct statvfs v;
+
+	if (d->cfg.min_free_bytes || !d->cfg.min_free_percent)
+		return d->cfg.min_free_bytes;
+	if (statvfs(d->cfg.storage_dir, &v) < 0)
+		return 0;
+	return (uint64_t)v.f_blocks * v.f_frsize / 100 * d->cfg.min_free_percent;
+}
+
+static void delete_oldest(struct daemon *d)
+{
+	struct segfile *s = d->segs;
+
+	d->segs = s->next;
+	d->used_bytes -= s->bytes;
+	if (unlink(s->path) < 0 && errno != ENOENT)
+		d_log("cannot delete segment %s: %s", s->path, strerror(errno));
+	free(s->path);
+	free(s->hdr);
+	free(s);
+}
+
+static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uint64_t min_free)
+{
+	/* The filesystem floor is hard: never write into the last min_free. */
+	return fs_free >= d->chunk_size && fs_free - d->chunk_size >= min_free;
+}
+
+int ret_make_room(struct daemon *d, uint64_t bytes)
+{
+	uint64_t min_free = ret_min_free(d);
+
+	for (;;) {
+		uint64_t fs_free = ret_fs_free(d);
+		bool disk_ok = d->used_bytes + bytes <= d->cfg.max_disk;
+		bool fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
+		struct segfile *s = d->segs;
+
+		if (disk_ok && fs_ok)
+			return 0;
+		if (!s)
+			return -ENOSPC;
+		if (s->current) {
+			/* Only the segment being written is left. The chunk
+			 * at hand was built for it, so it goes there (one chunk
+			 * over), and the caller closes the segment so that it
+			 * is the next to go: the circular log eats its tail. */
+			if (!s->chunks || !disk_ok_with_one_chunk(d, fs_free, min_free))
+				return -ENOSPC;
+			return -EXDEV;
+		}
+		if (s->inflight)
+			return -EAGAIN;
+		delete_oldest(d);
+	}
+}
+
+/* A segment the index does not know yet (startup): read its header, and
+ * walk the chunk headers of one that a crash left ONLINE. */
+static void scan_one(struct daemon *d, const char *path, uint64_t seq)
+{
+	struct ringlog_seg_file f;
+	struct segfile *s;
+	const char *why;
+	int err = ringlog_seg_open(&f, path, &why);
+
+	if (err < 0) {
+		d_log("segment %s ignored: %s", path, why ? why : strerror(-err));
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		ringlog_seg_close(&f);
+		return;
+	}
+	s->seq = seq;
+	s->bytes = f.size;
+	s->closed = true;
+	s->fd = -1;
+	if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
+		s->first_real_ns = f.hdr.first_real_ns;
+		s->last_real_ns = f.hdr.last_real_ns;
+		s->events = f.hdr.events;
+		s->chunks = f.hdr.chunks;
+	} else {
+		while (ringlog_seg_next(&f, true) == 1) {
+			if (f.chunk.events) {
+				if (!s->first_real_ns || f.chunk.first_real_ns < s->first_real_ns)
+					s->first_real_ns = f.chunk.first_real_ns;
+				if (f.chunk.last_real_ns > s->last_real_ns)
+					s->last_real_ns = f.chunk.last_real_ns;
+			}
+			s->events += f.chunk.events;
+			s->chunks++;
+		}
+		d_log("segment %s was not closed cleanly (crash?): %llu chunks readable",
+		      path, (unsigned long long)s->chunks);
+	}
+	ringlog_seg_close(&f);
+	ret_add(d, s);
+	if (seq >= d->next_seq)
+		d->next_seq = seq + 1;
+}
+
+int ret_scan(struct daemon *d)
+{
+	DIR *dir = opendir(d->cfg.storage_dir);
+	struct dirent *e;
+	int err;
+
+	if (!dir) {
+		err = -errno;
+		d_log("cannot read storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		return err;
+	}
+	while ((e = readdir(dir))) {
+		char path[RINGLOG_CONFIG_PATH_MAX + 300];
+		unsigned long long seq;
+		int n = 0;
+
+		if (sscanf(e->d_name, "%16llx.rlseg%n", &seq, &n) != 1 ||
+		    n != (int)strlen(e->d_name) || strlen(e->d_name) != 22)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d->cfg.storage_dir, e->d_name);
+		scan_one(d, path, seq);
+	}
+	closedir(dir);
+	/* A directory already over budget is trimmed before any event. */
+	if (ret_make_room(d, 0) < 0 && d->segs)
+		d_log("storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
+	return 0;
+}

@@ -1,0 +1,617 @@
+/* daemon/segment.c - build checksummed chunks and write them into rotating
+ * segment files (format: proto/segment.h).
+ *
+ * Events are copied from rings into the open chunk, framed as SPAN records
+ * per stream, preceded by whatever metadata the segment does not have yet.
+ * A chunk is sealed when full, when it has waited half the flush interval,
+ * or on demand (tail backlog, shutdown), then written by the I/O backend.
+ * A small pool of chunk buffers bounds memory; when every buffer is in
+ * flight, draining pauses and the rings absorb the burst.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NCHUNKS 8
+
+static void *aligned(size_t n)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, RINGLOG_SEG_ALIGN, n))
+		return NULL;
+	memset(p, 0, n);
+	return p;
+}
+
+static int write_header(struct segfile *s)
+{
+	ssize_t n;
+
+	s->hdr->hdr_crc = ringlog_seg_hdr_crc(s->hdr);
+	n = pwrite(s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0);
+	if (n < 0)
+		return -errno;
+	return n == RINGLOG_SEG_HEADER_SIZE ? 0 : -EIO;
+}
+
+static int open_fd(const char *path, bool *direct)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0640);
+
+	*direct = fd >= 0;
+	/* tmpfs and some others refuse O_DIRECT: fall back to the page cache. */
+	if (fd < 0 && errno == EINVAL)
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_segment(struct daemon *d)
+{
+	struct segfile *s = calloc(1, sizeof(*s));
+	char path[RINGLOG_CONFIG_PATH_MAX + 32];
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	if ((err = ret_make_room(d, RINGLOG_SEG_HEADER_SIZE)) == -ENOSPC)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/%016llx.rlseg", d->cfg.storage_dir,
+		 (unsigned long long)d->next_seq);
+	s->path = strdup(path);
+	s->hdr = aligned(RINGLOG_SEG_HEADER_SIZE);
+	if (!s->path || !s->hdr) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((s->fd = open_fd(path, &s->direct)) < 0) {
+		err = s->fd;
+		goto fail;
+	}
+	clock_refresh(d);
+	s->seq = d->next_seq++;
+	s->hdr->magic = RINGLOG_SEG_MAGIC;
+	s->hdr->version = RINGLOG_SEG_VERSION;
+	s->hdr->header_size = RINGLOG_SEG_HEADER_SIZE;
+	s->hdr->state = RINGLOG_SEG_ONLINE;
+	s->hdr->seq = s->seq;
+	s->hdr->created_real_ns = d_now(CLOCK_REALTIME);
+	memcpy(s->hdr->boot_id, d->boot_id, 16);
+	memcpy(s->hdr->host, d->host, sizeof(s->hdr->host));
+	s->hdr->tsc_ref = d->clock.tsc_ref;
+	s->hdr->mono_ref = d->clock.mono_ref;
+	s->hdr->real_ref = d->clock.real_ref;
+	s->hdr->tsc_hz = d->clock.tsc_hz;
+	if ((err = write_header(s)) < 0) {
+		close(s->fd);
+		unlink(path);
+		goto fail;
+	}
+	s->off = RINGLOG_SEG_HEADER_SIZE;
+	s->bytes = RINGLOG_SEG_HEADER_SIZE;
+	s->current = true;
+	s->created_mono_ns = d_now(CLOCK_MONOTONIC);
+	ret_add(d, s);
+	d->cur = s;
+	d->seg_gen++; /* everything must be described again in this file */
+	return 0;
+fail:
+	snprintf(d->disk_error, sizeof(d->disk_error), "cannot create segment %s: %s",
+		 s->path ? s->path : d->cfg.storage_dir, strerror(-err));
+	free(s->path);
+	free(s->hdr);
+	free(s);
+	return err;
+}
+
+/* Write the CLOSED header once the last write of a rotated segment landed. */
+static void finalize(struct segfile *s)
+{
+	s->hdr->state = RINGLOG_SEG_CLOSED;
+	s->hdr->first_real_ns = s->first_real_ns;
+	s->hdr->last_real_ns = s->last_real_ns;
+	s->hdr->events = s->events;
+	s->hdr->chunks = s->chunks;
+	s->hdr->end = s->off;
+	if (write_header(s) < 0 || fdatasync(s->fd) < 0)
+		d_log("segment %s: could not seal its header: %s (its chunks stay readable)",
+		      s->path, strerror(errno));
+	close(s->fd);
+	s->fd = -1;
+	free(s->hdr);
+	s->hdr = NULL;
+	s->closed = true;
+}
+
+void seg_close_current(struct daemon *d)
+{
+	struct segfile *s = d->cur;
+
+	if (!s)
+		return;
+	d->cur = NULL;
+	s->current = false;
+	if (s->inflight == 0)
+		finalize(s);
+}
+
+/* ------------------------------------------------------------------------
+ * Chunks
+ */
+
+static struct chunk *chunk_get(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->nchunks; i++) {
+		struct chunk *c = &d->chunks[i];
+
+		if (!c->busy) {
+			c->len = 0;
+			c->events = 0;
+			c->first_real_ns = UINT64_MAX;
+			c->last_real_ns = 0;
+			c->nwho = 0;
+			c->span_off = SIZE_MAX;
+			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static size_t body_cap(const struct chunk *c)
+{
+	return c->cap - RINGLOG_CHUNK_HDR_SIZE;
+}
+
+static uint8_t *body(struct chunk *c)
+{
+	return c->mem + RINGLOG_CHUNK_HDR_SIZE;
+}
+
+static void close_span(struct chunk *c)
+{
+	c->span_off = SIZE_MAX;
+}
+
+/* Room for n more body bytes in the open chunk, sealing and opening
+ * another when needed. Returns the chunk, or NULL (no buffer free, or the
+ * budget waits for writes to complete): the caller leaves the event in
+ * its ring for the next pass. */
+static struct chunk *room(struct daemon *d, size_t n)
+{
+	if (d->open && d->open->len + n <= body_cap(d->open))
+		return d->open;
+	if (d->open && d->open->len)
+		seg_seal(d);
+	if (d->open && d->open->len)
+		return NULL; /* could not seal: writes must complete first */
+	/* Sealing may have rotated: open the next segment now, so that the
+	 * generation changes before anything is written for it. */
+	if (!d->cur && open_segment(d) < 0)
+		return NULL;
+	if (!d->open)
+		d->open = chunk_get(d);
+	if (!d->open || n > body_cap(d->open))
+		return NULL;
+	return d->open;
+}
+
+static int put_rec(struct daemon *d, uint16_t type, uint32_t id, const void *a, size_t alen,
+		   const void *b, size_t blen)
+{
+	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + alen + blen);
+	struct ringlog_seg_rec h = { .len = (uint32_t)len, .type = type, .id = id };
+	struct chunk *c = room(d, len);
+	uint8_t *p;
+
+	if (!c)
+		return -EAGAIN;
+	close_span(c);
+	p = body(c) + c->len;
+	memcpy(p, &h, sizeof(h));
+	if (alen)
+		memcpy(p + sizeof(h), a, alen);
+	if (blen)
+		memcpy(p + sizeof(h) + alen, b, blen);
+	memset(p + sizeof(h) + alen + blen, 0, len - sizeof(h) - alen - blen);
+	c->len += len;
+	return 0;
+}
+
+static int put_provider(struct daemon *d, struct client *cl, uint32_t id, const char *name)
+{
+	uint8_t e[8 + 2 + RINGLOG_NAME_MAX + 8];
+	uint16_t nl = (uint16_t)strlen(name);
+	struct ringlog_meta_entry h = {
+		.len = (uint32_t)ringlog_align_up8(8 + 2 + nl),
+		.kind = RINGLOG_META_PROVIDER,
+		.id = (uint16_t)id,
+	};
+
+	memset(e, 0, sizeof(e));
+	memcpy(e, &h, sizeof(h));
+	memcpy(e + 8, &nl, 2);
+	memcpy(e + 10, name, nl);
+	return put_rec(d, RINGLOG_SEG_REC_META, cl->id, e, h.len, NULL, 0);
+}
+
+/* Make the segment able to decode r's events on its own: WRITER, all
+ * metadata entries not yet written, STREAM. */
+static int describe(struct daemon *d, struct ring *r)
+{
+	struct client *c = r->c;
+	int err;
+
+	if (c->seg_gen != d->seg_gen) {
+		struct ringlog_seg_writer w = {
+			.pid = c->pid, .uid = c->uid, .gid = c->gid,
+			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
+			.start_real_ns = c->start_real_ns,
+		};
+
+		memcpy(w.comm, c->comm, sizeof(w.comm));
+		if ((err = put_rec(d, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
+				   c->exe, w.exe_len)))
+			return err;
+		c->seg_gen = d->seg_gen;
+		c->seg_nprov = c->seg_nev = 0;
+	}
+	for (; c->seg_nprov < c->meta.nprov; c->seg_nprov++) {
+		const char *name = c->meta.providers[c->seg_nprov];
+
+		if (name && (err = put_provider(d, c, c->seg_nprov, name)))
+			return err;
+	}
+	for (; c->seg_nev < c->meta.nev; c->seg_nev++) {
+		const struct ringlog_event_desc *e = c->meta.events[c->seg_nev];
+
+		if (e && (err = put_rec(d, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len,
+					NULL, 0)))
+			return err;
+	}
+	if (r->seg_gen != d->seg_gen) {
+		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock };
+
+		if ((err = put_rec(d, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
+			return err;
+		r->seg_gen = d->seg_gen;
+	}
+	return 0;
+}
+
+static void who_add(struct chunk *c, uint32_t stream)
+{
+	if (c->nwho && c->who[c->nwho - 1].stream == stream) {
+		c->who[c->nwho - 1].events++;
+		return;
+	}
+	if (c->nwho == c->capwho) {
+		uint32_t n = c->capwho ? c->capwho * 2 : 64;
+		void *w = realloc(c->who, n * sizeof(*c->who));
+
+		if (!w)
+			return; /* the count of a failed chunk will be low; never a crash */
+		c->who = w;
+		c->capwho = n;
+	}
+	c->who[c->nwho].stream = stream;
+	c->who[c->nwho].events = 1;
+	c->nwho++;
+}
+
+static int put_loss_pending(struct daemon *d, struct ring *r)
+{
+	struct ringlog_seg_loss l = { .records = r->lost_disk_pending, .reason = RINGLOG_LOSS_DISK };
+	int err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+
+	if (!err)
+		r->lost_disk_pending = 0;
+	return err;
+}
+
+int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		     const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	size_t total = ringlog_rec_total(len);
+	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
+	struct chunk *c;
+	uint8_t *p;
+	int err;
+
+	(void)e;
+	if (!d->cur && open_segment(d) < 0)
+		return -EAGAIN;
+	for (int tries = 0;; tries++) {
+		struct ringlog_seg_rec h = { .len = sizeof(h), .type = RINGLOG_SEG_REC_SPAN,
+					     .id = r->id };
+		uint32_t gen = d->seg_gen;
+
+		if ((err = describe(d, r)))
+			return err;
+		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
+			return err;
+		c = d->open;
+		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
+		    c->len + total <= body_cap(c))
+			break;
+		if (!(c = room(d, sizeof(h) + total)))
+			return -EAGAIN;
+		/* Sealing may have failed a write, which restarts the
+		 * description: describe again before the span. */
+		if (gen != d->seg_gen) {
+			if (tries > 2)
+				return -EAGAIN;
+			continue;
+		}
+		memcpy(body(c) + c->len, &h, sizeof(h));
+		c->span_off = c->len;
+		c->span_stream = r->id;
+		c->len += sizeof(h);
+		break;
+	}
+	p = body(c) + c->len;
+	memcpy(p, &rh, sizeof(rh));
+	memcpy(p + sizeof(rh), payload, len);
+	memset(p + sizeof(rh) + len, 0, total - sizeof(rh) - len);
+	c->len += total;
+	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
+
+	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
+		uint64_t ts, real;
+
+		memcpy(&ts, payload, 8);
+		real = clock_real_ns(d, r->clock, ts);
+		if (real < c->first_real_ns)
+			c->first_real_ns = real;
+		if (real > c->last_real_ns)
+			c->last_real_ns = real;
+		c->events++;
+		who_add(c, r->id);
+	}
+	return 0;
+}
+
+int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
+		    uint32_t reason)
+{
+	struct ringlog_seg_loss l = { .records = records, .bytes = bytes, .reason = reason };
+	int err;
+
+	if (!d->cur && open_segment(d) < 0)
+		return -EAGAIN;
+	if ((err = describe(d, r)))
+		return err;
+	return put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+}
+
+static struct ring *ring_by_id(struct daemon *d, uint32_t id)
+{
+	for (struct client *c = d->clients; c; c = c->next)
+		for (struct ring *r = c->rings; r; r = r->next)
+			if (r->id == id)
+				return r;
+	return NULL;
+}
+
+/* Everything in a chunk that will not reach the disk is counted, per
+ * stream, and reported in-stream once writing works again. */
+static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
+{
+	for (uint32_t i = 0; i < c->nwho; i++) {
+		struct ring *r = ring_by_id(d, c->who[i].stream);
+
+		if (r) {
+			r->lost_disk_pending += c->who[i].events;
+			r->c->lost_disk += c->who[i].events;
+		}
+	}
+	d->lost_disk += c->events;
+	if (!d->disk_blocked)
+		d_log("cannot store %u events: %s; counting what is lost until writing works again",
+		      c->events, why);
+	d->disk_blocked = true;
+	snprintf(d->disk_error, sizeof(d->disk_error), "%s", why);
+	/* Its metadata records are gone too: describe everything again. */
+	d->seg_gen++;
+}
+
+static void on_written(void *arg, long res)
+{
+	struct chunk *c = arg;
+	struct daemon *d = c->d;
+	struct segfile *s = c->seg;
+	size_t total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
+
+	c->busy = false;
+	s->inflight--;
+	if (res != (long)total) {
+		char why[4400];
+
+		snprintf(why, sizeof(why), "write to %s failed: %s", s->path,
+			 res < 0 ? strerror((int)-res) : "short write");
+		chunk_lost(d, c, why);
+	} else if (d->disk_blocked) {
+		d->disk_blocked = false;
+		d->disk_error[0] = 0;
+		d_log("writing to %s works again", s->path);
+	}
+	if (!s->current && !s->closed && s->inflight == 0)
+		finalize(s);
+	if (d->stopping || d->open == NULL)
+		drain_start(d); /* buffers are free again: resume draining */
+}
+
+void seg_seal(struct daemon *d)
+{
+	struct chunk *c = d->open;
+	struct ringlog_chunk_hdr *h;
+	bool rotate = false;
+	size_t total;
+	int err;
+
+	if (!c || !c->len)
+		return;
+	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
+	if (!d->cur && open_segment(d) < 0) {
+		chunk_lost(d, c, d->disk_error);
+		d->open = NULL;
+		return;
+	}
+	err = ret_make_room(d, total);
+	if (err == -EXDEV) {
+		rotate = true;
+		err = 0;
+	}
+	if (err == -EAGAIN)
+		return; /* deletable space frees up when writes complete */
+	if (err < 0) {
+		char why[4400];
+
+		snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) available",
+			 d->cfg.storage_dir, (unsigned long long)ret_min_free(d));
+		chunk_lost(d, c, why);
+		d->open = NULL;
+		return;
+	}
+	close_span(c);
+	h = (struct ringlog_chunk_hdr *)(void *)c->mem;
+	memset(h, 0, sizeof(*h));
+	h->magic = RINGLOG_CHUNK_MAGIC;
+	h->body_len = (uint32_t)c->len;
+	h->events = c->events;
+	h->seq = d->cur->chunks;
+	h->first_real_ns = c->events ? c->first_real_ns : 0;
+	h->last_real_ns = c->last_real_ns;
+	h->crc = ringlog_chunk_crc(h, body(c));
+	memset(c->mem + RINGLOG_CHUNK_HDR_SIZE + c->len, 0, total - RINGLOG_CHUNK_HDR_SIZE - c->len);
+
+	c->seg = d->cur;
+	c->busy = true;
+	err = d->io->ops->write(d->io, d->cur->fd, c->mem, total, d->cur->off, on_written, c);
+	if (err < 0) {
+		c->busy = false;
+		chunk_lost(d, c, "the I/O backend refused the write");
+		d->open = NULL;
+		return;
+	}
+	d->cur->inflight++;
+	d->cur->off += total;
+	d->cur->bytes += total;
+	d->used_bytes += total;
+	d->cur->chunks++;
+	if (c->events) {
+		if (!d->cur->first_real_ns || c->first_real_ns < d->cur->first_real_ns)
+			d->cur->first_real_ns = c->first_real_ns;
+		if (c->last_real_ns > d->cur->last_real_ns)
+			d->cur->last_real_ns = c->last_real_ns;
+	}
+	d->cur->events += c->events;
+	d->stored += c->events;
+	d->stored_bytes += total;
+	d->open = NULL;
+	/* Rotate after the chunk, never before: it was built (metadata and
+	 * all) for this segment. The next event opens the next segment. */
+	if (rotate || d->cur->off + d->chunk_size > d->seg_max)
+		seg_close_current(d);
+}
+
+/* Periodic: seal a chunk that waited long enough, rotate by age. */
+void seg_tick(struct daemon *d)
+{
+	uint64_t now = d_now(CLOCK_MONOTONIC);
+
+	if (d->open && d->open->len &&
+	    now - d->open->opened_mono_ns >= d->cfg.flush_interval_ns / 2)
+		seg_seal(d);
+	if (d->cur && d->cur->chunks &&
+	    now - d->cur->created_mono_ns >= d->cfg.max_segment_age_ns) {
+		seg_seal(d);
+		if (!d->open || !d->open->len)
+			seg_close_current(d);
+	}
+}
+
+bool seg_idle(struct daemon *d)
+{
+	if (d->open && d->open->len)
+		return false;
+	for (unsigned i = 0; i < d->nchunks; i++)
+		if (d->chunks[i].busy)
+			return false;
+	return true;
+}
+
+int seg_init(struct daemon *d)
+{
+	uint64_t cs = d->cfg.max_segment_size / 8;
+
+	if (cs > d->cfg.max_disk / 16)
+		cs = d->cfg.max_disk / 16;
+	int err;
+
+	if (mkdir(d->cfg.storage_dir, 0750) < 0 && errno != EEXIST) {
+		err = -errno;
+		d_log("cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		return err;
+	}
+	/* Chunks: large enough to amortise a write, small enough that a crash
+	 * or a tight budget loses little. */
+	if (cs > (1u << 20))
+		cs = 1u << 20;
+	if (cs < (64u << 10))
+		cs = 64u << 10;
+	d->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
+	/* Several segments under the budget, so the oldest can go while the
+	 * newest fills: at most a quarter of max_disk each. */
+	d->seg_max = d->cfg.max_segment_size;
+	if (d->seg_max > d->cfg.max_disk / 4)
+		d->seg_max = d->cfg.max_disk / 4;
+	if (d->seg_max < 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE)
+		d->seg_max = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+	d->chunks = calloc(NCHUNKS, sizeof(*d->chunks));
+	if (!d->chunks)
+		return -ENOMEM;
+	d->nchunks = NCHUNKS;
+	for (unsigned i = 0; i < NCHUNKS; i++) {
+		d->chunks[i].cap = d->chunk_size;
+		d->chunks[i].d = d;
+		d->chunks[i].span_off = SIZE_MAX;
+		if (!(d->chunks[i].mem = aligned(d->chunk_size)))
+			return -ENOMEM;
+	}
+	if ((err = ret_scan(d)) < 0)
+		return err;
+	if ((err = open_segment(d)) < 0) {
+		d_log("%s", d->disk_error);
+		return err;
+	}
+	return 0;
+}
+
+void seg_fini(struct daemon *d)
+{
+	seg_close_current(d);
+	for (struct segfile *s = d->segs, *n; s; s = n) {
+		n = s->next;
+		if (s->fd > 0 && !s->closed)
+			finalize(s);
+		free(s->path);
+		free(s->hdr);
+		free(s);
+	}
+	d->segs = NULL;
+	for (unsigned i = 0; i < d->nchunks; i++) {
+		free(d->chunks[i].mem);
+		free(d->chunks[i].who);
+	}
+	free(d->chunks);
+	d->chunks = NULL;
+}

@@ -1,0 +1,330 @@
+/* daemon/tail.c - live subscribers (`ringlog tail`).
+ *
+ * Filters run here, on the drain path, so a tail of one provider costs the
+ * daemon nothing for the others' events. Matching events are framed as
+ * segment records (proto/segment.h) in DATA frames: the tail tool decodes
+ * them with the same decoder as segment files. A reader that does not keep
+ * up only fills its own queue; past the limit its events are dropped and
+ * counted, and it is told how many when it catches up.
+ *
+ * A tail asking for more than is enabled (a higher level, other keywords)
+ * raises enablement for the providers it matches while it runs.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAIL_QUEUE_LIMIT (8u << 20)
+
+struct tail {
+	struct tail *next;
+	struct client *c;
+	char *provider;     /* glob, or NULL */
+	char *event;        /* exact name, or NULL */
+	unsigned level;     /* max level */
+	uint64_t keyword;   /* 0: any */
+	int64_t pid, uid;   /* -1: any */
+	uint32_t *writer_nev;   /* by writer id: metadata entries sent + 1 */
+	uint32_t nwriters;
+	uint8_t *stream_sent;   /* by stream id */
+	uint32_t nstreams;
+	uint64_t dropped;       /* events not sent since the last report */
+	uint8_t *frame;         /* DATA frame being built */
+	size_t flen, fcap;
+};
+
+static int grow(void *arrp, uint32_t *n, uint32_t id, size_t elem)
+{
+	uint8_t **arr = arrp;
+	uint32_t want = *n ? *n : 64;
+	uint8_t *a;
+
+	if (id < *n)
+		return 0;
+	while (want <= id)
+		want *= 2;
+	if (!(a = realloc(*arr, (size_t)want * elem)))
+		return -ENOMEM;
+	memset(a + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
+	*arr = a;
+	*n = want;
+	return 0;
+}
+
+static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t alen,
+	       const void *b, size_t blen)
+{
+	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + alen + blen);
+	struct ringlog_seg_rec h = { .len = (uint32_t)len, .type = type, .id = id };
+
+	if (t->flen + len > t->fcap) {
+		size_t cap = t->fcap ? t->fcap * 2 : 4096;
+		uint8_t *f;
+
+		while (cap < t->flen + len)
+			cap *= 2;
+		if (!(f = realloc(t->frame, cap)))
+			return -ENOMEM;
+		t->frame = f;
+		t->fcap = cap;
+	}
+	memset(t->frame + t->flen, 0, len);
+	memcpy(t->frame + t->flen, &h, sizeof(h));
+	if (alen)
+		memcpy(t->frame + t->flen + sizeof(h), a, alen);
+	if (blen)
+		memcpy(t->frame + t->flen + sizeof(h) + alen, b, blen);
+	t->flen += len;
+	return 0;
+}
+
+/* Queue the built frame, or count its events as dropped for this reader. */
+static void send_frame(struct tail *t, uint64_t events)
+{
+	if (t->flen && client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) < 0)
+		t->dropped += events;
+	t->flen = 0;
+}
+
+static void report_dropped(struct daemon *d, struct tail *t)
+{
+	struct ringlog_seg_loss l = { .records = t->dropped, .reason = RINGLOG_LOSS_READER };
+
+	if (!t->dropped || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
+		return;
+	rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0);
+	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
+		d->lost_reader += t->dropped;
+		t->dropped = 0;
+	}
+	t->flen = 0;
+}
+
+static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
+		    const char *provider)
+{
+	if (e->level > t->level)
+		return false;
+	if (t->keyword && e->keyword && !(e->keyword & t->keyword))
+		return false;
+	if (t->pid >= 0 && r->c->pid != (uint64_t)t->pid)
+		return false;
+	if (t->uid >= 0 && r->c->uid != (uint64_t)t->uid)
+		return false;
+	if (t->provider && (!provider || fnmatch(t->provider, provider, 0)))
+		return false;
+	if (t->event && strcmp(t->event, e->name))
+		return false;
+	return true;
+}
+
+static int describe(struct tail *t, struct ring *r)
+{
+	struct client *c = r->c;
+
+	if (grow(&t->writer_nev, &t->nwriters, c->id, sizeof(uint32_t)) ||
+	    grow(&t->stream_sent, &t->nstreams, r->id, 1))
+		return -ENOMEM;
+	if (!t->writer_nev[c->id]) {
+		struct ringlog_seg_writer w = { .pid = c->pid, .uid = c->uid, .gid = c->gid,
+			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
+			.start_real_ns = c->start_real_ns };
+
+		memcpy(w.comm, c->comm, sizeof(w.comm));
+		rec(t, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w), c->exe, w.exe_len);
+		for (uint32_t id = 1; id < c->meta.nprov; id++) {
+			const char *name = c->meta.providers[id];
+			uint8_t e[8 + 2 + RINGLOG_NAME_MAX + 8] = { 0 };
+			uint16_t nl;
+			struct ringlog_meta_entry h = { .kind = RINGLOG_META_PROVIDER, .id = (uint16_t)id };
+
+			if (!name)
+				continue;
+			nl = (uint16_t)strlen(name);
+			h.len = (uint32_t)ringlog_align_up8(10u + nl);
+			memcpy(e, &h, sizeof(h));
+			memcpy(e + 8, &nl, 2);
+			memcpy(e + 10, name, nl);
+			rec(t, RINGLOG_SEG_REC_META, c->id, e, h.len, NULL, 0);
+		}
+		t->writer_nev[c->id] = 1;
+	}
+	for (uint32_t id = t->writer_nev[c->id]; id < c->meta.nev; id++) {
+		const struct ringlog_event_desc *e = c->meta.events[id];
+
+		if (e)
+			rec(t, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0);
+		t->writer_nev[c->id] = id + 1;
+	}
+	if (!t->stream_sent[r->id]) {
+		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock };
+
+		rec(t, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0);
+		t->stream_sent[r->id] = 1;
+	}
+	return 0;
+}
+
+void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	const char *provider = ringlog_meta_provider(&r->c->meta, e->provider);
+	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		uint8_t pad[8] = { 0 };
+
+		if (t->c->gone || !matches(t, r, e, provider))
+			continue;
+		if (t->c->tx.len > TAIL_QUEUE_LIMIT) {
+			t->dropped++;
+			continue;
+		}
+		report_dropped(d, t);
+		if (describe(t, r) < 0) {
+			t->dropped++;
+			continue;
+		}
+		/* SPAN = record header + one ring record (header, payload, pad) */
+		struct ringlog_seg_rec h = {
+			.len = (uint32_t)(sizeof(h) + ringlog_rec_total(len)),
+			.type = RINGLOG_SEG_REC_SPAN, .id = r->id,
+		};
+		size_t at = t->flen;
+
+		rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), payload, len);
+		(void)pad;
+		memcpy(t->frame + at, &h, sizeof(h));
+		send_frame(t, 1);
+	}
+}
+
+void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason)
+{
+	struct ringlog_seg_loss l = { .records = records, .reason = reason };
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid))
+			continue;
+		if (describe(t, r) < 0)
+			continue;
+		rec(t, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+		send_frame(t, 0);
+	}
+}
+
+void tail_raise(struct daemon *d, struct provider *p)
+{
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone || (t->provider && fnmatch(t->provider, p->name, 0)))
+			continue;
+		for (unsigned l = 1; l <= t->level && l <= 5; l++)
+			p->kw[l] |= t->keyword ? t->keyword : ~0ull;
+	}
+}
+
+void tail_free(struct tail *t)
+{
+	struct daemon *d = t->c->d;
+
+	for (struct tail **pp = &d->tails; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			d->ntails--;
+			break;
+		}
+	free(t->provider);
+	free(t->event);
+	free(t->writer_nev);
+	free(t->stream_sent);
+	free(t->frame);
+	free(t);
+}
+
+static void send_error(struct client *c, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (s)
+		client_send(c, RINGLOG_CTL_ERROR, s, (uint32_t)strlen(s));
+	free(s);
+	json_decref(j);
+}
+
+int tail_start(struct client *c, const uint8_t *p, uint32_t len)
+{
+	struct daemon *d = c->d;
+	json_error_t jerr;
+	json_t *j = json_loadb((const char *)p, len, 0, &jerr), *v;
+	struct tail *t;
+
+	if (!j || !json_is_object(j) || c->tail || c->writer) {
+		json_decref(j);
+		send_error(c, "TAIL request must be one JSON object, once per connection");
+		return 0;
+	}
+	if (!(t = calloc(1, sizeof(*t)))) {
+		json_decref(j);
+		return -ENOMEM;
+	}
+	t->c = c;
+	t->level = 4;
+	t->pid = t->uid = -1;
+	if ((v = json_object_get(j, "provider")) && json_is_string(v))
+		t->provider = strdup(json_string_value(v));
+	if ((v = json_object_get(j, "event")) && json_is_string(v))
+		t->event = strdup(json_string_value(v));
+	if ((v = json_object_get(j, "level")) && json_is_integer(v))
+		t->level = (unsigned)json_integer_value(v);
+	if ((v = json_object_get(j, "keyword")) && json_is_integer(v))
+		t->keyword = (uint64_t)json_integer_value(v);
+	if ((v = json_object_get(j, "pid")) && json_is_integer(v))
+		t->pid = json_integer_value(v);
+	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
+		t->uid = json_integer_value(v);
+	json_decref(j);
+	if (t->level < 1 || t->level > 5) {
+		free(t->provider);
+		free(t->event);
+		free(t);
+		send_error(c, "level must be 1..5");
+		return 0;
+	}
+	c->tail = t;
+	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
+	t->next = d->tails;
+	d->tails = t;
+	d->ntails++;
+
+	/* Everything drained before this point is in segments: seal the open
+	 * chunk so a backlog reader finds it on disk, then follow. */
+	drain_all(d);
+	seg_seal(d);
+	{
+		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
+				      (json_int_t)(d->cur ? d->cur->seq : d->next_seq));
+		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+
+		if (s)
+			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
+		free(s);
+		json_decref(r);
+	}
+	{
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+					     .type = RINGLOG_SEG_REC_CLOCK };
+		uint8_t b[sizeof(h) + sizeof(d->clock)];
+
+		memcpy(b, &h, sizeof(h));
+		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
+	}
+	reg_enable_recompute(d);
+	return 0;
+}

@@ -1,0 +1,438 @@
+/* proto/decode.c - segment records and segment files back into events. */
+#define _GNU_SOURCE
+#include "decode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "ring.h"
+
+void ringlog_dec_init(struct ringlog_decoder *d, const struct ringlog_seg_clock *clock)
+{
+	memset(d, 0, sizeof(*d));
+	if (clock)
+		d->clock = *clock;
+}
+
+static void writer_free(struct ringlog_dec_writer *w)
+{
+	if (!w)
+		return;
+	ringlog_meta_free(&w->meta);
+	free(w->exe);
+	free(w);
+}
+
+void ringlog_dec_free(struct ringlog_decoder *d)
+{
+	for (uint32_t s = 0; s < d->nscopes; s++) {
+		struct ringlog_dec_scope *sc = &d->scopes[s];
+
+		for (uint32_t i = 0; i < sc->nwriters; i++)
+			writer_free(sc->writers[i]);
+		free(sc->writers);
+		free(sc->streams);
+	}
+	free(d->scopes);
+	memset(d, 0, sizeof(*d));
+}
+
+uint64_t ringlog_dec_real_ns(const struct ringlog_seg_clock *c, uint32_t stream_clock,
+			     uint64_t ts)
+{
+	if (stream_clock & RINGLOG_RING_CLOCK_TSC) {
+		__int128 dt = (__int128)ts - (__int128)c->tsc_ref;
+
+		if (!c->tsc_hz)
+			return 0;
+		return (uint64_t)((__int128)c->real_ref + dt * 1000000000 / (__int128)c->tsc_hz);
+	}
+	return c->real_ref + (ts - c->mono_ref);
+}
+
+static void damage(struct ringlog_decoder *d, const char *what)
+{
+	d->damaged++;
+	if (d->on_damage)
+		d->on_damage(d->ctx, what);
+}
+
+static struct ringlog_dec_scope *scope(struct ringlog_decoder *d)
+{
+	if (d->scope >= d->nscopes) {
+		uint32_t n = d->scope + 1;
+		struct ringlog_dec_scope *s = realloc(d->scopes, n * sizeof(*s));
+
+		if (!s)
+			return NULL;
+		memset(s + d->nscopes, 0, (n - d->nscopes) * sizeof(*s));
+		d->scopes = s;
+		d->nscopes = n;
+	}
+	return &d->scopes[d->scope];
+}
+
+/* Ids are dense counters; a hostile id far out would make us allocate a
+ * lot, so cap them. */
+#define DEC_MAX_ID (1u << 24)
+
+static int grow_array(void *arrp, uint32_t *n, uint32_t id, size_t elem)
+{
+	uint8_t **arr = arrp;
+	uint32_t want = *n ? *n : 16;
+	uint8_t *a;
+
+	if (id < *n)
+		return 0;
+	if (id >= DEC_MAX_ID)
+		return -ERANGE;
+	while (want <= id)
+		want *= 2;
+	a = realloc(*arr, (size_t)want * elem);
+	if (!a)
+		return -ENOMEM;
+	memset(a + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
+	*arr = a;
+	*n = want;
+	return 0;
+}
+
+static void rec_writer(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t id,
+		       const uint8_t *b, size_t blen)
+{
+	struct ringlog_dec_writer *w;
+	struct ringlog_seg_writer sw;
+
+	if (blen < sizeof(sw))
+		return damage(d, "WRITER record too short");
+	memcpy(&sw, b, sizeof(sw));
+	if (sw.exe_len > blen - sizeof(sw) || sw.exe_len > 4096)
+		return damage(d, "WRITER executable path runs past the record");
+	if (grow_array(&sc->writers, &sc->nwriters, id, sizeof(*sc->writers)))
+		return damage(d, "WRITER id out of range");
+	if (sc->writers[id])
+		return; /* repeated (a new chunk after damage may repeat it) */
+	if (!(w = calloc(1, sizeof(*w))))
+		return damage(d, "out of memory");
+	w->w = sw;
+	memcpy(w->comm, sw.comm, 16);
+	for (int i = 0; i < 16; i++)
+		if (w->comm[i] && (unsigned char)w->comm[i] < 0x20)
+			w->comm[i] = '?';
+	w->exe = strndup((const char *)b + sizeof(sw), sw.exe_len);
+	ringlog_meta_init(&w->meta);
+	sc->writers[id] = w;
+}
+
+static struct ringlog_dec_writer *writer_of(struct ringlog_dec_scope *sc, uint32_t id)
+{
+	return id < sc->nwriters ? sc->writers[id] : NULL;
+}
+
+static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
+		const uint8_t *b, size_t blen)
+{
+	struct ringlog_dec_stream *st = sid < sc->nstreams ? &sc->streams[sid] : NULL;
+	struct ringlog_dec_writer *w;
+	struct ringlog_value vals[RINGLOG_FIELDS_MAX];
+	size_t off = 0;
+
+	if (!st || !st->known)
+		return damage(d, "SPAN of an undefined stream"), 0;
+	w = writer_of(sc, st->s.writer);
+	if (!w)
+		return damage(d, "SPAN of a stream whose writer is undefined"), 0;
+	while (off + RINGLOG_REC_HDR_SIZE <= blen) {
+		struct ringlog_rec_hdr h;
+		const uint8_t *p;
+		uint64_t total;
+
+		memcpy(&h, b + off, sizeof(h));
+		total = ringlog_rec_total(h.len);
+		if (total > blen - off)
+			return damage(d, "ring record runs past its SPAN"), 0;
+		p = b + off + RINGLOG_REC_HDR_SIZE;
+		off += total;
+		if (h.type == RINGLOG_REC_LOSS) {
+			struct ringlog_rec_loss l;
+			struct ringlog_dec_loss dl = { .writer = w, .stream = st,
+				.reason = RINGLOG_LOSS_RING, .real_ns = d->last_real_ns };
+
+			if (h.len != sizeof(l)) {
+				damage(d, "LOSS record of the wrong size");
+				continue;
+			}
+			memcpy(&l, p, sizeof(l));
+			dl.records = l.records;
+			dl.bytes = l.bytes;
+			if (d->on_loss)
+				d->on_loss(d->ctx, &dl);
+			continue;
+		}
+		if (h.type != RINGLOG_REC_EVENT && h.type != RINGLOG_REC_EVENT_ACT) {
+			damage(d, "unknown ring record type in a SPAN");
+			continue;
+		}
+		const struct ringlog_event_desc *e = ringlog_meta_event(&w->meta, h.aux);
+		uint32_t head = RINGLOG_EVENT_HDR_SIZE +
+				(h.type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
+		uint64_t ts;
+
+		if (!e) {
+			damage(d, "event id without metadata");
+			continue;
+		}
+		if (h.len < head || ringlog_event_decode(e, p + head, h.len - head, vals)) {
+			damage(d, "event payload does not match its metadata");
+			continue;
+		}
+		memcpy(&ts, p, 8);
+		struct ringlog_dec_event ev = {
+			.writer = w,
+			.stream = st,
+			.desc = e,
+			.provider = ringlog_meta_provider(&w->meta, e->provider),
+			.real_ns = ringlog_dec_real_ns(&d->clock, st->s.clock, ts),
+			.activity = head > RINGLOG_EVENT_HDR_SIZE ? p + 8 : NULL,
+			.values = vals,
+			.stream_id = sid,
+		};
+		d->last_real_ns = ev.real_ns;
+		if (d->on_event) {
+			int r = d->on_event(d->ctx, &ev);
+
+			if (r)
+				return r;
+		}
+	}
+	if (off != blen)
+		damage(d, "SPAN ends inside a ring record header");
+	return 0;
+}
+
+int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct ringlog_seg_rec) <= len) {
+		struct ringlog_seg_rec r;
+		struct ringlog_dec_scope *sc;
+		const uint8_t *b;
+		size_t blen;
+		const char *why;
+		int ret;
+
+		memcpy(&r, p + off, sizeof(r));
+		if (r.len < sizeof(r) || r.len % 8 || r.len > len - off) {
+			damage(d, "segment record length is invalid; rest of the chunk skipped");
+			return 0;
+		}
+		b = p + off + sizeof(r);
+		blen = r.len - sizeof(r);
+		off += r.len;
+		if (r.type == RINGLOG_SEG_REC_SCOPE) {
+			d->scope = r.id < 4096 ? r.id : 0;
+			continue;
+		}
+		if (!(sc = scope(d)))
+			return -ENOMEM;
+		switch (r.type) {
+		case RINGLOG_SEG_REC_WRITER:
+			rec_writer(d, sc, r.id, b, blen);
+			break;
+		case RINGLOG_SEG_REC_STREAM:
+			if (blen < sizeof(struct ringlog_seg_stream) ||
+			    grow_array(&sc->streams, &sc->nstreams, r.id, sizeof(*sc->streams))) {
+				damage(d, "STREAM record invalid");
+				break;
+			}
+			memcpy(&sc->streams[r.id].s, b, sizeof(struct ringlog_seg_stream));
+			sc->streams[r.id].known = true;
+			break;
+		case RINGLOG_SEG_REC_META: {
+			struct ringlog_dec_writer *w = writer_of(sc, r.id);
+
+			if (!w)
+				damage(d, "META record of an undefined writer");
+			else if (ringlog_meta_add(&w->meta, b, blen, &why) < 0)
+				damage(d, why ? why : "META record rejected");
+			break;
+		}
+		case RINGLOG_SEG_REC_SPAN:
+			if ((ret = span(d, sc, r.id, b, blen)))
+				return ret;
+			break;
+		case RINGLOG_SEG_REC_LOSS: {
+			struct ringlog_seg_loss l;
+			struct ringlog_dec_stream *st = r.id < sc->nstreams && sc->streams[r.id].known
+				? &sc->streams[r.id] : NULL;
+
+			if (blen < sizeof(l)) {
+				damage(d, "LOSS record too short");
+				break;
+			}
+			memcpy(&l, b, sizeof(l));
+			struct ringlog_dec_loss dl = {
+				.writer = st ? writer_of(sc, st->s.writer) : NULL,
+				.stream = st, .records = l.records, .bytes = l.bytes,
+				.reason = l.reason, .real_ns = d->last_real_ns,
+			};
+			if (d->on_loss)
+				d->on_loss(d->ctx, &dl);
+			break;
+		}
+		case RINGLOG_SEG_REC_CLOCK:
+			if (blen >= sizeof(d->clock))
+				memcpy(&d->clock, b, sizeof(d->clock));
+			break;
+		default:
+			damage(d, "unknown segment record type");
+			break;
+		}
+	}
+	if (off != len)
+		damage(d, "chunk body ends inside a record header");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Files
+ */
+
+void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_clock *c)
+{
+	c->tsc_ref = h->tsc_ref;
+	c->mono_ref = h->mono_ref;
+	c->real_ref = h->real_ref;
+	c->tsc_hz = h->tsc_hz;
+}
+
+int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why)
+{
+	struct stat st;
+	ssize_t n;
+
+	memset(f, 0, sizeof(*f));
+	*why = NULL;
+	f->path = path;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) < 0)
+		goto err;
+	f->size = (uint64_t)st.st_size;
+	n = pread(f->fd, &f->hdr, sizeof(f->hdr), 0);
+	if (n < 0)
+		goto err;
+	if ((size_t)n < 256 || f->hdr.magic != RINGLOG_SEG_MAGIC) {
+		*why = "not a ringlog segment (bad magic or shorter than a header)";
+		close(f->fd);
+		f->fd = -1;
+		return -EBADMSG;
+	}
+	if (f->hdr.version != RINGLOG_SEG_VERSION || f->hdr.incompat_flags) {
+		*why = "segment version or incompatible flags not supported by this reader";
+		close(f->fd);
+		f->fd = -1;
+		return -EPROTO;
+	}
+	f->hdr_ok = ringlog_seg_hdr_crc(&f->hdr) == f->hdr.hdr_crc;
+	f->off = f->hdr.header_size >= RINGLOG_SEG_HEADER_SIZE &&
+		 f->hdr.header_size % RINGLOG_SEG_ALIGN == 0 ? f->hdr.header_size
+							     : RINGLOG_SEG_HEADER_SIZE;
+	return 0;
+err:
+	n = -errno;
+	close(f->fd);
+	f->fd = -1;
+	return (int)n;
+}
+
+void ringlog_seg_close(struct ringlog_seg_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->body);
+	f->fd = -1;
+	f->body = NULL;
+}
+
+static void report(struct ringlog_seg_file *f, uint64_t from, uint64_t to, const char *why)
+{
+	f->damaged_bytes += to - from;
+	if (f->on_damage)
+		f->on_damage(f->ctx, f->path, from, to, why);
+}
+
+/* Try to read a valid chunk at off. Returns 1 (valid), 0 (not a chunk
+ * here, *why says why), -errno. */
+static int chunk_at(struct ringlog_seg_file *f, uint64_t off, bool headers_only,
+		    const char **why)
+{
+	struct ringlog_chunk_hdr h;
+	ssize_t n = pread(f->fd, &h, sizeof(h), (off_t)off);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(h))
+		return *why = "truncated chunk header", 0;
+	if (h.magic != RINGLOG_CHUNK_MAGIC)
+		return *why = "no chunk header (bad magic)", 0;
+	if (h.body_len > RINGLOG_CHUNK_MAX)
+		return *why = "chunk length beyond the format's limit", 0;
+	if (off + sizeof(h) + h.body_len > f->size)
+		return *why = "chunk extends past the end of the file (torn write)", 0;
+	f->chunk = h;
+	if (headers_only)
+		return 1;
+	if (f->cap < h.body_len) {
+		uint8_t *b = realloc(f->body, h.body_len);
+
+		if (!b)
+			return -ENOMEM;
+		f->body = b;
+		f->cap = h.body_len;
+	}
+	n = pread(f->fd, f->body, h.body_len, (off_t)(off + sizeof(h)));
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != h.body_len)
+		return *why = "truncated chunk body", 0;
+	if (ringlog_chunk_crc(&h, f->body) != h.crc)
+		return *why = "chunk checksum mismatch", 0;
+	return 1;
+}
+
+int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only)
+{
+	uint64_t bad_from = UINT64_MAX;
+	const char *first_why = NULL;
+
+	while (f->off + sizeof(struct ringlog_chunk_hdr) <= f->size) {
+		const char *why = NULL;
+		int r = chunk_at(f, f->off, headers_only, &why);
+
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			if (bad_from != UINT64_MAX)
+				report(f, bad_from, f->off, first_why);
+			f->off = ringlog_align_up(f->off + sizeof(f->chunk) + f->chunk.body_len,
+						  RINGLOG_SEG_ALIGN);
+			return 1;
+		}
+		if (bad_from == UINT64_MAX) {
+			bad_from = f->off;
+			first_why = why;
+		}
+		f->off += RINGLOG_SEG_ALIGN; /* resynchronise at the next boundary */
+	}
+	if (bad_from != UINT64_MAX)
+		report(f, bad_from, f->size, first_why);
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* proto/decode.h - turn segment records (segment.h) back into events.
+ *
+ * One decoder per segment (or per tail connection): it keeps the writers,
+ * streams and metadata that records define, and calls back once per event
+ * and once per loss. Used by `ringlog read`, `ringlog tail`, `ringlog
+ * status` (offline) and the daemon's startup scan. Every input byte is
+ * untrusted; damage is reported, never fatal.
+ */
+#ifndef RINGLOG_PROTO_DECODE_H
+#define RINGLOG_PROTO_DECODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "meta.h"
+#include "segment.h"
+
+struct ringlog_dec_writer {
+	struct ringlog_seg_writer w;
+	char comm[17];
+	char *exe;
+	struct ringlog_meta meta;
+};
+
+struct ringlog_dec_stream {
+	struct ringlog_seg_stream s;
+	bool known;
+};
+
+struct ringlog_dec_scope {
+	struct ringlog_dec_writer **writers; /* by id */
+	uint32_t nwriters;
+	struct ringlog_dec_stream *streams;  /* by id */
+	uint32_t nstreams;
+};
+
+struct ringlog_dec_event {
+	const struct ringlog_dec_writer *writer;
+	const struct ringlog_dec_stream *stream;
+	const struct ringlog_event_desc *desc;
+	const char *provider;
+	uint64_t real_ns;        /* wall clock, from the calibration */
+	const uint8_t *activity; /* 16 bytes or NULL */
+	const struct ringlog_value *values;
+	uint32_t stream_id;
+};
+
+struct ringlog_dec_loss {
+	const struct ringlog_dec_writer *writer; /* may be NULL */
+	const struct ringlog_dec_stream *stream;
+	uint64_t records;
+	uint64_t bytes;
+	uint32_t reason;         /* enum ringlog_loss_reason */
+	uint64_t real_ns;        /* of the neighbouring event, 0 if unknown */
+};
+
+struct ringlog_decoder {
+	struct ringlog_seg_clock clock;
+	struct ringlog_dec_scope *scopes; /* by scope id */
+	uint32_t nscopes;
+	uint32_t scope;
+	uint64_t last_real_ns;
+	uint64_t damaged;        /* records that could not be decoded */
+	void *ctx;
+	int (*on_event)(void *ctx, const struct ringlog_dec_event *ev);
+	void (*on_loss)(void *ctx, const struct ringlog_dec_loss *l);
+	void (*on_damage)(void *ctx, const char *what);
+};
+
+void ringlog_dec_init(struct ringlog_decoder *d, const struct ringlog_seg_clock *clock);
+void ringlog_dec_free(struct ringlog_decoder *d);
+
+/* Decode a buffer of records (a chunk body, or tail DATA). Returns 0, or
+ * the first non-zero value returned by on_event (decoding stops there). */
+int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len);
+
+/* Convert a raw timestamp of a stream to wall-clock nanoseconds. */
+uint64_t ringlog_dec_real_ns(const struct ringlog_seg_clock *c, uint32_t stream_clock,
+			     uint64_t ts);
+
+/* ------------------------------------------------------------------------
+ * Segment files.
+ */
+struct ringlog_seg_file {
+	int fd;
+	uint64_t size;
+	struct ringlog_seg_hdr hdr;
+	bool hdr_ok;             /* magic, version and CRC verified */
+	uint64_t off;            /* where the next chunk is looked for */
+	struct ringlog_chunk_hdr chunk;
+	uint8_t *body;           /* of the last chunk returned */
+	size_t cap;
+	uint64_t damaged_bytes;
+	const char *path;
+	void *ctx;
+	/* one call per damaged range: [from, to) and why */
+	void (*on_damage)(void *ctx, const char *path, uint64_t from, uint64_t to,
+			  const char *why);
+};
+
+/* Open a segment and check its header. Returns 0 or -errno; -EBADMSG when
+ * the file is not a segment at all (no header magic), with *why set. A bad
+ * header CRC is not fatal: chunks still carry their own CRCs. */
+int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why);
+void ringlog_seg_close(struct ringlog_seg_file *f);
+
+/* Read the next valid chunk into f->chunk / f->body. Returns 1, 0 at the end
+ * of the file, or -errno on an I/O error. Damaged ranges are reported through
+ * on_damage and skipped. With headers_only, bodies are not read or checked
+ * (fast index scans of closed segments). */
+int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only);
+
+/* The calibration of a segment header, for the decoder. */
+void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_clock *c);
+
+#endif /* RINGLOG_PROTO_DECODE_H */
