@@ -264,17 +264,18 @@ static int describe(struct daemon *d, struct ring *r)
 		c->seg_gen = d->seg_gen;
 		c->seg_nprov = c->seg_nev = 0;
 	}
-	for (; c->seg_nprov < c->meta.nprov; c->seg_nprov++) {
-		const char *name = c->meta.providers[c->seg_nprov];
-
-		if (name && (err = put_provider(d, c, c->seg_nprov, name)))
+	/* Ids are dense from 1: stop at the first one not defined yet. */
+	if (!c->seg_nprov)
+		c->seg_nprov = 1;
+	if (!c->seg_nev)
+		c->seg_nev = 1;
+	for (; c->seg_nprov < c->meta.nprov && c->meta.providers[c->seg_nprov]; c->seg_nprov++)
+		if ((err = put_provider(d, c, c->seg_nprov, c->meta.providers[c->seg_nprov])))
 			return err;
-	}
-	for (; c->seg_nev < c->meta.nev; c->seg_nev++) {
+	for (; c->seg_nev < c->meta.nev && c->meta.events[c->seg_nev]; c->seg_nev++) {
 		const struct ringlog_event_desc *e = c->meta.events[c->seg_nev];
 
-		if (e && (err = put_rec(d, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len,
-					NULL, 0)))
+		if ((err = put_rec(d, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
 			return err;
 	}
 	if (r->seg_gen != d->seg_gen) {

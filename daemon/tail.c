@@ -152,13 +152,13 @@ static int describe(struct tail *t, struct ring *r)
 			memcpy(e + 10, name, nl);
 			rec(t, RINGLOG_SEG_REC_META, c->id, e, h.len, NULL, 0);
 		}
-		t->writer_nev[c->id] = 1;
+		t->writer_nev[c->id] = 1; /* event ids start at 1 */
 	}
-	for (uint32_t id = t->writer_nev[c->id]; id < c->meta.nev; id++) {
+	/* Ids are dense: stop at the first one not defined yet. */
+	for (uint32_t id = t->writer_nev[c->id]; id < c->meta.nev && c->meta.events[id]; id++) {
 		const struct ringlog_event_desc *e = c->meta.events[id];
 
-		if (e)
-			rec(t, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0);
+		rec(t, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0);
 		t->writer_nev[c->id] = id + 1;
 	}
 	if (!t->stream_sent[r->id]) {
