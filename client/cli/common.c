@@ -380,8 +380,7 @@ static int read_full(int fd, void *b, size_t n)
 	while (got < n) {
 		ssize_t r = read(fd, (uint8_t *)b + got, n - got);
 
-		if (r < 0 && errno == EINTR)
-			continue;
+		/* EINTR ends the read: tail's SIGINT handler wants out. */
 		if (r < 0)
 			return -errno;
 		if (r == 0)
