@@ -142,7 +142,7 @@ int ringlog_emit(struct ringlog_event *e, const struct ringlog_activity *act,
 		 const struct ringlog_arg *args)
 {
 	uint16_t h[RINGLOG_FIELDS_MAX];
-	uint32_t len = 0;
+	uint32_t n[RINGLOG_FIELDS_MAX], len = 0;
 	uint8_t *p;
 
 	if (!e || !e->provider || e->nfields > RINGLOG_FIELDS_MAX || (e->nfields && !args))
@@ -150,25 +150,24 @@ int ringlog_emit(struct ringlog_event *e, const struct ringlog_activity *act,
 	if (!RINGLOG_ENABLED(*e->provider, e->level, e->keyword))
 		return -EAGAIN;
 	for (unsigned i = 0; i < e->nfields; i++)
-		len += arg_size(&e->fields[i], &args[i], &h[i]);
+		len += n[i] = arg_size(&e->fields[i], &args[i], &h[i]);
 	p = ringlog__begin(e, len, act);
 	if (!p)
 		return -ENOBUFS;
 	for (unsigned i = 0; i < e->nfields; i++) {
 		const struct ringlog_arg *a = &args[i];
-		uint32_t n = arg_size(&e->fields[i], a, &h[i]);
 
 		switch (e->fields[i].type) {
 		case RINGLOG_T_STR: case RINGLOG_T_BLOB:
 			memcpy(p, &h[i], 2);
-			if (n > 2)
-				memcpy(p + 2, a->v.bytes.ptr, n - 2);
+			if (n[i] > 2)
+				memcpy(p + 2, a->v.bytes.ptr, n[i] - 2);
 			break;
 		case RINGLOG_T_F64: memcpy(p, &a->v.d, 8); break;
 		case RINGLOG_T_BOOL: p[0] = a->v.b != 0; break;
-		default: memcpy(p, &a->v.u, n); break; /* little-endian: low bytes */
+		default: memcpy(p, &a->v.u, n[i]); break; /* little-endian: low bytes */
 		}
-		p += n;
+		p += n[i];
 	}
 	ringlog__commit();
 	return 0;

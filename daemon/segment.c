@@ -228,19 +228,10 @@ static int put_rec(struct daemon *d, uint16_t type, uint32_t id, const void *a, 
 
 static int put_provider(struct daemon *d, struct client *cl, uint32_t id, const char *name)
 {
-	uint8_t e[8 + 2 + RINGLOG_NAME_MAX + 8];
-	uint16_t nl = (uint16_t)strlen(name);
-	struct ringlog_meta_entry h = {
-		.len = (uint32_t)ringlog_align_up8(8 + 2 + nl),
-		.kind = RINGLOG_META_PROVIDER,
-		.id = (uint16_t)id,
-	};
+	uint8_t e[RINGLOG_META_PROVIDER_ENTRY_MAX];
+	uint32_t len = ringlog_meta_provider_entry(e, (uint16_t)id, name);
 
-	memset(e, 0, sizeof(e));
-	memcpy(e, &h, sizeof(h));
-	memcpy(e + 8, &nl, 2);
-	memcpy(e + 10, name, nl);
-	return put_rec(d, RINGLOG_SEG_REC_META, cl->id, e, h.len, NULL, 0);
+	return put_rec(d, RINGLOG_SEG_REC_META, cl->id, e, len, NULL, 0);
 }
 
 /* Make the segment able to decode r's events on its own: WRITER, all

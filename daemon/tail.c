@@ -38,24 +38,6 @@ struct tail {
 	size_t flen, fcap;
 };
 
-static int grow(void *arrp, uint32_t *n, uint32_t id, size_t elem)
-{
-	uint8_t **arr = arrp;
-	uint32_t want = *n ? *n : 64;
-	uint8_t *a;
-
-	if (id < *n)
-		return 0;
-	while (want <= id)
-		want *= 2;
-	if (!(a = realloc(*arr, (size_t)want * elem)))
-		return -ENOMEM;
-	memset(a + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
-	*arr = a;
-	*n = want;
-	return 0;
-}
-
 static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t alen,
 	       const void *b, size_t blen)
 {
@@ -127,8 +109,8 @@ static int describe(struct tail *t, struct ring *r)
 {
 	struct client *c = r->c;
 
-	if (grow(&t->writer_nev, &t->nwriters, c->id, sizeof(uint32_t)) ||
-	    grow(&t->stream_sent, &t->nstreams, r->id, 1))
+	if (ringlog_grow(&t->writer_nev, &t->nwriters, c->id, sizeof(uint32_t)) ||
+	    ringlog_grow(&t->stream_sent, &t->nstreams, r->id, 1))
 		return -ENOMEM;
 	if (!t->writer_nev[c->id]) {
 		struct ringlog_seg_writer w = { .pid = c->pid, .uid = c->uid, .gid = c->gid,
@@ -138,19 +120,12 @@ static int describe(struct tail *t, struct ring *r)
 		memcpy(w.comm, c->comm, sizeof(w.comm));
 		rec(t, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w), c->exe, w.exe_len);
 		for (uint32_t id = 1; id < c->meta.nprov; id++) {
-			const char *name = c->meta.providers[id];
-			uint8_t e[8 + 2 + RINGLOG_NAME_MAX + 8] = { 0 };
-			uint16_t nl;
-			struct ringlog_meta_entry h = { .kind = RINGLOG_META_PROVIDER, .id = (uint16_t)id };
+			uint8_t e[RINGLOG_META_PROVIDER_ENTRY_MAX];
 
-			if (!name)
-				continue;
-			nl = (uint16_t)strlen(name);
-			h.len = (uint32_t)ringlog_align_up8(10u + nl);
-			memcpy(e, &h, sizeof(h));
-			memcpy(e + 8, &nl, 2);
-			memcpy(e + 10, name, nl);
-			rec(t, RINGLOG_SEG_REC_META, c->id, e, h.len, NULL, 0);
+			if (c->meta.providers[id])
+				rec(t, RINGLOG_SEG_REC_META, c->id, e,
+				    ringlog_meta_provider_entry(e, (uint16_t)id, c->meta.providers[id]),
+				    NULL, 0);
 		}
 		t->writer_nev[c->id] = 1; /* event ids start at 1 */
 	}
@@ -177,8 +152,6 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		uint8_t pad[8] = { 0 };
-
 		if (t->c->gone || !matches(t, r, e, provider))
 			continue;
 		if (t->c->tx.len > TAIL_QUEUE_LIMIT) {
@@ -190,16 +163,9 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 			t->dropped++;
 			continue;
 		}
-		/* SPAN = record header + one ring record (header, payload, pad) */
-		struct ringlog_seg_rec h = {
-			.len = (uint32_t)(sizeof(h) + ringlog_rec_total(len)),
-			.type = RINGLOG_SEG_REC_SPAN, .id = r->id,
-		};
-		size_t at = t->flen;
-
+		/* A SPAN holding one ring record: rec() pads it to 8 bytes,
+		 * which is exactly ringlog_rec_total(len). */
 		rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), payload, len);
-		(void)pad;
-		memcpy(t->frame + at, &h, sizeof(h));
 		send_frame(t, 1);
 	}
 }

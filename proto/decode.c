@@ -77,31 +77,6 @@ static struct ringlog_dec_scope *scope(struct ringlog_decoder *d)
 	return &d->scopes[d->scope];
 }
 
-/* Ids are dense counters; a hostile id far out would make us allocate a
- * lot, so cap them. */
-#define DEC_MAX_ID (1u << 24)
-
-static int grow_array(void *arrp, uint32_t *n, uint32_t id, size_t elem)
-{
-	uint8_t **arr = arrp;
-	uint32_t want = *n ? *n : 16;
-	uint8_t *a;
-
-	if (id < *n)
-		return 0;
-	if (id >= DEC_MAX_ID)
-		return -ERANGE;
-	while (want <= id)
-		want *= 2;
-	a = realloc(*arr, (size_t)want * elem);
-	if (!a)
-		return -ENOMEM;
-	memset(a + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
-	*arr = a;
-	*n = want;
-	return 0;
-}
-
 static void rec_writer(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t id,
 		       const uint8_t *b, size_t blen)
 {
@@ -113,7 +88,7 @@ static void rec_writer(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, 
 	memcpy(&sw, b, sizeof(sw));
 	if (sw.exe_len > blen - sizeof(sw) || sw.exe_len > 4096)
 		return damage(d, "WRITER executable path runs past the record");
-	if (grow_array(&sc->writers, &sc->nwriters, id, sizeof(*sc->writers)))
+	if (ringlog_grow(&sc->writers, &sc->nwriters, id, sizeof(*sc->writers)))
 		return damage(d, "WRITER id out of range");
 	if (sc->writers[id])
 		return; /* repeated (a new chunk after damage may repeat it) */
@@ -247,7 +222,7 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
 			break;
 		case RINGLOG_SEG_REC_STREAM:
 			if (blen < sizeof(struct ringlog_seg_stream) ||
-			    grow_array(&sc->streams, &sc->nstreams, r.id, sizeof(*sc->streams))) {
+			    ringlog_grow(&sc->streams, &sc->nstreams, r.id, sizeof(*sc->streams))) {
 				damage(d, "STREAM record invalid");
 				break;
 			}

@@ -33,24 +33,42 @@ void ringlog_meta_free(struct ringlog_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Grow a pointer array so that index id exists. */
-static int grow(void *arrp, uint32_t *n, uint32_t id)
+int ringlog_grow(void *arrp, uint32_t *n, uint32_t id, size_t elem)
 {
-	void ***arr = arrp;
+	uint8_t **arr = arrp;
 	uint32_t want = *n ? *n : 16;
-	void **a;
+	uint8_t *a;
 
 	if (id < *n)
 		return 0;
+	if (id >= (1u << 24))
+		return -ERANGE;
 	while (want <= id)
 		want *= 2;
-	a = realloc(*arr, want * sizeof(*a));
+	a = realloc(*arr, (size_t)want * elem);
 	if (!a)
 		return -ENOMEM;
-	memset(a + *n, 0, (want - *n) * sizeof(*a));
+	memset(a + (size_t)*n * elem, 0, (size_t)(want - *n) * elem);
 	*arr = a;
 	*n = want;
 	return 0;
+}
+
+uint32_t ringlog_meta_provider_entry(uint8_t buf[RINGLOG_META_PROVIDER_ENTRY_MAX], uint16_t id,
+				     const char *name)
+{
+	uint16_t nl = (uint16_t)strlen(name);
+	struct ringlog_meta_entry h = {
+		.len = (uint32_t)ringlog_align_up8(sizeof(h) + 2u + nl),
+		.kind = RINGLOG_META_PROVIDER,
+		.id = id,
+	};
+
+	memset(buf, 0, h.len);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &nl, 2);
+	memcpy(buf + sizeof(h) + 2, name, nl);
+	return h.len;
 }
 
 /* Names: 1..RINGLOG_NAME_MAX bytes, no NUL, no control characters (they
@@ -102,7 +120,7 @@ static long add_provider(struct ringlog_meta *m, const struct ringlog_meta_entry
 		return *why = "PROVIDER name runs past the entry", -EBADMSG;
 	if ((*why = check_name(body + 2, nl)))
 		return -EBADMSG;
-	if (grow(&m->providers, &m->nprov, h->id))
+	if (ringlog_grow(&m->providers, &m->nprov, h->id, sizeof(*m->providers)))
 		return -ENOMEM;
 	if (m->providers[h->id]) {
 		if (strlen(m->providers[h->id]) == nl &&
@@ -141,7 +159,7 @@ static long add_event(struct ringlog_meta *m, const struct ringlog_meta_entry *h
 	if ((*why = check_name(body + off, ev.name_len)))
 		return -EBADMSG;
 
-	if (grow(&m->events, &m->nev, h->id))
+	if (ringlog_grow(&m->events, &m->nev, h->id, sizeof(*m->events)))
 		return -ENOMEM;
 	if (m->events[h->id]) {
 		const struct ringlog_event_desc *o = m->events[h->id];

@@ -61,6 +61,17 @@ static inline const char *ringlog_meta_provider(const struct ringlog_meta *m, ui
 	return id < m->nprov ? m->providers[id] : NULL;
 }
 
+/* Grow *arrp (an array of *n elements of elem bytes, zero-filled) so that
+ * index id exists. Ids come from untrusted input: those at or above 2^24
+ * are refused with -ERANGE rather than allocated. Returns 0 or -errno. */
+int ringlog_grow(void *arrp, uint32_t *n, uint32_t id, size_t elem);
+
+/* Encode a PROVIDER metadata entry (event.h) into buf; returns its length.
+ * name must be a valid name (1..RINGLOG_NAME_MAX bytes). */
+#define RINGLOG_META_PROVIDER_ENTRY_MAX (8u + 2u + RINGLOG_NAME_MAX + 7u)
+uint32_t ringlog_meta_provider_entry(uint8_t buf[RINGLOG_META_PROVIDER_ENTRY_MAX], uint16_t id,
+				     const char *name);
+
 /* One decoded field value. Strings and blobs point into the payload. */
 struct ringlog_value {
 	const struct ringlog_field_desc *field;

@@ -46,51 +46,52 @@ static void add_line(struct rd *r, uint64_t ns, char *text)
 	r->lines[r->n++] = (struct line){ ns, r->seq++, text };
 }
 
-static char *capture_begin(FILE **saved, char **buf, size_t *len)
-{
-	FILE *m = open_memstream(buf, len);
+/* print_event() writes to stdout; read renders into memory first to sort. */
+struct capture {
+	FILE *saved;
+	char *buf;
+	size_t len;
+};
 
-	*saved = stdout;
+static void capture_begin(struct capture *c)
+{
+	FILE *m = open_memstream(&c->buf, &c->len);
+
+	c->saved = stdout;
 	if (m)
 		stdout = m;
-	return NULL;
 }
 
-static char *capture_end(FILE *saved, char **buf, size_t *len)
+static char *capture_end(struct capture *c)
 {
-	if (stdout != saved) {
+	if (stdout != c->saved) {
 		fclose(stdout);
-		stdout = saved;
+		stdout = c->saved;
 	}
-	(void)len;
-	return *buf;
+	return c->buf;
 }
 
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
 	struct rd *r = ctx;
-	FILE *saved;
-	char *buf = NULL;
-	size_t len = 0;
+	struct capture c = { 0 };
 
 	if (!filter_match(&r->f, e))
 		return 0;
-	capture_begin(&saved, &buf, &len);
+	capture_begin(&c);
 	print_event(&r->pr, e);
-	add_line(r, e->real_ns, capture_end(saved, &buf, &len));
+	add_line(r, e->real_ns, capture_end(&c));
 	return 0;
 }
 
 static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 {
 	struct rd *r = ctx;
-	FILE *saved;
-	char *buf = NULL;
-	size_t len = 0;
+	struct capture c = { 0 };
 
-	capture_begin(&saved, &buf, &len);
+	capture_begin(&c);
 	print_loss(&r->pr, l);
-	add_line(r, l->real_ns, capture_end(saved, &buf, &len));
+	add_line(r, l->real_ns, capture_end(&c));
 }
 
 static void on_rec_damage(void *ctx, const char *what)
