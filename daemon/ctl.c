@@ -266,11 +266,51 @@ static void client_io(uv_poll_t *h, int status, int events)
 		read_some(c);
 }
 
+/* The process's start time as wall-clock ns: boot time (/proc/stat btime,
+ * whole seconds) + starttime (/proc/PID/stat field 22, clock ticks). The
+ * same value for the same process in every daemon instance, so that it
+ * names the writer across restarts (readers key their dedup on it) and
+ * tells a reused pid apart. Falls back to now. */
+static uint64_t proc_start_ns(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long btime = 0, ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd;
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (f) {
+		while (fgets(buf, sizeof(buf), f))
+			if (sscanf(buf, "btime %llu", &btime) == 1)
+				break;
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || !btime || hz <= 0)
+		return d_now(CLOCK_REALTIME);
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: fields resume after the last
+	 * ')'; starttime is the 20th field after it. */
+	p = strrchr(buf, ')');
+	for (int i = 0; p && i < 20; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
+		return d_now(CLOCK_REALTIME);
+	return btime * 1000000000ull + ticks * (1000000000ull / (unsigned long long)hz);
+}
+
 static void read_proc(struct client *c)
 {
 	char path[64], buf[4096];
 	ssize_t n;
 	int fd;
+
+	c->start_real_ns = proc_start_ns(c->pid);
 
 	snprintf(path, sizeof(path), "/proc/%u/comm", c->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -335,7 +375,6 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		c->uid = cr.uid;
 		c->gid = cr.gid;
 		c->tx.limit = 64u << 20;
-		c->start_real_ns = d_now(CLOCK_REALTIME);
 		read_proc(c);
 		uv_poll_init(d->loop, &c->poll, fd);
 		c->poll.data = c;

@@ -44,12 +44,17 @@ struct ring {
 	uint32_t tid;
 	uint32_t clock;      /* RINGLOG_RING_CLOCK_TSC or 0 */
 	uint64_t handle;     /* the client's name for it */
+	uint64_t ring_id;    /* ring header created_ns, read once (STREAM) */
 	void *mem;
 	size_t map_size;
 	struct ringlog_consumer cons;
 	uint32_t seg_gen;    /* segment generation that has its STREAM record */
 	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
+	uint32_t held;       /* chunk entries (open or in flight) holding its
+	                      * records: their ring space is given back only
+	                      * once the chunk is written (segment.c) */
 	bool dead;           /* corrupt: detached, mapping released */
+	bool finishing;      /* drained for good; released when held == 0 */
 };
 
 /* Bytes queued for a peer; the loop writes them when the socket allows. */
@@ -130,12 +135,22 @@ struct chunk {
 	uint64_t first_real_ns, last_real_ns;
 	uint64_t opened_mono_ns;
 	struct segfile *seg;
-	bool busy;           /* in flight */
-	/* which streams' events it carries, to count them lost if it fails */
-	struct { uint32_t stream; uint32_t events; } *who;
+	bool busy;           /* sealed: in flight, or written and waiting for
+	                      * the chunks sealed before it */
+	bool done;           /* the write completed (or failed and was counted) */
+	uint64_t seal_no;    /* order of sealing: ring space is released in it */
+	/* whose records it carries: to release their ring space once written,
+	 * or to count them lost if the write fails */
+	struct chunk_who {
+		struct ring *r;
+		uint32_t events;
+		uint64_t end;                    /* ring position after them */
+		uint64_t seen_records, seen_bytes; /* loss totals as of end */
+	} *who;
 	uint32_t nwho, capwho;
 	size_t span_off;     /* open SPAN record, or SIZE_MAX */
 	uint32_t span_stream;
+	uint64_t span_next;  /* ring position the open SPAN continues at */
 	struct daemon *d;
 };
 
@@ -168,6 +183,8 @@ struct daemon {
 	struct chunk *chunks;
 	unsigned nchunks;
 	struct chunk *open;  /* being filled, or NULL */
+	uint64_t seal_next;  /* seal_no of the next chunk sealed */
+	uint64_t release_next; /* seal_no whose ring space is released next */
 	size_t chunk_size;
 	uint64_t seg_max;     /* effective max_segment_size */
 	bool disk_blocked;   /* last write failed for lack of space */

@@ -117,7 +117,22 @@ static void finish(struct daemon *d, struct ring *r)
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
-	reg_ring_release(r);
+	/* Released once the chunks holding its last records are written. */
+	r->finishing = true;
+}
+
+/* After a pass over r: with no chunk holding its records, what is left
+ * unpublished is PAD only, and goes back at once. With a quarter of the ring
+ * waiting for the open chunk, seal it now, so that a ring smaller than a
+ * chunk never waits for the chunk to fill. */
+static void give_back(struct daemon *d, struct ring *r)
+{
+	struct ringlog_consumer *k = &r->cons;
+
+	if (!r->held)
+		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
+	else if (k->pos - k->published >= k->size / 4)
+		seg_seal(d);
 }
 
 uint64_t drain_all(struct daemon *d)
@@ -132,9 +147,12 @@ uint64_t drain_all(struct daemon *d)
 			long n;
 
 			rn = r->next;
-			if (r->dead) {
-				if (c->gone)
+			if (r->dead || r->finishing) {
+				if ((c->gone || r->finishing) && !r->held) {
+					if (!r->dead) /* the client frees a drained ring */
+						give_back(d, r);
 					reg_ring_release(r);
+				}
 				continue;
 			}
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
@@ -145,6 +163,8 @@ uint64_t drain_all(struct daemon *d)
 			}
 			if (finished(r))
 				finish(d, r);
+			else
+				give_back(d, r);
 		}
 	}
 	return moved;

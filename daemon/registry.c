@@ -332,6 +332,8 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
 	r->mem = mem;
 	r->map_size = (size_t)size;
 	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
+	r->ring_id = r->cons.hdr->created_ns;
+	r->cons.defer = true; /* space goes back once stored: segment.c */
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

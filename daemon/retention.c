@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,29 @@ int ret_make_room(struct daemon *d, uint64_t bytes)
 	}
 }
 
+/* Seal a crashed daemon's segment with the totals of the scan, so that
+ * readers and the next startup see a closed segment (flagged RECOVERED)
+ * instead of rescanning it every time. */
+static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
+			   const struct segfile *s, uint64_t end)
+{
+	struct ringlog_seg_hdr h = *old;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	h.state = RINGLOG_SEG_CLOSED;
+	h.compat_flags |= RINGLOG_SEG_RECOVERED;
+	h.first_real_ns = s->first_real_ns;
+	h.last_real_ns = s->last_real_ns;
+	h.events = s->events;
+	h.chunks = s->chunks;
+	h.end = end;
+	h.hdr_crc = ringlog_seg_hdr_crc(&h);
+	if (fd < 0 || pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(fd) < 0)
+		d_log("segment %s: could not seal it: %s (it stays readable)", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 /* A segment the index does not know yet (startup): read its header, and
  * walk the chunk headers of one that a crash left ONLINE. */
 static void scan_one(struct daemon *d, const char *path, uint64_t seq)
@@ -129,7 +153,10 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 		s->events = f.hdr.events;
 		s->chunks = f.hdr.chunks;
 	} else {
+		uint64_t end = RINGLOG_SEG_HEADER_SIZE;
+
 		while (ringlog_seg_next(&f, true) == 1) {
+			end = f.off;
 			if (f.chunk.events) {
 				if (!s->first_real_ns || f.chunk.first_real_ns < s->first_real_ns)
 					s->first_real_ns = f.chunk.first_real_ns;
@@ -139,8 +166,10 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 			s->events += f.chunk.events;
 			s->chunks++;
 		}
-		d_log("segment %s was not closed cleanly (crash?): %llu chunks readable",
+		d_log("segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",
 		      path, (unsigned long long)s->chunks);
+		if (f.hdr_ok)
+			seal_recovered(path, &f.hdr, s, end);
 	}
 	ringlog_seg_close(&f);
 	ret_add(d, s);

@@ -270,7 +270,8 @@ static int describe(struct daemon *d, struct ring *r)
 			return err;
 	}
 	if (r->seg_gen != d->seg_gen) {
-		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock };
+		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
+						.ring_id = r->ring_id };
 
 		if ((err = put_rec(d, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
 			return err;
@@ -279,24 +280,83 @@ static int describe(struct daemon *d, struct ring *r)
 	return 0;
 }
 
-static void who_add(struct chunk *c, uint32_t stream)
+/* Room for one more chunk_who entry: checked before a record is copied, so
+ * that every record in a chunk is accounted for (never a crash, never an
+ * unreleased ring). */
+static int who_reserve(struct chunk *c)
 {
-	if (c->nwho && c->who[c->nwho - 1].stream == stream) {
-		c->who[c->nwho - 1].events++;
-		return;
-	}
-	if (c->nwho == c->capwho) {
-		uint32_t n = c->capwho ? c->capwho * 2 : 64;
-		void *w = realloc(c->who, n * sizeof(*c->who));
+	if (c->nwho < c->capwho)
+		return 0;
+	uint32_t n = c->capwho ? c->capwho * 2 : 64;
+	void *w = realloc(c->who, n * sizeof(*c->who));
 
-		if (!w)
-			return; /* the count of a failed chunk will be low; never a crash */
-		c->who = w;
-		c->capwho = n;
+	if (!w)
+		return -EAGAIN;
+	c->who = w;
+	c->capwho = n;
+	return 0;
+}
+
+/* Note that c holds r's record ending at ring position end. */
+static void who_add(struct chunk *c, struct ring *r, bool event, uint64_t end,
+		    uint64_t seen_records, uint64_t seen_bytes)
+{
+	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+
+	if (!w || w->r != r) {
+		w = &c->who[c->nwho++]; /* who_reserve() made room */
+		w->r = r;
+		w->events = 0;
+		r->held++;
 	}
-	c->who[c->nwho].stream = stream;
-	c->who[c->nwho].events = 1;
-	c->nwho++;
+	w->events += event;
+	w->end = end;
+	w->seen_records = seen_records;
+	w->seen_bytes = seen_bytes;
+}
+
+/* Give ring space back in the order chunks were sealed, each chunk once it
+ * is written or counted as lost: a daemon killed at any moment leaves every
+ * record either in a written chunk or still in its ring, where the next
+ * daemon finds it. */
+static void release_ready(struct daemon *d)
+{
+	for (bool more = true; more;) {
+		more = false;
+		for (unsigned i = 0; i < d->nchunks; i++) {
+			struct chunk *c = &d->chunks[i];
+
+			if (!c->busy || !c->done || c->seal_no != d->release_next)
+				continue;
+			for (uint32_t k = 0; k < c->nwho; k++) {
+				struct chunk_who *w = &c->who[k];
+
+				if (!w->r->dead)
+					ringlog_cons_release(&w->r->cons, w->end, w->seen_records,
+							     w->seen_bytes);
+				w->r->held--;
+			}
+			c->nwho = 0;
+			c->busy = false;
+			c->done = false;
+			d->release_next++;
+			more = true;
+		}
+	}
+}
+
+/* The chunk leaves the open slot for good: written or counted lost. */
+static void chunk_sealed(struct daemon *d, struct chunk *c)
+{
+	c->seal_no = d->seal_next++;
+	c->busy = true;
+	c->done = false;
+}
+
+static void chunk_done(struct daemon *d, struct chunk *c)
+{
+	c->done = true;
+	release_ready(d);
 }
 
 static int put_loss_pending(struct daemon *d, struct ring *r)
@@ -321,9 +381,13 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 	(void)e;
 	if (!d->cur && open_segment(d) < 0)
 		return -EAGAIN;
+	uint64_t at = r->cons.rec_end - total; /* ring position of this record */
+
 	for (int tries = 0;; tries++) {
-		struct ringlog_seg_rec h = { .len = sizeof(h), .type = RINGLOG_SEG_REC_SPAN,
-					     .id = r->id };
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
+					     .type = RINGLOG_SEG_REC_SPAN,
+					     .flags = RINGLOG_SPAN_POS, .id = r->id };
+		struct ringlog_seg_span sp = { .pos = at };
 		uint32_t gen = d->seg_gen;
 
 		if ((err = describe(d, r)))
@@ -331,10 +395,12 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
 			return err;
 		c = d->open;
+		/* A span continues only while the ring positions do: a PAD
+		 * (not copied) or a resumed ring starts a new one. */
 		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
-		    c->len + total <= body_cap(c))
+		    c->span_next == at && c->len + total <= body_cap(c))
 			break;
-		if (!(c = room(d, sizeof(h) + total)))
+		if (!(c = room(d, h.len + total)))
 			return -EAGAIN;
 		/* Sealing may have failed a write, which restarts the
 		 * description: describe again before the span. */
@@ -344,16 +410,20 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 			continue;
 		}
 		memcpy(body(c) + c->len, &h, sizeof(h));
+		memcpy(body(c) + c->len + sizeof(h), &sp, sizeof(sp));
 		c->span_off = c->len;
 		c->span_stream = r->id;
-		c->len += sizeof(h);
+		c->len += h.len;
 		break;
 	}
+	if (who_reserve(c))
+		return -EAGAIN; /* the open SPAN stays valid, just longer later */
 	p = body(c) + c->len;
 	memcpy(p, &rh, sizeof(rh));
 	memcpy(p + sizeof(rh), payload, len);
 	memset(p + sizeof(rh) + len, 0, total - sizeof(rh) - len);
 	c->len += total;
+	c->span_next = at + total;
 	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
 
 	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
@@ -366,7 +436,13 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 		if (real > c->last_real_ns)
 			c->last_real_ns = real;
 		c->events++;
-		who_add(c, r->id);
+		who_add(c, r, true, r->cons.rec_end, r->cons.seen.total_records,
+			r->cons.seen.total_bytes);
+	} else if (type == RINGLOG_REC_LOSS) {
+		struct ringlog_rec_loss l;
+
+		memcpy(&l, payload, sizeof(l));
+		who_add(c, r, false, r->cons.rec_end, l.total_records, l.total_bytes);
 	}
 	return 0;
 }
@@ -384,26 +460,15 @@ int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t
 	return put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
 }
 
-static struct ring *ring_by_id(struct daemon *d, uint32_t id)
-{
-	for (struct client *c = d->clients; c; c = c->next)
-		for (struct ring *r = c->rings; r; r = r->next)
-			if (r->id == id)
-				return r;
-	return NULL;
-}
-
 /* Everything in a chunk that will not reach the disk is counted, per
  * stream, and reported in-stream once writing works again. */
 static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
 {
 	for (uint32_t i = 0; i < c->nwho; i++) {
-		struct ring *r = ring_by_id(d, c->who[i].stream);
+		struct ring *r = c->who[i].r;
 
-		if (r) {
-			r->lost_disk_pending += c->who[i].events;
-			r->c->lost_disk += c->who[i].events;
-		}
+		r->lost_disk_pending += c->who[i].events;
+		r->c->lost_disk += c->who[i].events;
 	}
 	d->lost_disk += c->events;
 	if (!d->disk_blocked)
@@ -422,7 +487,6 @@ static void on_written(void *arg, long res)
 	struct segfile *s = c->seg;
 	size_t total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
 
-	c->busy = false;
 	s->inflight--;
 	if (res != (long)total) {
 		char why[4400];
@@ -435,6 +499,7 @@ static void on_written(void *arg, long res)
 		d->disk_error[0] = 0;
 		d_log("writing to %s works again", s->path);
 	}
+	chunk_done(d, c);
 	if (!s->current && !s->closed && s->inflight == 0)
 		finalize(s);
 	if (d->stopping || d->open == NULL)
@@ -455,6 +520,8 @@ void seg_seal(struct daemon *d)
 	if (!d->cur && open_segment(d) < 0) {
 		chunk_lost(d, c, d->disk_error);
 		d->open = NULL;
+		chunk_sealed(d, c);
+		chunk_done(d, c);
 		return;
 	}
 	err = ret_make_room(d, total);
@@ -471,6 +538,8 @@ void seg_seal(struct daemon *d)
 			 d->cfg.storage_dir, (unsigned long long)ret_min_free(d));
 		chunk_lost(d, c, why);
 		d->open = NULL;
+		chunk_sealed(d, c);
+		chunk_done(d, c);
 		return;
 	}
 	close_span(c);
@@ -486,12 +555,12 @@ void seg_seal(struct daemon *d)
 	memset(c->mem + RINGLOG_CHUNK_HDR_SIZE + c->len, 0, total - RINGLOG_CHUNK_HDR_SIZE - c->len);
 
 	c->seg = d->cur;
-	c->busy = true;
+	chunk_sealed(d, c);
 	err = d->io->ops->write(d->io, d->cur->fd, c->mem, total, d->cur->off, on_written, c);
 	if (err < 0) {
-		c->busy = false;
 		chunk_lost(d, c, "the I/O backend refused the write");
 		d->open = NULL;
+		chunk_done(d, c);
 		return;
 	}
 	d->cur->inflight++;

@@ -137,7 +137,8 @@ static int describe(struct tail *t, struct ring *r)
 		t->writer_nev[c->id] = id + 1;
 	}
 	if (!t->stream_sent[r->id]) {
-		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock };
+		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
+						.ring_id = r->ring_id };
 
 		rec(t, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0);
 		t->stream_sent[r->id] = 1;

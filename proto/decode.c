@@ -109,9 +109,68 @@ static struct ringlog_dec_writer *writer_of(struct ringlog_dec_scope *sc, uint32
 	return id < sc->nwriters ? sc->writers[id] : NULL;
 }
 
-static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
-		const uint8_t *b, size_t blen)
+void ringlog_dedup_free(struct ringlog_dedup *x)
 {
+	free(x->slot);
+	memset(x, 0, sizeof(*x));
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
+/* The slot of one ring, created on first use; NULL when out of memory (the
+ * records are then delivered without the check). */
+static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
+					     const struct ringlog_dec_writer *w,
+					     const struct ringlog_dec_stream *st)
+{
+	uint64_t a = w->w.start_real_ns, b = st->s.ring_id;
+
+	if (2 * (x->n + 1) > x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 64;
+		struct ringlog_dedup_slot *ns = calloc(cap, sizeof(*ns)), *old = x->slot;
+
+		if (!ns)
+			return NULL;
+		for (size_t i = 0; i < x->cap; i++) {
+			if (!old[i].pid && !old[i].tid && !old[i].ring_id)
+				continue;
+			size_t j = mix(old[i].pid_start ^ old[i].ring_id ^ old[i].tid) & (cap - 1);
+
+			while (ns[j].pid || ns[j].tid || ns[j].ring_id)
+				j = (j + 1) & (cap - 1);
+			ns[j] = old[i];
+		}
+		free(old);
+		x->slot = ns;
+		x->cap = cap;
+	}
+	uint64_t ps = a ^ ((uint64_t)w->w.pid << 32);
+	size_t j = mix(ps ^ b ^ st->s.tid) & (x->cap - 1);
+
+	for (;; j = (j + 1) & (x->cap - 1)) {
+		struct ringlog_dedup_slot *s = &x->slot[j];
+
+		if (!s->pid && !s->tid && !s->ring_id) {
+			*s = (struct ringlog_dedup_slot){ .pid_start = ps, .ring_id = b,
+				.pid = w->w.pid | (w->w.pid == 0), .tid = st->s.tid };
+			x->n++;
+			return s;
+		}
+		if (s->pid_start == ps && s->ring_id == b && s->tid == st->s.tid)
+			return s;
+	}
+}
+
+static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
+		uint16_t flags, const uint8_t *b, size_t blen)
+{
+	struct ringlog_dedup_slot *seen = NULL;
+	uint64_t pos = 0;
 	struct ringlog_dec_stream *st = sid < sc->nstreams ? &sc->streams[sid] : NULL;
 	struct ringlog_dec_writer *w;
 	struct ringlog_value vals[RINGLOG_FIELDS_MAX];
@@ -122,6 +181,14 @@ static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_
 	w = writer_of(sc, st->s.writer);
 	if (!w)
 		return damage(d, "SPAN of a stream whose writer is undefined"), 0;
+	if (flags & RINGLOG_SPAN_POS) {
+		if (blen < sizeof(struct ringlog_seg_span))
+			return damage(d, "SPAN too short for its position"), 0;
+		memcpy(&pos, b, sizeof(pos));
+		off = sizeof(struct ringlog_seg_span);
+		if (d->dedup)
+			seen = dedup_slot(d->dedup, w, st);
+	}
 	while (off + RINGLOG_REC_HDR_SIZE <= blen) {
 		struct ringlog_rec_hdr h;
 		const uint8_t *p;
@@ -133,6 +200,15 @@ static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_
 			return damage(d, "ring record runs past its SPAN"), 0;
 		p = b + off + RINGLOG_REC_HDR_SIZE;
 		off += total;
+		pos += total;
+		if (seen) {
+			/* Unsigned distance: at or past the mark is new. */
+			if (pos - total - seen->next > (UINT64_MAX >> 1)) {
+				d->dedup->dropped++;
+				continue;
+			}
+			seen->next = pos;
+		}
 		if (h.type == RINGLOG_REC_LOSS) {
 			struct ringlog_rec_loss l;
 			struct ringlog_dec_loss dl = { .writer = w, .stream = st,
@@ -239,7 +315,7 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
 			break;
 		}
 		case RINGLOG_SEG_REC_SPAN:
-			if ((ret = span(d, sc, r.id, b, blen)))
+			if ((ret = span(d, sc, r.id, r.flags, b, blen)))
 				return ret;
 			break;
 		case RINGLOG_SEG_REC_LOSS: {

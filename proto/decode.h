@@ -55,7 +55,23 @@ struct ringlog_dec_loss {
 	uint64_t real_ns;        /* of the neighbouring event, 0 if unknown */
 };
 
+/* Ring positions already delivered, per ring, across segments: see
+ * RINGLOG_SPAN_POS in segment.h. Shared by the decoders of the segments of
+ * one store, fed in segment order. */
+struct ringlog_dedup {
+	struct ringlog_dedup_slot {
+		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring) */
+		uint32_t pid, tid;
+		uint64_t next;               /* first position not yet delivered */
+	} *slot;
+	size_t cap, n;
+	uint64_t dropped;                /* records skipped as already seen */
+};
+
+void ringlog_dedup_free(struct ringlog_dedup *x);
+
 struct ringlog_decoder {
+	struct ringlog_dedup *dedup; /* optional */
 	struct ringlog_seg_clock clock;
 	struct ringlog_dec_scope *scopes; /* by scope id */
 	uint32_t nscopes;

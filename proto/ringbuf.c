@@ -254,21 +254,31 @@ int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size
 	c->size = size;
 	c->mask = size - 1;
 	c->pos = cons;
+	c->published = cons;
 	c->max_len = ringlog_ring_max_len(size);
 	c->seen.total_records = __atomic_load_n(&hdr->loss_seen_records, __ATOMIC_RELAXED);
 	c->seen.total_bytes = __atomic_load_n(&hdr->loss_seen_bytes, __ATOMIC_RELAXED);
 	return 0;
 }
 
-static void publish(struct ringlog_consumer *c, uint64_t pos)
+static void publish(struct ringlog_consumer *c, uint64_t pos, uint64_t seen_records,
+		    uint64_t seen_bytes)
 {
 	struct ringlog_ring_hdr *hdr = c->hdr;
 
-	c->pos = pos;
-	__atomic_store_n(&hdr->loss_seen_records, c->seen.total_records, __ATOMIC_RELAXED);
-	__atomic_store_n(&hdr->loss_seen_bytes, c->seen.total_bytes, __ATOMIC_RELAXED);
+	c->published = pos;
+	__atomic_store_n(&hdr->loss_seen_records, seen_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->loss_seen_bytes, seen_bytes, __ATOMIC_RELAXED);
 	/* Pairs with the acquire load in refresh_cons() (producer). */
 	__atomic_store_n(&hdr->cons_pos, pos, __ATOMIC_RELEASE);
+}
+
+void ringlog_cons_release(struct ringlog_consumer *c, uint64_t pos,
+			  uint64_t seen_records, uint64_t seen_bytes)
+{
+	/* Unsigned distances: pos within [published, c->pos]. */
+	if (pos - c->published <= c->pos - c->published && pos != c->published)
+		publish(c, pos, seen_records, seen_bytes);
 }
 
 static bool is_known_type(uint16_t type)
@@ -339,10 +349,12 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 				why = "LOSS record counts are inconsistent";
 				break;
 			}
+			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, (const uint8_t *)&loss, len);
 			if (r == 0)
 				c->seen = loss;
 		} else {
+			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, payload, len);
 		}
 		if (r != 0) {
@@ -354,8 +366,11 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 		n++;
 	}
 
-	if (pos != c->pos)
-		publish(c, pos);
+	if (pos != c->pos) {
+		c->pos = pos;
+		if (!c->defer)
+			publish(c, pos, c->seen.total_records, c->seen.total_bytes);
+	}
 	if (why)
 		return fail(c, -EBADMSG, why, pos);
 	return ret ? ret : n;

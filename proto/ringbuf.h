@@ -120,7 +120,10 @@ struct ringlog_consumer {
 	const uint8_t *data;
 	uint64_t size;    /* private copy of data_size, validated at attach */
 	uint64_t mask;
-	uint64_t pos;     /* private copy of cons_pos: never read back */
+	uint64_t pos;     /* how far records were delivered (private) */
+	uint64_t published; /* cons_pos as last stored in the header */
+	uint64_t rec_end; /* while fn runs: position just past its record */
+	bool defer;       /* publish only through ringlog_cons_release() */
 	uint32_t max_len; /* ringlog_ring_max_len(size) */
 	struct ringlog_rec_loss seen; /* totals of the last LOSS record consumed */
 	int error;        /* sticky: the first corruption found, or 0 */
@@ -154,6 +157,16 @@ int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size
  * is passed through. Every call ends in at most data_size / 8 steps. */
 long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 			ringlog_cons_fn fn, void *ctx);
+
+/* With c->defer set, ringlog_cons_drain() delivers records without giving
+ * their space back to the producer: the daemon calls this once the records
+ * up to pos are safely stored (or counted as lost), with the loss totals of
+ * the last LOSS record before pos. A daemon killed in between therefore
+ * resumes from pos after a restart: nothing delivered but unstored is
+ * forgotten. pos must lie between the last published position and c->pos;
+ * anything else is ignored. */
+void ringlog_cons_release(struct ringlog_consumer *c, uint64_t pos,
+			  uint64_t seen_records, uint64_t seen_bytes);
 
 /* Bytes committed by the producer and not yet consumed (0 if the producer
  * position is bogus; the next drain will report that). */

@@ -30,7 +30,14 @@
  *   STREAM  id = stream id;  body struct ringlog_seg_stream
  *   META    id = writer id;  body = one metadata entry (event.h), verbatim
  *   SPAN    id = stream id;  body = ring records (ring.h), verbatim: events
- *                            and LOSS records exactly as the client wrote them
+ *                            and LOSS records exactly as the client wrote them.
+ *                            With flag RINGLOG_SPAN_POS (always, in files) the
+ *                            body starts with the u64 ring position of its
+ *                            first record and the records are contiguous in
+ *                            the ring: a reader drops any record at a position
+ *                            it has already seen for that ring, which is how
+ *                            a daemon killed after a write but before giving
+ *                            the ring space back never yields duplicates
  *   LOSS    id = stream id;  body struct ringlog_seg_loss: events the daemon
  *                            itself could not store (disk, slow reader, ...)
  *   CLOCK, SCOPE             only in the live tail stream (ctl.h)
@@ -64,6 +71,11 @@
 #define RINGLOG_CHUNK_MAX        (16u << 20) /* readers refuse larger chunks */
 
 enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
+
+/* compat_flags */
+#define RINGLOG_SEG_RECOVERED 0x1u /* sealed by the next daemon after a crash:
+                                    * the totals come from a scan, and bytes
+                                    * past `end` may hold a torn chunk */
 
 struct ringlog_seg_hdr {
 	uint64_t magic;
@@ -143,6 +155,13 @@ struct ringlog_seg_stream {
 	uint32_t tid;
 	uint32_t clock;  /* RINGLOG_RING_CLOCK_TSC or 0 (CLOCK_MONOTONIC ns) */
 	uint32_t reserved;
+	uint64_t ring_id; /* the ring header's created_ns: with writer pid, start
+	                   * time and tid it names one ring across segments */
+};
+
+#define RINGLOG_SPAN_POS 0x1u /* seg_rec.flags of a SPAN: body starts with */
+struct ringlog_seg_span {      /* this */
+	uint64_t pos;
 };
 
 enum ringlog_loss_reason {
@@ -196,7 +215,11 @@ static_assert(offsetof(struct ringlog_seg_rec, id) == 8, "rec id");
 static_assert(sizeof(struct ringlog_seg_writer) == 40, "writer record size");
 static_assert(offsetof(struct ringlog_seg_writer, comm) == 16, "writer comm");
 static_assert(offsetof(struct ringlog_seg_writer, start_real_ns) == 32, "writer start");
-static_assert(sizeof(struct ringlog_seg_stream) == 16, "stream record size");
+static_assert(sizeof(struct ringlog_seg_stream) == 24, "stream record size");
+static_assert(offsetof(struct ringlog_seg_stream, tid) == 4, "stream tid");
+static_assert(offsetof(struct ringlog_seg_stream, clock) == 8, "stream clock");
+static_assert(offsetof(struct ringlog_seg_stream, ring_id) == 16, "stream ring_id");
+static_assert(sizeof(struct ringlog_seg_span) == 8, "span prefix size");
 static_assert(sizeof(struct ringlog_seg_loss) == 24, "loss record size");
 static_assert(sizeof(struct ringlog_seg_clock) == 32, "clock record size");
 

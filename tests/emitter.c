@@ -1,54 +1,159 @@
 /* tests/emitter.c - a real client process for the integration tests.
- * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS]
- * Each thread emits EVENTS events {thread, seq, text}; with --wait-daemon
- * the process waits (bounded) until a daemon holds its rings before it
- * exits, so events emitted before the daemon started get stored. */
+ *
+ * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
+ *                     [--progress FILE] [--half-record]
+ *
+ * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
+ * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
+ * With --wait-daemon the process waits (bounded) until a daemon holds its
+ * rings before it exits, so events emitted before the daemon started get
+ * stored. --progress keeps, in a shared file of one u64 per thread, how many
+ * events each thread has emitted (updated after each emit), so that a test
+ * that kills the process knows what was committed. --half-record: after its
+ * events, thread 0 reserves one more record, fills half of it and the
+ * process kills itself before committing it. At exit it prints, per thread, what the fault tests compare with
+ * the store:
+ *   thread T tid TID emitted N max_emit_ns NS
+ *   dropped_full=N dropped_other=N
+ */
 #define _GNU_SOURCE
 #include <ringlog.h>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 RINGLOG_PROVIDER_DEFINE(test_provider, "Test.Emitter");
 
 static long events;
+static long pause_us;
+static volatile sig_atomic_t stop;
+static uint64_t *progress; /* shared with the test, one slot per thread */
+static int half_record;
+
+/* The Tick event once more, as a run-time descriptor for --half-record. */
+static const struct ringlog_field tick_fields[] = {
+	{ RINGLOG_T_U32, 0, "thread" }, { RINGLOG_T_U64, 0, "seq" }, { RINGLOG_T_STR, 0, "text" },
+};
+static struct ringlog_event tick = {
+	.provider = &test_provider, .name = "Tick", .fields = tick_fields, .nfields = 3,
+	.level = RINGLOG_LEVEL_INFO, .keyword = 0x1,
+};
+
+struct worker {
+	pthread_t th;
+	uint32_t index;
+	pid_t tid;
+	uint64_t emitted;
+	uint64_t max_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void *run(void *arg)
 {
-	uint32_t t = (uint32_t)(uintptr_t)arg;
+	struct worker *w = arg;
 
-	for (long i = 0; i < events; i++)
+	w->tid = gettid();
+	for (uint64_t i = 0; events ? i < (uint64_t)events : !stop; i++) {
+		uint64_t t0 = now_ns(), dt;
+
 		RINGLOG_EVENT(test_provider, "Tick", RINGLOG_LEVEL_INFO, 0x1,
-			      RINGLOG_U32("thread", t), RINGLOG_U64("seq", (uint64_t)i),
+			      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
 			      RINGLOG_STR("text", "fifteen chars.."));
+		dt = now_ns() - t0;
+		if (dt > w->max_ns)
+			w->max_ns = dt;
+		w->emitted = i + 1;
+		if (progress)
+			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
+		if (pause_us && i % 100 == 99)
+			usleep((useconds_t)pause_us);
+	}
+	if (half_record && w->index == 0) {
+		uint8_t *p = ringlog__begin(&tick, 4 + 8 + 2 + 15, NULL);
+
+		if (p)
+			memset(p, 0xA5, 10); /* half of it, then die holding it */
+		raise(SIGKILL);
+	}
 	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
 }
 
 int main(int argc, char **argv)
 {
 	int threads = argc > 2 ? atoi(argv[1]) : 1;
-	double wait = argc > 4 && !strcmp(argv[3], "--wait-daemon") ? atof(argv[4]) : 0;
-	pthread_t th[256];
+	double wait = 0;
+	static struct worker w[256];
 	struct ringlog_stats st;
 
 	events = argc > 2 ? atol(argv[2]) : 1000;
+	for (int i = 3; i < argc; i++) {
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(opt, "--half-record")) {
+			half_record = 1;
+			continue;
+		}
+		if (!val)
+			return 2;
+		i++;
+		if (!strcmp(opt, "--wait-daemon")) {
+			wait = atof(val);
+		} else if (!strcmp(opt, "--pause-us")) {
+			pause_us = atol(val);
+		} else if (!strcmp(opt, "--progress")) {
+			int fd = open(val, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+			if (fd < 0 || ftruncate(fd, 256 * 8) < 0)
+				return 2;
+			progress = mmap(NULL, 256 * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			close(fd);
+			if (progress == MAP_FAILED)
+				return 2;
+		} else {
+			return 2;
+		}
+	}
 	if (threads < 1 || threads > 256)
 		return 2;
+	signal(SIGUSR1, on_usr1);
+	for (int i = 0; i < threads; i++) {
+		w[i].index = (uint32_t)i;
+		pthread_create(&w[i].th, NULL, run, &w[i]);
+	}
 	for (int i = 0; i < threads; i++)
-		pthread_create(&th[i], NULL, run, (void *)(uintptr_t)i);
-	for (int i = 0; i < threads; i++)
-		pthread_join(th[i], NULL);
-	for (double w = 0; w < wait; w += 0.05) {
+		pthread_join(w[i].th, NULL);
+	for (double t = 0; t < wait; t += 0.05) {
 		if (ringlog_flush(1000) == 0)
 			break;
 		struct timespec ts = { 0, 50000000 };
 		nanosleep(&ts, NULL);
 	}
+	for (int i = 0; i < threads; i++)
+		printf("thread %u tid %d emitted %llu max_emit_ns %llu\n", w[i].index, (int)w[i].tid,
+		       (unsigned long long)w[i].emitted, (unsigned long long)w[i].max_ns);
 	ringlog_get_stats(&st);
 	printf("dropped_full=%llu dropped_other=%llu\n", (unsigned long long)st.dropped_full,
 	       (unsigned long long)st.dropped_other);
+	fflush(stdout);
 	return ringlog_flush(5000) == 0 ? 0 : 3;
 }

@@ -28,6 +28,7 @@ struct rd {
 	uint64_t seq;
 	bool damaged;
 	const char *path;
+	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
@@ -133,6 +134,7 @@ static int read_file(struct rd *r, const char *path)
 	ringlog_seg_clock_of(&f.hdr, &clk);
 	ringlog_dec_init(&d, &clk);
 	d.ctx = r;
+	d.dedup = &r->dedup;
 	d.on_event = on_event;
 	d.on_loss = on_loss;
 	d.on_damage = on_rec_damage;
@@ -293,5 +295,6 @@ int cmd_read(int argc, char **argv)
 		free(files[i]);
 	free(files);
 	free(r.lines);
+	ringlog_dedup_free(&r.dedup);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
 }

@@ -1,0 +1,205 @@
+/* tests/live.c - see live.h. */
+#define _GNU_SOURCE
+#include "live.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void live_init(struct live *e)
+{
+	snprintf(e->dir, sizeof(e->dir), "/tmp/ringlog-test-XXXXXX");
+	cr_assert(mkdtemp(e->dir));
+	snprintf(e->store, sizeof(e->store), "%s/store", e->dir);
+	snprintf(e->sock, sizeof(e->sock), "%s/sock", e->dir);
+	setenv("RINGLOG_SOCKET", e->sock, 1);
+}
+
+void live_cleanup(struct live *e)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+pid_t live_daemon(const struct live *e, ...)
+{
+	const char *argv[32] = { "ringlogd", "--storage", e->store, "--socket", e->sock };
+	int n = 5;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, e);
+	for (const char *a; (a = va_arg(ap, const char *)) && n < 31;)
+		argv[n++] = a;
+	va_end(ap);
+	unlink(e->sock);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		execv(RINGLOGD_PATH, (char *const *)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		struct stat st;
+		int status;
+
+		if (stat(e->sock, &st) == 0)
+			return pid;
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			cr_assert_fail("ringlogd exited before listening (status %d)", status);
+		usleep(25000);
+	}
+	cr_assert_fail("ringlogd did not create %s within 5 s", e->sock);
+	return -1;
+}
+
+void live_daemon_stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ringlogd: status %d", st);
+}
+
+pid_t live_spawn(const char *const argv[], const char *const env[], const char *out_path)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		if (out_path) {
+			int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			if (fd < 0 || dup2(fd, 1) < 0)
+				_exit(126);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+void live_wait_ok(pid_t pid, const char *what)
+{
+	int st;
+
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", what, st);
+}
+
+int live_run(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+	int st;
+
+	if (!p)
+		return -1;
+	if (out && cap) {
+		size_t k;
+
+		while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, p)) > 0)
+			n += k;
+		out[n] = 0;
+	}
+	{
+		char sink[4096];
+
+		while (fread(sink, 1, sizeof(sink), p) > 0)
+			;
+	}
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+
+static int count_event(void *ctx, const struct ringlog_dec_event *ev)
+{
+	struct live_read *r = ctx;
+
+	r->events++;
+	return r->on_event ? r->on_event(r->ctx, ev) : 0;
+}
+
+static void count_loss(void *ctx, const struct ringlog_dec_loss *l)
+{
+	struct live_read *r = ctx;
+
+	r->lost += l->records;
+	if (r->on_loss)
+		r->on_loss(r->ctx, l);
+}
+
+static void count_damage(void *ctx, const char *what)
+{
+	struct live_read *r = ctx;
+
+	cr_log_info("damaged record: %s", what);
+	r->damaged_records++;
+}
+
+static int is_segment(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 6 && !strcmp(d->d_name + n - 6, ".rlseg");
+}
+
+void live_read_store(const char *store, struct live_read *r)
+{
+	struct ringlog_dedup dedup = { 0 };
+	struct dirent **names;
+	int n = scandir(store, &names, is_segment, alphasort);
+
+	cr_assert(n >= 0, "cannot list %s", store);
+	r->events = r->lost = r->damaged_records = r->damaged_bytes = r->damaged_closed = 0;
+	r->segments = r->closed = r->recovered = 0;
+	for (int i = 0; i < n; i++) {
+		char path[600];
+		struct ringlog_seg_file f;
+		struct ringlog_decoder d;
+		struct ringlog_seg_clock clk;
+		const char *why;
+
+		snprintf(path, sizeof(path), "%s/%s", store, names[i]->d_name);
+		free(names[i]);
+		cr_assert_eq(ringlog_seg_open(&f, path, &why), 0, "%s: %s", path, why);
+		r->segments++;
+		ringlog_seg_clock_of(&f.hdr, &clk);
+		ringlog_dec_init(&d, &clk);
+		d.dedup = &dedup;
+		d.ctx = r;
+		d.on_event = count_event;
+		d.on_loss = count_loss;
+		d.on_damage = count_damage;
+		while (ringlog_seg_next(&f, false) == 1)
+			ringlog_dec_records(&d, f.body, f.chunk.body_len);
+		r->damaged_bytes += f.damaged_bytes;
+		if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
+			r->closed++;
+			if (f.hdr.compat_flags & RINGLOG_SEG_RECOVERED)
+				r->recovered++;
+			else
+				r->damaged_closed += f.damaged_bytes;
+		}
+		ringlog_dec_free(&d);
+		ringlog_seg_close(&f);
+	}
+	free(names);
+	r->dups_dropped = dedup.dropped;
+	ringlog_dedup_free(&dedup);
+}

@@ -1,0 +1,52 @@
+/* tests/live.h - run the real daemon and real client processes, and read
+ * back what they stored, for the integration and fault tests. */
+#ifndef RINGLOG_TESTS_LIVE_H
+#define RINGLOG_TESTS_LIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "decode.h"
+
+/* A private directory with the store and the socket in it; RINGLOG_SOCKET
+ * points at the socket, so client processes started later find it. */
+struct live {
+	char dir[256], store[300], sock[300];
+};
+
+void live_init(struct live *e);
+void live_cleanup(struct live *e);
+
+/* Start ringlogd on e's store and socket with extra arguments (NULL-ended)
+ * and wait until it listens. */
+pid_t live_daemon(const struct live *e, ...);
+/* SIGTERM it and expect exit status 0. */
+void live_daemon_stop(pid_t pid);
+
+/* Start a program with its stdout sent to out_path (NULL: inherited) and
+ * env entries "NAME=value" added (NULL-ended list, may be NULL). */
+pid_t live_spawn(const char *const argv[], const char *const env[], const char *out_path);
+/* Wait for pid and expect exit status 0. */
+void live_wait_ok(pid_t pid, const char *what);
+
+/* Run a shell command, capture at most cap-1 bytes of its stdout into out;
+ * returns its exit status (or -1). */
+int live_run(const char *cmd, char *out, size_t cap);
+
+/* Read every segment of a store in order, with dedup across segments (as
+ * `ringlog read` does). Counts in the result; callbacks optional. */
+struct live_read {
+	void *ctx;
+	int (*on_event)(void *ctx, const struct ringlog_dec_event *ev);
+	void (*on_loss)(void *ctx, const struct ringlog_dec_loss *l);
+	uint64_t events, lost, damaged_records, damaged_bytes;
+	uint64_t dups_dropped;
+	unsigned segments, closed, recovered; /* recovered: sealed after a crash */
+	uint64_t damaged_closed; /* damaged bytes in segments sealed by their
+	                          * own daemon: only a killed daemon's segment
+	                          * (recovered) may end torn */
+};
+void live_read_store(const char *store, struct live_read *r);
+
+#endif
