@@ -328,6 +328,34 @@ static void read_proc(struct client *c)
 	}
 }
 
+static void on_accept(uv_poll_t *h, int status, int events);
+
+static void resume_accepting(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+
+	if (!d->stopping)
+		uv_poll_start(&d->listen_poll, UV_READABLE, on_accept);
+}
+
+/* Out of file descriptors: the pending connection stays in the backlog and
+ * the listening socket stays readable, so polling it now would spin. Wait
+ * 100 ms for clients to go away, then try again. */
+static void pause_accepting(struct daemon *d)
+{
+	static uint64_t logged;
+	uint64_t now = d_now(CLOCK_MONOTONIC);
+
+	if (now - logged > 10000000000ull) {
+		d_log("out of file descriptors (%s): new clients wait; raise LimitNOFILE= "
+		      "or limits.clients", strerror(errno));
+		logged = now;
+	}
+	uv_poll_stop(&d->listen_poll);
+	d->accept_timer.data = d;
+	uv_timer_start(&d->accept_timer, resume_accepting, 100, 0);
+}
+
 static void on_accept(uv_poll_t *h, int status, int events)
 {
 	struct daemon *d = h->data;
@@ -341,8 +369,11 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		socklen_t crlen = sizeof(cr);
 		struct client *c;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				pause_accepting(d);
 			return;
+		}
 		if (d->nclients >= d->cfg.limits.clients) {
 			static const char msg[] = "too many clients (limits.clients)";
 			struct ringlog_ctl_refuse r = { 0 };

@@ -102,6 +102,7 @@ struct client {
 	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
 	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
 	bool refused;
+	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 
 	struct tail *tail;   /* tool running `ringlog tail` */
 };
@@ -168,6 +169,7 @@ struct daemon {
 
 	struct client *clients;
 	uint32_t nclients;
+	uv_timer_t accept_timer; /* accepting paused: out of file descriptors */
 	uint32_t next_writer_id, next_stream_id;
 	struct provider *providers;
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -289,6 +290,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	/* Every client holds a socket and, briefly, its memfds: take all the
+	 * descriptors the hard limit allows (systemd's LimitNOFILE=). */
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
 	d->start_real_ns = d_now(CLOCK_REALTIME);
@@ -309,6 +320,7 @@ int main(int argc, char **argv)
 	uv_timer_init(d->loop, &d->flush_timer);
 	uv_timer_init(d->loop, &d->watchdog_timer);
 	uv_timer_init(d->loop, &d->stop_timer);
+	uv_timer_init(d->loop, &d->accept_timer);
 	d->flush_timer.data = d;
 	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
 	uv_timer_start(&d->flush_timer, on_flush_timer, 50, d->cfg.flush_interval_ns / 10000000 ?
@@ -348,6 +360,7 @@ int main(int argc, char **argv)
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);
 	uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
 	uv_close((uv_handle_t *)&d->stop_timer, NULL);
+	uv_close((uv_handle_t *)&d->accept_timer, NULL);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);

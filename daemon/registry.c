@@ -34,8 +34,14 @@ void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 	if (n > 255)
 		n = 255;
 	memcpy(buf, &r, sizeof(r));
-	d_log("client pid %u (%s, uid %u): refused %s: %s", c->pid, c->comm, c->uid,
-	      handle ? "a ring" : "registration", (char *)buf + sizeof(r));
+	/* A client that keeps asking gets every answer, but the log only the
+	 * first few: a hostile loop must not flood the journal. */
+	if (++c->refusals <= 5)
+		d_log("client pid %u (%s, uid %u): refused %s: %s", c->pid, c->comm, c->uid,
+		      handle ? "a ring" : "registration", (char *)buf + sizeof(r));
+	else if (c->refusals == 6)
+		d_log("client pid %u (%s): more refusals; not logged until it reconnects",
+		      c->pid, c->comm);
 	client_send(c, RINGLOG_CTL_REFUSE, buf, (uint32_t)(sizeof(r) + (size_t)n));
 }
 

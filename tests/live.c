@@ -4,6 +4,12 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +26,8 @@ void live_init(struct live *e)
 	cr_assert(mkdtemp(e->dir));
 	snprintf(e->store, sizeof(e->store), "%s/store", e->dir);
 	snprintf(e->sock, sizeof(e->sock), "%s/sock", e->dir);
+	snprintf(e->log, sizeof(e->log), "%s/daemon.log", e->dir);
+	e->deny_io_uring = false;
 	setenv("RINGLOG_SOCKET", e->sock, 1);
 }
 
@@ -29,6 +37,31 @@ void live_cleanup(struct live *e)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+static int deny_io_uring(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+void live_log(const struct live *e, char *buf, size_t cap)
+{
+	int fd = open(e->log, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : 0;
+
+	buf[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
 }
 
 pid_t live_daemon(const struct live *e, ...)
@@ -46,6 +79,15 @@ pid_t live_daemon(const struct live *e, ...)
 	pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		int fd = open(e->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		/* stdout too: a daemon left behind by a crashed test must not
+		 * hold the test's output pipe open. */
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives its test */
+		if (e->deny_io_uring && deny_io_uring() < 0)
+			_exit(125);
 		execv(RINGLOGD_PATH, (char *const *)argv);
 		_exit(127);
 	}
@@ -78,6 +120,7 @@ pid_t live_spawn(const char *const argv[], const char *const env[], const char *
 
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives its test */
 		for (int i = 0; env && env[i]; i++)
 			putenv((char *)env[i]);
 		if (out_path) {

@@ -4,6 +4,7 @@
 #define RINGLOG_TESTS_LIVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -13,6 +14,9 @@
  * points at the socket, so client processes started later find it. */
 struct live {
 	char dir[256], store[300], sock[300];
+	char log[300];       /* the daemon's stderr (appended) */
+	bool deny_io_uring;  /* the daemon's io_uring_setup() fails with EPERM
+	                      * (seccomp), as under a hardened kernel */
 };
 
 void live_init(struct live *e);
@@ -21,6 +25,8 @@ void live_cleanup(struct live *e);
 /* Start ringlogd on e's store and socket with extra arguments (NULL-ended)
  * and wait until it listens. */
 pid_t live_daemon(const struct live *e, ...);
+/* The daemon's log so far, in buf (NUL-terminated, truncated to cap). */
+void live_log(const struct live *e, char *buf, size_t cap);
 /* SIGTERM it and expect exit status 0. */
 void live_daemon_stop(pid_t pid);
 

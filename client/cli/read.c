@@ -215,7 +215,8 @@ int read_backlog(const char *dir, const struct filter *f, const struct printer *
 	/* Newest first until there are enough; then print in time order. */
 	for (size_t i = nf; i-- > 0 && r.n < n;)
 		read_file(&r, files[i]);
-	qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
+	if (r.n)
+		qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
 	for (size_t i = r.n > n ? r.n - n : 0; i < r.n; i++)
 		fputs(r.lines[i].text, stdout);
 	for (size_t i = 0; i < r.n; i++)
@@ -286,7 +287,8 @@ int cmd_read(int argc, char **argv)
 			read_file(&r, argv[i]);
 		}
 	}
-	qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
+	if (r.n)
+		qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
 	for (size_t i = 0; i < r.n; i++) {
 		fputs(r.lines[i].text, stdout);
 		free(r.lines[i].text);

@@ -1,0 +1,271 @@
+/* tests/hostile.c - a client that speaks the control protocol (proto/ctl.h)
+ * by hand and breaks every rule it can, for the hostile-client tests.
+ *
+ * usage: test-hostile MODE
+ *   unsealed-ring   a ring memfd that can still shrink
+ *   unsealed-meta   a metadata memfd that can still shrink
+ *   meta-lies       metadata whose header claims more than the region holds,
+ *                   then entries whose lengths run past it
+ *   garbage-ring    a valid ring header, random bytes as records
+ *   ring-flood      10,000 RING frames on one connection
+ *   connect-flood   10,000 connections, each a HELLO, most left open
+ *   frame-lies      a frame longer than the protocol allows
+ *
+ * It prints every REFUSE message it gets, one per line ("refused: ..."),
+ * and exits 0 when it got at least one (or, for connect-flood, when it
+ * made all its connections). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "event.h"
+#include "helpers.h"
+#include "ringbuf.h"
+
+static int send_frame(int fd, uint16_t type, const void *p, uint32_t len, int pass_fd)
+{
+	struct ringlog_ctl_frame f = { .len = len, .type = type };
+	struct iovec iov[2] = { { &f, sizeof(f) }, { (void *)p, len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
+	return sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int connect_daemon(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *path = getenv("RINGLOG_SOCKET");
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (!path || fd < 0 || strlen(path) >= sizeof(a.sun_path))
+		exit(2);
+	strcpy(a.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		perror("connect");
+		exit(2);
+	}
+	return fd;
+}
+
+/* A memfd of size bytes, sealed (or not) against shrinking, mapped. */
+static int make_memfd(size_t size, int seal, void **map)
+{
+	int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+		perror("memfd");
+		exit(2);
+	}
+	*map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*map == MAP_FAILED)
+		exit(2);
+	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		exit(2);
+	return fd;
+}
+
+/* A valid, empty metadata region. */
+static int make_meta(int seal, struct ringlog_meta_hdr **h)
+{
+	void *m;
+	int fd = make_memfd(RINGLOG_META_MIN_SIZE, seal, &m);
+
+	*h = m;
+	(*h)->magic = RINGLOG_META_MAGIC;
+	(*h)->version = RINGLOG_META_VERSION;
+	(*h)->header_size = RINGLOG_META_HEADER_SIZE;
+	(*h)->size = RINGLOG_META_MIN_SIZE;
+	return fd;
+}
+
+static void hello(int fd, int meta_fd)
+{
+	struct ringlog_ctl_hello h = { .version = RINGLOG_CTL_VERSION };
+
+	int err = send_frame(fd, RINGLOG_CTL_HELLO, &h, sizeof(h), meta_fd);
+
+	if (err < 0) {
+		fprintf(stderr, "HELLO: %s\n", strerror(-err));
+		exit(2);
+	}
+}
+
+static int send_ring(int fd, uint64_t handle, int ring_fd)
+{
+	struct ringlog_ctl_ring m = { .handle = handle, .tid = (uint32_t)getpid() };
+
+	return send_frame(fd, RINGLOG_CTL_RING, &m, sizeof(m), ring_fd);
+}
+
+/* Read frames for up to ms milliseconds; print REFUSE messages. Returns how
+ * many there were. */
+static int refused; /* REFUSE frames seen so far */
+
+static int collect(int fd, int ms)
+{
+	static uint8_t buf[1 << 16];
+	size_t have = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, ms) <= 0)
+			break;
+		n = read(fd, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while (have >= sizeof(struct ringlog_ctl_frame)) {
+			struct ringlog_ctl_frame f;
+
+			memcpy(&f, buf, sizeof(f));
+			if (f.len > sizeof(buf) - sizeof(f))
+				return refused;
+			if (have < sizeof(f) + f.len)
+				break;
+			if (f.type == RINGLOG_CTL_REFUSE && f.len >= sizeof(struct ringlog_ctl_refuse)) {
+				printf("refused: %.*s\n", (int)(f.len - sizeof(struct ringlog_ctl_refuse)),
+				       (const char *)buf + sizeof(f) + sizeof(struct ringlog_ctl_refuse));
+				refused++;
+			}
+			memmove(buf, buf + sizeof(f) + f.len, have - sizeof(f) - f.len);
+			have -= sizeof(f) + f.len;
+		}
+	}
+	return refused;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	struct ringlog_meta_hdr *mh;
+	uint64_t seed = (uint64_t)getpid() * 7919;
+	void *mem;
+	int fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "connect-flood")) {
+		static int fds[10000];
+		int meta = make_meta(1, &mh), closed = 0;
+		struct ringlog_ctl_hello h = { .version = RINGLOG_CTL_VERSION };
+
+		for (int i = 0; i < 10000; i++) {
+			fds[i] = connect_daemon();
+			/* Past limits.clients the daemon refuses and hangs up:
+			 * that is an answer too. */
+			if (send_frame(fds[i], RINGLOG_CTL_HELLO, &h, sizeof(h), meta) < 0)
+				closed++;
+			/* Keep 1,000 open at a time (a process has a limited
+			 * number of fds); the daemon sees them come and go. */
+			if (i >= 1000)
+				close(fds[i - 1000]);
+		}
+		printf("connections: 10000 (%d hung up by the daemon)\n", closed);
+		return 0;
+	}
+	fd = connect_daemon();
+	if (!strcmp(mode, "unsealed-meta")) {
+		hello(fd, make_meta(0, &mh));
+	} else if (!strcmp(mode, "meta-lies")) {
+		int meta = make_meta(1, &mh);
+
+		mh->used = 1u << 30; /* past the region */
+		hello(fd, meta);
+		collect(fd, 300);
+		/* A second client whose entry lengths run past the region. */
+		close(fd);
+		fd = connect_daemon();
+		meta = make_meta(1, &mh);
+		{
+			struct ringlog_meta_entry *e = (void *)((uint8_t *)mh + RINGLOG_META_HEADER_SIZE);
+
+			e->len = 0xfffffff8u;
+			e->kind = RINGLOG_META_EVENT;
+			__atomic_store_n(&mh->used, 64u, __ATOMIC_RELEASE);
+		}
+		hello(fd, meta);
+		send_frame(fd, RINGLOG_CTL_META, NULL, 0, -1);
+	} else {
+		hello(fd, make_meta(1, &mh));
+	}
+
+	if (!strcmp(mode, "unsealed-ring")) {
+		send_ring(fd, 1, make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 0, &mem));
+	} else if (!strcmp(mode, "garbage-ring")) {
+		struct ringlog_producer p;
+		int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);
+		uint8_t *data;
+
+		ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+		data = (uint8_t *)mem + RINGLOG_RING_HEADER_SIZE;
+		for (size_t i = 0; i < 65536; i += 8) {
+			uint64_t r = th_rand(&seed);
+
+			memcpy(data + i, &r, 8);
+		}
+		__atomic_store_n(&p.hdr->prod_pos, 40000, __ATOMIC_RELEASE);
+		send_ring(fd, 7, rfd);
+	} else if (!strcmp(mode, "ring-flood")) {
+		for (int i = 0; i < 10000; i++) {
+			struct ringlog_producer p;
+			int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 8192, 1, &mem);
+
+			ringlog_prod_init(&p, mem, 8192, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+			if (send_ring(fd, (uint64_t)i + 1, rfd) < 0)
+				break;
+			munmap(mem, RINGLOG_RING_HEADER_SIZE + 8192);
+			close(rfd);
+			if (i % 100 == 99)
+				collect(fd, 0); /* keep the daemon's replies flowing */
+		}
+	} else if (!strcmp(mode, "frame-lies")) {
+		struct ringlog_ctl_frame f = { .len = RINGLOG_CTL_MAX + 1, .type = RINGLOG_CTL_META };
+
+		if (write(fd, &f, sizeof(f)) != sizeof(f))
+			return 2;
+		/* The daemon must close the connection (after the WELCOME
+		 * and ENABLE frames it may already have sent). */
+		char b[4096];
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		while (poll(&pf, 1, 2000) == 1) {
+			ssize_t n = read(fd, b, sizeof(b));
+
+			if (n == 0) {
+				printf("refused: connection closed\n");
+				return 0;
+			}
+			if (n < 0)
+				break;
+		}
+		return 1;
+	}
+	collect(fd, 1000);
+	return refused > 0 ? 0 : 1;
+}
