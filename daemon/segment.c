@@ -475,7 +475,8 @@ static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
 		d_log("cannot store %u events: %s; counting what is lost until writing works again",
 		      c->events, why);
 	d->disk_blocked = true;
-	snprintf(d->disk_error, sizeof(d->disk_error), "%s", why);
+	if (why != d->disk_error) /* it may already be the reason */
+		snprintf(d->disk_error, sizeof(d->disk_error), "%s", why);
 	/* Its metadata records are gone too: describe everything again. */
 	d->seg_gen++;
 }
