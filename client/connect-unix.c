@@ -265,6 +265,7 @@ static void session(int fd, struct rxbuf *rx)
 		lib.sock = fd;
 		lib.connected = true;
 		lib.stats.connects++;
+		pthread_cond_broadcast(&lib.cond); /* ringlog_flush() waits for it */
 		lib.meta_dirty = true;
 	}
 	pthread_mutex_unlock(&lib.lock);
@@ -318,6 +319,10 @@ static void *thread_main(void *arg)
 			session(fd, rx);
 			continue;
 		}
+		pthread_mutex_lock(&lib.lock);
+		lib.tried = true;
+		pthread_cond_broadcast(&lib.cond);
+		pthread_mutex_unlock(&lib.lock);
 		/* No daemon yet: rings fill on their own; look again soon, but
 		 * back off so an absent daemon costs nearly nothing. */
 		struct pollfd pf = { .fd = lib.wake_fd, .events = POLLIN };

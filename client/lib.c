@@ -109,6 +109,7 @@ static void after_fork_child(void)
 		close(lib.wake_fd);
 	lib.sock = lib.wake_fd = -1;
 	lib.connected = false;
+	lib.tried = false;
 	lib.thread_running = false;
 	lib.stop = false;
 	lib.sync_want = lib.sync_acked = 0;
@@ -190,6 +191,12 @@ int ringlog_flush(int timeout_ms)
 		return -ENOTCONN;
 	deadline_after(&dl, timeout_ms);
 	pthread_mutex_lock(&lib.lock);
+	/* A program that emits and flushes right away must not lose its
+	 * events to the race with the first connection: wait for that first
+	 * attempt, not for a daemon that is not there. */
+	while (!lib.connected && !lib.tried && !err)
+		err = pthread_cond_timedwait(&lib.cond, &lib.lock, &dl);
+	err = 0;
 	if (!lib.connected) {
 		pthread_mutex_unlock(&lib.lock);
 		return -ENOTCONN;

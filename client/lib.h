@@ -56,6 +56,7 @@ struct lib {
 	int wake_fd;                /* eventfd: rings, metadata, sync, stop */
 	int sock;
 	bool connected;
+	bool tried;                 /* a connection attempt has failed since start */
 	uint64_t sync_want, sync_acked;
 
 	void (*diag)(void *ctx, const char *msg);

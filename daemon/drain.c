@@ -117,8 +117,11 @@ static void finish(struct daemon *d, struct ring *r)
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
-	/* Released once the chunks holding its last records are written. */
+	/* Released once the chunks holding its last records are written:
+	 * seal now rather than hold a dead thread's ring for a flush interval. */
 	r->finishing = true;
+	if (r->held)
+		seg_seal(d);
 }
 
 /* After a pass over r: with no chunk holding its records, what is left

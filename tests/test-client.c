@@ -1,0 +1,220 @@
+/* tests/test-client.c - libringlog seen from programs: every field type
+ * round-trips exactly through the daemon and `ringlog read`; 64 threads;
+ * disabled events cost no ring; 10,000 threads and fork/exec leak nothing;
+ * the header works from C++17. Real daemon, real client processes. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "live.h"
+
+TestSuite(client, .fini = th_check_leaks, .timeout = 300);
+
+/* Run a program with stdout captured; expects exit 0. */
+static void run_ok(const char *cmd, char *out, size_t cap)
+{
+	int rc = live_run(cmd, out, cap);
+
+	cr_assert_eq(rc, 0, "%s: exit %d: %s", cmd, rc, out);
+}
+
+/* The "fields" object of the JSON line of event `name` in text. */
+static const char *fields_of(const char *text, const char *name, char *buf, size_t cap)
+{
+	char key[128];
+	const char *p, *f, *end;
+
+	snprintf(key, sizeof(key), "\"event\":\"%s\"", name);
+	if (!(p = strstr(text, key)) || !(f = strstr(p, "\"fields\":")) || !(end = strchr(f, '\n')))
+		return "";
+	snprintf(buf, cap, "%.*s", (int)(end - f), f);
+	return buf;
+}
+
+Test(client, every_field_type_round_trips_exactly)
+{
+	static char out[1 << 20];
+	static char want_long[8192], want_blob[40000], got[40000];
+	struct live e;
+	char cmd[600];
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(TYPES_PATH " types", out, sizeof(out));
+	live_daemon_stop(d);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --json --dir '%s'", e.store);
+	run_ok(cmd, out, sizeof(out));
+
+	cr_expect_str_eq(fields_of(out, "Ints", got, sizeof(got)),
+			 "\"fields\":{\"i8\":-128,\"i16\":-32768,\"i32\":-2147483648,"
+			 "\"i64\":-9223372036854775808,\"u8\":255,\"u16\":65535,"
+			 "\"u32\":4294967295,\"u64\":18446744073709551615,\"yes\":true,\"no\":false}}");
+	cr_expect(strstr(out, "\"keyword\":\"0x8000000000000001\""), "keyword lost");
+	cr_expect_str_eq(fields_of(out, "Doubles", got, sizeof(got)),
+			 "\"fields\":{\"half\":1.5,\"neg\":-2.25e-300,\"nan\":\"nan\",\"inf\":\"inf\","
+			 "\"ninf\":\"-inf\",\"zero\":0}}");
+	cr_expect_str_eq(fields_of(out, "Hints", got, sizeof(got)),
+			 "\"fields\":{\"h32\":\"0xdeadbeef\",\"h64\":\"0x123456789abcdef\","
+			 "\"pid\":4242,\"err\":2,\"when\":\"2023-11-14T22:13:20.123456789Z\"}}");
+	/* The long string is cut at RINGLOG_STR_MAX bytes and flagged. */
+	memset(want_long, 'x', 4096);
+	want_long[4096] = 0;
+	{
+		size_t n = 0;
+
+		for (int i = 0; i < 8192; i++)
+			n += (size_t)snprintf(want_blob + n, sizeof(want_blob) - n, "%02x", i & 0xff);
+	}
+	{
+		static char want[60000];
+
+		snprintf(want, sizeof(want),
+			 "\"fields\":{\"empty\":\"\",\"quote\":\"say \\\"hi\\\"\\u000a\\u0009tab\","
+			 "\"utf8\":\"caf\xc3\xa9\",\"long\":\"%s\","
+			 "\"none\":\"\",\"big\":\"%s\"},\"truncated\":true}",
+			 want_long, want_blob);
+		cr_expect_str_eq(fields_of(out, "Strings", got, sizeof(got)), want);
+	}
+	cr_expect(strstr(out, "\"opcode\":\"start\""), "opcode lost");
+	cr_expect(strstr(out, "\"activity\":\"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf\""), "activity id lost");
+	live_cleanup(&e);
+}
+
+Test(client, sixty_four_threads_100k_events_each_stored_once_in_order)
+{
+	struct live e;
+	pid_t d;
+	char out[4096];
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	setenv("RINGLOG_RING_SIZE", "8M", 1);
+	run_ok(EMITTER_PATH " 64 100000 --wait-daemon 10", out, sizeof(out));
+	unsetenv("RINGLOG_RING_SIZE");
+	live_daemon_stop(d);
+
+	struct order {
+		uint64_t next[64], bad;
+	} o = { { 0 }, 0 };
+	struct live_read rd = { .ctx = &o };
+
+	rd.on_event = NULL;
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 6400000u, "stored %llu of 6,400,000", (unsigned long long)rd.events);
+	cr_expect_eq(rd.lost, 0);
+	cr_expect(strstr(out, "dropped_full=0 dropped_other=0"), "%s", out);
+	live_cleanup(&e);
+}
+
+Test(client, disabled_events_are_not_stored_and_take_no_ring)
+{
+	struct live e;
+	pid_t d;
+	char out[4096], cmd[600];
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(TYPES_PATH " disabled", out, sizeof(out));
+	live_daemon_stop(d);
+	cr_expect(strstr(out, "after_disabled rings_created=0 dropped=0"),
+		  "a disabled event created a ring: %s", out);
+	cr_expect(strstr(out, "after_enabled rings_created=1"), "%s", out);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --json --dir '%s'", e.store);
+	run_ok(cmd, out, sizeof(out));
+	cr_expect(!strstr(out, "Chatty"), "a disabled event was stored");
+	cr_expect(strstr(out, "\"event\":\"Once\""), "the enabled event is missing");
+	live_cleanup(&e);
+}
+
+Test(client, ten_thousand_threads_leave_no_fds_and_no_rings_behind)
+{
+	struct live e;
+	pid_t d;
+	char out[4096];
+	int before = -1, after = -1;
+	unsigned long long created = 0, live = 0;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(TYPES_PATH " threads", out, sizeof(out));
+	live_daemon_stop(d);
+	cr_assert_eq(sscanf(out, "fds_before=%d fds_after=%d rings_created=%llu rings_live=%llu",
+			    &before, &after, &created, &live), 4, "%s", out);
+	cr_expect_eq(created, 10001);
+	cr_expect_leq(after, before + 2, "fds grew from %d to %d", before, after);
+	cr_expect_leq(live, 4, "%llu rings still live after 10,000 threads ended", live);
+
+	struct live_read rd = { 0 };
+
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 10002);
+	live_cleanup(&e);
+}
+
+struct forked {
+	uint32_t parent_pid, child_pid;
+	int parent_events, child_events;
+};
+
+static int on_forked(void *ctx, const struct ringlog_dec_event *ev)
+{
+	struct forked *f = ctx;
+
+	if (!strcmp(ev->desc->name, "Parent")) {
+		f->parent_pid = ev->writer->w.pid;
+		f->parent_events++;
+	} else if (!strcmp(ev->desc->name, "Child")) {
+		f->child_pid = ev->writer->w.pid;
+		f->child_events++;
+	}
+	return 0;
+}
+
+Test(client, fork_gives_the_child_its_own_ring_and_exec_leaks_no_fd)
+{
+	struct live e;
+	struct forked f = { 0 };
+	struct live_read rd = { .ctx = &f, .on_event = on_forked };
+	pid_t d;
+	char out[4096];
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(TYPES_PATH " fork", out, sizeof(out));
+	live_daemon_stop(d);
+	/* Nothing of the library's (memfds, eventfd) crossed exec. (The test
+	 * harness's own descriptors may, so only ours are looked for.) */
+	cr_expect(!strstr(out, "memfd:ringlog") && !strstr(out, "eventfd"),
+		  "a library fd survived exec: %s", out);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(f.parent_events, 2);
+	cr_expect_eq(f.child_events, 1);
+	cr_expect_neq(f.parent_pid, f.child_pid, "the child wrote as its parent");
+	cr_expect_eq(rd.damaged_records + rd.damaged_bytes, 0);
+	live_cleanup(&e);
+}
+
+Test(client, the_header_compiles_and_works_as_cxx17)
+{
+	struct live e;
+	pid_t d;
+	char out[256];
+
+	if (!CXX17_PATH[0])
+		cr_skip_test("no C++ compiler was found at configure time (apt-get install g++)");
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(CXX17_PATH, out, sizeof(out));
+	live_daemon_stop(d);
+
+	struct live_read rd = { 0 };
+
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 1); /* the level-5 one is off by default */
+	live_cleanup(&e);
+}

@@ -1,0 +1,140 @@
+/* tests/types.c - a client for the library tests.
+ *
+ * usage: test-types MODE
+ *   types      one event with every field type and hint at its edge values,
+ *              one with empty and over-long strings and the largest blob,
+ *              one with an activity id; waits until the daemon has them
+ *   disabled   1,000,000 disabled (level 5) events: prints rings_created,
+ *              which must stay 0, then one enabled event and it again
+ *   threads    10,000 threads, each one event, one after another; prints
+ *              the process's open fds and rings before and after
+ *   fork       emits, forks: the child emits into its own ring and execs
+ *              `ls -l /proc/self/fd` (no ringlog fd may survive exec)
+ */
+#define _GNU_SOURCE
+#include <ringlog.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+RINGLOG_PROVIDER_DEFINE(types_provider, "Test.Types");
+
+static int fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n - 3; /* ., .., the DIR's own fd */
+}
+
+static void *one_event(void *arg)
+{
+	RINGLOG_EVENT(types_provider, "Thread", RINGLOG_LEVEL_INFO, 0x1,
+		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	struct ringlog_stats st;
+
+	if (!strcmp(mode, "types")) {
+		static char longs[RINGLOG_STR_MAX + 100];
+		static uint8_t blob[RINGLOG_BLOB_MAX];
+		struct ringlog_activity act;
+
+		memset(longs, 'x', sizeof(longs) - 1);
+		for (size_t i = 0; i < sizeof(blob); i++)
+			blob[i] = (uint8_t)i;
+		for (int i = 0; i < 16; i++)
+			act.bytes[i] = (uint8_t)(0xa0 + i);
+		RINGLOG_EVENT(types_provider, "Ints", RINGLOG_LEVEL_WARNING, 0x8000000000000001ull,
+			      RINGLOG_I8("i8", INT8_MIN), RINGLOG_I16("i16", INT16_MIN),
+			      RINGLOG_I32("i32", INT32_MIN), RINGLOG_I64("i64", INT64_MIN),
+			      RINGLOG_U8("u8", UINT8_MAX), RINGLOG_U16("u16", UINT16_MAX),
+			      RINGLOG_U32("u32", UINT32_MAX), RINGLOG_U64("u64", UINT64_MAX),
+			      RINGLOG_BOOL("yes", 1), RINGLOG_BOOL("no", 0));
+		RINGLOG_EVENT(types_provider, "Doubles", RINGLOG_LEVEL_INFO, 0x2,
+			      RINGLOG_F64("half", 1.5), RINGLOG_F64("neg", -2.25e-300),
+			      RINGLOG_F64("nan", NAN), RINGLOG_F64("inf", INFINITY),
+			      RINGLOG_F64("ninf", -INFINITY), RINGLOG_F64("zero", 0.0));
+		RINGLOG_EVENT(types_provider, "Hints", RINGLOG_LEVEL_INFO, 0x2,
+			      RINGLOG_HEX32("h32", 0xdeadbeefu), RINGLOG_HEX64("h64", 0x0123456789abcdefull),
+			      RINGLOG_PID("pid", 4242), RINGLOG_ERRNO("err", 2),
+			      RINGLOG_TIME("when", 1700000000123456789ull));
+		RINGLOG_EVENT(types_provider, "Strings", RINGLOG_LEVEL_ERROR, 0x4,
+			      RINGLOG_STR("empty", ""), RINGLOG_STR("quote", "say \"hi\"\n\ttab"),
+			      RINGLOG_STR("utf8", "caf\xc3\xa9"), RINGLOG_STR("long", longs),
+			      RINGLOG_BLOB("none", NULL, 0), RINGLOG_BLOB("big", blob, sizeof(blob)));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, &act, "Begin",
+				 RINGLOG_LEVEL_CRITICAL, 0x1, RINGLOG_U32("n", 7));
+		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "disabled")) {
+		for (int i = 0; i < 1000000; i++)
+			RINGLOG_EVENT(types_provider, "Chatty", RINGLOG_LEVEL_VERBOSE, 0x1,
+				      RINGLOG_U32("i", (uint32_t)i), RINGLOG_STR("s", "never stored"));
+		ringlog_get_stats(&st);
+		printf("after_disabled rings_created=%llu dropped=%llu\n",
+		       (unsigned long long)st.rings_created,
+		       (unsigned long long)(st.dropped_full + st.dropped_other));
+		RINGLOG_EVENT(types_provider, "Once", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("i", 1));
+		ringlog_get_stats(&st);
+		printf("after_enabled rings_created=%llu\n", (unsigned long long)st.rings_created);
+		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "threads")) {
+		int fds0;
+
+		one_event(NULL); /* the main thread's ring and the connection */
+		ringlog_flush(5000);
+		fds0 = fd_count();
+		for (int i = 0; i < 10000; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, one_event, (void *)(uintptr_t)(i + 1)))
+				return 2;
+			pthread_join(t, NULL);
+		}
+		ringlog_flush(5000);
+		usleep(300000); /* the daemon drains and lets the finished rings go */
+		one_event(NULL); /* the library frees drained rings on its way */
+		ringlog_flush(5000);
+		ringlog_get_stats(&st);
+		printf("fds_before=%d fds_after=%d rings_created=%llu rings_live=%llu\n", fds0,
+		       fd_count(), (unsigned long long)st.rings_created,
+		       (unsigned long long)st.rings_live);
+		return 0;
+	}
+	if (!strcmp(mode, "fork")) {
+		pid_t pid;
+		int status;
+
+		RINGLOG_EVENT(types_provider, "Parent", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
+		ringlog_flush(5000);
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			RINGLOG_EVENT(types_provider, "Child", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U32("n", 2));
+			ringlog_flush(5000);
+			execl("/bin/ls", "ls", "-l", "/proc/self/fd", (char *)NULL);
+			_exit(127);
+		}
+		waitpid(pid, &status, 0);
+		RINGLOG_EVENT(types_provider, "Parent", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 3));
+		return ringlog_flush(5000) == 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : 3;
+	}
+	return 2;
+}
