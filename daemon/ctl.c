@@ -273,18 +273,21 @@ static void client_io(uv_poll_t *h, int status, int events)
  * tells a reused pid apart. Falls back to now. */
 static uint64_t proc_start_ns(uint32_t pid)
 {
+	static unsigned long long btime; /* the boot time does not change */
 	char path[64], buf[1024], *p;
-	unsigned long long btime = 0, ticks = 0;
+	unsigned long long ticks = 0;
 	long hz = sysconf(_SC_CLK_TCK);
 	ssize_t n;
 	int fd;
-	FILE *f = fopen("/proc/stat", "re");
 
-	if (f) {
-		while (fgets(buf, sizeof(buf), f))
+	if (!btime) {
+		FILE *f = fopen("/proc/stat", "re");
+
+		while (f && fgets(buf, sizeof(buf), f))
 			if (sscanf(buf, "btime %llu", &btime) == 1)
 				break;
-		fclose(f);
+		if (f)
+			fclose(f);
 	}
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);

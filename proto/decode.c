@@ -137,11 +137,11 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 		if (!ns)
 			return NULL;
 		for (size_t i = 0; i < x->cap; i++) {
-			if (!old[i].pid && !old[i].tid && !old[i].ring_id)
+			if (!old[i].used)
 				continue;
 			size_t j = mix(old[i].pid_start ^ old[i].ring_id ^ old[i].tid) & (cap - 1);
 
-			while (ns[j].pid || ns[j].tid || ns[j].ring_id)
+			while (ns[j].used)
 				j = (j + 1) & (cap - 1);
 			ns[j] = old[i];
 		}
@@ -155,9 +155,9 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 	for (;; j = (j + 1) & (x->cap - 1)) {
 		struct ringlog_dedup_slot *s = &x->slot[j];
 
-		if (!s->pid && !s->tid && !s->ring_id) {
+		if (!s->used) {
 			*s = (struct ringlog_dedup_slot){ .pid_start = ps, .ring_id = b,
-				.pid = w->w.pid | (w->w.pid == 0), .tid = st->s.tid };
+				.tid = st->s.tid, .used = 1 };
 			x->n++;
 			return s;
 		}

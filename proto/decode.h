@@ -60,8 +60,9 @@ struct ringlog_dec_loss {
  * one store, fed in segment order. */
 struct ringlog_dedup {
 	struct ringlog_dedup_slot {
-		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring) */
-		uint32_t pid, tid;
+		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring, tid) */
+		uint32_t tid;
+		uint32_t used;
 		uint64_t next;               /* first position not yet delivered */
 	} *slot;
 	size_t cap, n;

@@ -246,3 +246,25 @@ void live_read_store(const char *store, struct live_read *r)
 	r->dups_dropped = dedup.dropped;
 	ringlog_dedup_free(&dedup);
 }
+
+int live_order_event(void *ctx, const struct ringlog_dec_event *e)
+{
+	struct live_order *o = ctx;
+	int p;
+
+	for (p = 0; p < o->npid && o->pid[p] != e->writer->w.pid; p++)
+		;
+	if (p == o->npid) {
+		cr_assert(o->npid < 64);
+		o->pid[o->npid++] = e->writer->w.pid;
+	}
+	cr_assert_eq(e->desc->nfields, 3);
+	uint64_t t = e->values[0].u, seq = e->values[1].u;
+
+	cr_assert(t < 256);
+	if (seq != o->next[p][t])
+		o->dups_or_gaps++;
+	o->next[p][t] = seq + 1;
+	cr_assert_eq(e->values[2].len, 15);
+	return 0;
+}

@@ -55,4 +55,15 @@ struct live_read {
 };
 void live_read_store(const char *store, struct live_read *r);
 
+/* Per-thread order of the emitter's Tick{thread, seq, text} events: a
+ * live_read on_event callback (ctx: a calloc'ed struct live_order). Every
+ * seq must follow the previous one of its (pid, thread) exactly. */
+struct live_order {
+	uint32_t pid[64];
+	uint64_t next[64][256];
+	int npid;
+	uint64_t dups_or_gaps;
+};
+int live_order_event(void *ctx, const struct ringlog_dec_event *e);
+
 #endif

@@ -98,13 +98,13 @@ Test(client, sixty_four_threads_100k_events_each_stored_once_in_order)
 	unsetenv("RINGLOG_RING_SIZE");
 	live_daemon_stop(d);
 
-	struct order {
-		uint64_t next[64], bad;
-	} o = { { 0 }, 0 };
-	struct live_read rd = { .ctx = &o };
+	struct live_order *o = calloc(1, sizeof(*o));
+	struct live_read rd = { .ctx = o, .on_event = live_order_event };
 
-	rd.on_event = NULL;
 	live_read_store(e.store, &rd);
+	cr_expect_eq(o->dups_or_gaps, 0, "per-thread order broken %llu times",
+		     (unsigned long long)o->dups_or_gaps);
+	free(o);
 	cr_expect_eq(rd.events, 6400000u, "stored %llu of 6,400,000", (unsigned long long)rd.events);
 	cr_expect_eq(rd.lost, 0);
 	cr_expect(strstr(out, "dropped_full=0 dropped_other=0"), "%s", out);

@@ -128,7 +128,7 @@ static void sleep_ms(long ms)
 
 Test(fault, daemon_killed_20_times_nothing_lost_uncounted_no_duplicates)
 {
-	enum { PROCS = 4, THREADS = 2, KILLS = 20 };
+	enum { PROCS = 4, KILLS = 20 };
 	struct live e;
 	struct tally *t = calloc(1, sizeof(*t));
 	struct live_read rd = { .ctx = t, .on_event = on_event, .on_loss = on_loss };
