@@ -7,18 +7,40 @@
 #define _GNU_SOURCE
 #include "lib.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
-/* initial-exec: a thread-pointer-relative load instead of __tls_get_addr.
- * It costs a few bytes of the static TLS surplus glibc keeps for libraries
- * loaded with dlopen(). */
-struct lib_tls {
-	struct lib_ring *ring;
-	int busy;  /* between begin and commit: a signal handler emitting on the
-	            * same thread must not reserve over the open record */
-};
-static __thread struct lib_tls tls __attribute__((tls_model("initial-exec")));
+/* The thread's ring, shared with the inline fast path in ringlog.h.
+ * initial-exec: a thread-pointer-relative load instead of __tls_get_addr,
+ * in the library and in the programs that read it. It costs a few bytes of
+ * the static TLS surplus glibc keeps for libraries loaded with dlopen(). */
+__thread struct ringlog__thread ringlog__thread_v1 __attribute__((tls_model("initial-exec")));
+
+/* struct ringlog__hot is the head of struct ringlog_producer. */
+#define SAME(f) static_assert(offsetof(struct ringlog__hot, f) == offsetof(struct ringlog_producer, f) && \
+			      sizeof(((struct ringlog__hot *)0)->f) == sizeof(((struct ringlog_producer *)0)->f), \
+			      "ringlog__hot." #f " mirrors ringlog_producer")
+SAME(data);
+SAME(prod_pos);
+SAME(mask);
+SAME(pos);
+SAME(next);
+SAME(limit);
+SAME(max_len);
+#undef SAME
+static_assert(RINGLOG__REC_EVENT == RINGLOG_REC_EVENT && RINGLOG__REC_EVENT_ACT == RINGLOG_REC_EVENT_ACT,
+	      "record types in ringlog.h");
+static_assert(RINGLOG_REC_HDR_SIZE == 8 && RINGLOG_EVENT_HDR_SIZE == 8 && RINGLOG_ACTIVITY_SIZE == 16,
+	      "sizes the inline path assumes");
+
+static struct lib_ring *thread_ring(void)
+{
+	struct ringlog__hot *h = ringlog__thread_v1.hot;
+
+	return h ? (struct lib_ring *)((char *)h - offsetof(struct lib_ring, prod)) : NULL;
+}
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
@@ -36,11 +58,11 @@ static void make_key(void)
 
 void lib_thread_ring_finish(void)
 {
-	struct lib_ring *r = tls.ring;
+	struct lib_ring *r = thread_ring();
 
 	if (!r)
 		return;
-	tls.ring = NULL;
+	ringlog__thread_v1.hot = NULL;
 	pthread_mutex_lock(&lib.lock);
 	ringlog_prod_finish(&r->prod);
 	r->finished = true;
@@ -51,8 +73,7 @@ void lib_thread_ring_finish(void)
 /* After fork() in the child: the parent's rings are not ours. */
 void lib_forget_all_after_fork(void)
 {
-	tls.ring = NULL;
-	tls.busy = 0;
+	ringlog__thread_v1.hot = NULL;
 }
 
 static void drop(uint64_t *counter)
@@ -69,13 +90,14 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 		return NULL;
 	if (!__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) && ringlog_event_register(e) < 0)
 		return NULL;
-	if (tls.ring)
-		return tls.ring;
+	if (thread_ring())
+		return thread_ring();
 	pthread_once(&exit_once, make_key);
 	r = lib_ring_create();
 	if (!r)
 		return NULL;
-	tls.ring = r;
+	ringlog__thread_v1.tsc = lib.tsc;
+	ringlog__thread_v1.hot = (struct ringlog__hot *)&r->prod;
 	/* Any non-NULL value makes the destructor run at thread exit. */
 	pthread_setspecific(exit_key, r);
 	return r;
@@ -84,42 +106,59 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		     const struct ringlog_activity *act)
 {
-	struct lib_ring *r = tls.ring;
-	uint16_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+	struct ringlog__thread *t = &ringlog__thread_v1;
+	struct lib_ring *r;
+	uint16_t id;
 	uint32_t head = RINGLOG_EVENT_HDR_SIZE + (act ? RINGLOG_ACTIVITY_SIZE : 0);
 	uint8_t *p;
 	uint64_t ts;
+
+	/* We interrupted this thread's own emit (a signal handler): its record
+	 * is open where ours would go. See ringlog__reserve() in ringlog.h. */
+	if (__builtin_expect(t->busy, 0)) {
+		drop(&lib.stats.dropped_other);
+		return NULL;
+	}
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r = thread_ring();
+	id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(!r || !id, 0)) {
 		r = slow_ring(e);
 		if (!r) {
 			drop(&lib.stats.dropped_other);
-			return NULL;
+			goto fail;
 		}
 		id = e->id;
-	}
-	if (__builtin_expect(tls.busy, 0)) {
-		drop(&lib.stats.dropped_other);
-		return NULL;
 	}
 	p = ringlog_prod_reserve(&r->prod, len + head,
 				 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
 	if (__builtin_expect(!p, 0)) {
 		drop(&lib.stats.dropped_full);
-		return NULL;
+		goto fail;
 	}
 	ts = lib_clock();
 	memcpy(p, &ts, 8);
 	if (act)
 		memcpy(p + 8, act, RINGLOG_ACTIVITY_SIZE);
-	tls.busy = 1;
 	return p + head;
+fail:
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
+	return NULL;
 }
 
 void ringlog__commit(void)
 {
-	ringlog_prod_commit(&tls.ring->prod);
-	tls.busy = 0;
+	ringlog_prod_commit(&thread_ring()->prod);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ringlog__thread_v1.busy = 0;
+}
+
+uint64_t ringlog__clock(void)
+{
+	return lib_clock();
 }
 
 static uint32_t arg_size(const struct ringlog_field *f, const struct ringlog_arg *a,
@@ -169,6 +208,6 @@ int ringlog_emit(struct ringlog_event *e, const struct ringlog_activity *act,
 		}
 		p += n[i];
 	}
-	ringlog__commit();
+	ringlog__publish();
 	return 0;
 }

@@ -47,7 +47,13 @@ struct lib_ring *lib_ring_create(void)
 	if (ftruncate(r->fd, (off_t)r->map_size) < 0 ||
 	    fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail_close;
-	r->mem = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	/* MAP_POPULATE: fault the whole ring in now, on the thread's first
+	 * event (which creates the ring anyway), instead of one page at a time
+	 * during its first lap: a page fault can sleep, and an emit must not.
+	 * The price is that a thread's ring is resident from its first event,
+	 * as LTTng's buffers are. */
+	r->mem = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		      r->fd, 0);
 	if (r->mem == MAP_FAILED)
 		goto fail_close;
 	err = ringlog_prod_init(&r->prod, r->mem, size, (uint32_t)getpid(), r->tid,
@@ -101,6 +107,7 @@ static bool collectable(struct lib_ring *r)
 	return cons == prod;
 }
 
+/* Frees finished rings the daemon has emptied. */
 void lib_rings_gc_locked(void)
 {
 	struct lib_ring **pp = &lib.rings;

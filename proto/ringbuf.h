@@ -32,22 +32,30 @@
  * Producer. One per ring, owned by one thread; never shared.
  */
 struct ringlog_producer {
-	struct ringlog_ring_hdr *hdr;
+	/* Hot: the fields libringlog's inline fast path reads through struct
+	 * ringlog__hot (client/include/ringlog.h). Same order and types there;
+	 * static_asserts in client/emit.c keep the two in step. */
 	uint8_t *data;
-	uint64_t size;        /* data_size */
+	uint64_t *prod_pos;   /* &hdr->prod_pos, the word commit publishes */
 	uint64_t mask;        /* data_size - 1 */
 	uint64_t pos;         /* private copy of hdr->prod_pos */
-	uint64_t next;        /* pos after the reservation in progress */
+	uint64_t next;        /* pos after the reservation in progress; == pos
+	                       * when none is open (a signal handler emitting on
+	                       * the same thread checks this) */
 	uint64_t limit;       /* a record ending at or below this position fits
 	                       * without any check: min(cached cons + size, end
 	                       * of the current lap); == pos while a LOSS record
 	                       * is pending, to force the slow path */
+	uint32_t max_len;     /* ringlog_ring_max_len(size) */
+	uint32_t reserved;
+	/* Cold: only the slow path. */
+	struct ringlog_ring_hdr *hdr;
+	uint64_t size;        /* data_size */
 	uint64_t cached_cons; /* last cons_pos read from the consumer block */
 	uint64_t lost_records;     /* private copies of the header totals */
 	uint64_t lost_bytes;
 	uint64_t reported_records; /* totals carried by the last LOSS record */
 	uint64_t reported_bytes;
-	uint32_t max_len;     /* ringlog_ring_max_len(size) */
 };
 
 /* Lay out a new ring in mem (RINGLOG_RING_HEADER_SIZE + data_size bytes,
@@ -89,7 +97,7 @@ static inline void *ringlog_prod_reserve(struct ringlog_producer *p, uint32_t le
  * ringlog_cons_drain(). */
 static inline void ringlog_prod_commit(struct ringlog_producer *p)
 {
-	__atomic_store_n(&p->hdr->prod_pos, p->next, __ATOMIC_RELEASE);
+	__atomic_store_n(p->prod_pos, p->next, __ATOMIC_RELEASE);
 	p->pos = p->next;
 }
 

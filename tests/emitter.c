@@ -13,7 +13,10 @@
  * events, thread 0 reserves one more record, fills half of it and the
  * process kills itself before committing it. At exit it prints, per thread, what the fault tests compare with
  * the store:
- *   thread T tid TID emitted N max_emit_ns NS
+ *   thread T tid TID emitted N max_emit_ns NS max_own_ns NS blocked N
+ * (max_own_ns: the longest emit in a batch of 100 during which the thread
+ * was never switched out; blocked: voluntary switches inside batches, which
+ * only a waiting emit could cause)
  *   dropped_full=N dropped_other=N
  */
 #define _GNU_SOURCE
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,8 +55,24 @@ struct worker {
 	uint32_t index;
 	pid_t tid;
 	uint64_t emitted;
-	uint64_t max_ns;
+	uint64_t max_ns;       /* longest single emit, wall clock */
+	uint64_t max_own_ns;   /* longest in a batch the thread was never
+	                        * switched out of, after the first batch (the
+	                        * first event creates and faults in the ring) */
+	uint64_t blocked;      /* voluntary context switches inside batches
+	                        * after the first (which creates the ring):
+	                        * an emit that waits on anything shows here */
 };
+
+/* Context switches of the calling thread so far. */
+static void switches(long *vol, long *invol)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	*vol = ru.ru_nvcsw;
+	*invol = ru.ru_nivcsw;
+}
 
 static uint64_t now_ns(void)
 {
@@ -66,9 +86,16 @@ static void *run(void *arg)
 {
 	struct worker *w = arg;
 
+	long v0 = 0, iv0 = 0, v1, iv1;
+	uint64_t batch_max = 0;
+
 	w->tid = gettid();
 	for (uint64_t i = 0; events ? i < (uint64_t)events : !stop; i++) {
-		uint64_t t0 = now_ns(), dt;
+		uint64_t t0, dt;
+
+		if (i % 100 == 0)
+			switches(&v0, &iv0);
+		t0 = now_ns();
 
 		RINGLOG_EVENT(test_provider, "Tick", RINGLOG_LEVEL_INFO, 0x1,
 			      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
@@ -76,11 +103,21 @@ static void *run(void *arg)
 		dt = now_ns() - t0;
 		if (dt > w->max_ns)
 			w->max_ns = dt;
+		if (dt > batch_max)
+			batch_max = dt;
 		w->emitted = i + 1;
 		if (progress)
 			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
-		if (pause_us && i % 100 == 99)
-			usleep((useconds_t)pause_us);
+		if (i % 100 == 99) {
+			switches(&v1, &iv1);
+			if (i >= 100)
+				w->blocked += (uint64_t)(v1 - v0);
+			if (i >= 100 && v1 == v0 && iv1 == iv0 && batch_max > w->max_own_ns)
+				w->max_own_ns = batch_max;
+			batch_max = 0;
+			if (pause_us)
+				usleep((useconds_t)pause_us);
+		}
 	}
 	if (half_record && w->index == 0) {
 		uint8_t *p = ringlog__begin(&tick, 4 + 8 + 2 + 15, NULL);
@@ -149,8 +186,10 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < threads; i++)
-		printf("thread %u tid %d emitted %llu max_emit_ns %llu\n", w[i].index, (int)w[i].tid,
-		       (unsigned long long)w[i].emitted, (unsigned long long)w[i].max_ns);
+		printf("thread %u tid %d emitted %llu max_emit_ns %llu max_own_ns %llu blocked %llu\n",
+		       w[i].index, (int)w[i].tid, (unsigned long long)w[i].emitted,
+		       (unsigned long long)w[i].max_ns, (unsigned long long)w[i].max_own_ns,
+		       (unsigned long long)w[i].blocked);
 	ringlog_get_stats(&st);
 	printf("dropped_full=%llu dropped_other=%llu\n", (unsigned long long)st.dropped_full,
 	       (unsigned long long)st.dropped_other);

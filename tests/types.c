@@ -10,6 +10,9 @@
  *              the process's open fds and rings before and after
  *   fork       emits, forks: the child emits into its own ring and execs
  *              `ls -l /proc/self/fd` (no ringlog fd may survive exec)
+ *   signal     the main thread emits 300,000 events while a 20 us timer's
+ *              handler emits on the same thread, often between the inline
+ *              reserve and publish; prints what was emitted and dropped
  */
 #define _GNU_SOURCE
 #include <ringlog.h>
@@ -20,10 +23,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 RINGLOG_PROVIDER_DEFINE(types_provider, "Test.Types");
+
+static volatile sig_atomic_t sig_n;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	RINGLOG_EVENT(types_provider, "Sig", RINGLOG_LEVEL_INFO, 0x1,
+		      RINGLOG_U64("seq", (uint64_t)sig_n), RINGLOG_STR("s", "from a handler"));
+	sig_n = sig_n + 1;
+}
 
 static int fd_count(void)
 {
@@ -92,6 +107,28 @@ int main(int argc, char **argv)
 		RINGLOG_EVENT(types_provider, "Once", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("i", 1));
 		ringlog_get_stats(&st);
 		printf("after_enabled rings_created=%llu\n", (unsigned long long)st.rings_created);
+		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "signal")) {
+		struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+		struct itimerval it = { { 0, 20 }, { 0, 20 } };
+		const uint64_t n = 300000;
+
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		for (uint64_t i = 0; i < n; i++) {
+			RINGLOG_EVENT(types_provider, "Main", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U64("seq", i), RINGLOG_U64("a", i * 3),
+				      RINGLOG_STR("s", "from the thread"));
+			if (i % 2000 == 1999)
+				usleep(200); /* let the daemon keep up */
+		}
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_REAL, &it, NULL);
+		ringlog_get_stats(&st);
+		printf("main=%llu sig=%llu dropped_full=%llu dropped_other=%llu\n",
+		       (unsigned long long)n, (unsigned long long)sig_n,
+		       (unsigned long long)st.dropped_full, (unsigned long long)st.dropped_other);
 		return ringlog_flush(5000) == 0 ? 0 : 3;
 	}
 	if (!strcmp(mode, "threads")) {
