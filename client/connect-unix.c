@@ -171,6 +171,8 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len)
 		if (len < sizeof(r))
 			return;
 		memcpy(&r, p, sizeof(r));
+		if (!r.handle)
+			lib.refused_all = true;
 		for (struct lib_ring *x = lib.rings; x; x = x->next)
 			if (x->handle == r.handle)
 				x->refused = true;
@@ -317,7 +319,16 @@ static void *thread_main(void *arg)
 		if (fd >= 0) {
 			backoff = 20;
 			session(fd, rx);
-			continue;
+			pthread_mutex_lock(&lib.lock);
+			if (lib.refused_all) {
+				/* Not allowed to write (not in the writers' group):
+				 * ask again now and then, not in a tight loop. */
+				lib.refused_all = false;
+				backoff = 5000;
+			}
+			pthread_mutex_unlock(&lib.lock);
+			if (backoff == 20)
+				continue;
 		}
 		pthread_mutex_lock(&lib.lock);
 		lib.tried = true;

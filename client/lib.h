@@ -57,6 +57,7 @@ struct lib {
 	int sock;
 	bool connected;
 	bool tried;                 /* a connection attempt has failed since start */
+	bool refused_all;           /* the daemon refused this process (access) */
 	uint64_t sync_want, sync_acked;
 
 	void (*diag)(void *ctx, const char *msg);

@@ -160,8 +160,33 @@ static int take_fd(struct client *c)
 	return fd;
 }
 
+/* A peer asking for what its groups do not allow gets the reason and is
+ * disconnected (see access.c). Returns -EACCES for the caller to close. */
+static int deny(struct client *c, uint16_t type, unsigned need)
+{
+	char why[400];
+
+	access_explain(c->d, c->uid, need, why, sizeof(why));
+	d_log(LOG_WARNING, "client pid %u (%s): refused: %s", c->pid, c->comm, why);
+	if (need & ACCESS_WRITE)
+		reg_refuse(c, 0, "%s", why);
+	else
+		tool_error(c, why);
+	(void)type;
+	client_close(c); /* the reply is already on its way: sent at once */
+	return -EACCES;
+}
+
 static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint32_t len)
 {
+	unsigned need = type == RINGLOG_CTL_TAIL ? ACCESS_READ :
+			type == RINGLOG_CTL_STATUS ? 0 : ACCESS_WRITE;
+
+	/* STATUS: readers get everything, writers the summary only. */
+	if (type == RINGLOG_CTL_STATUS && !(c->access & (ACCESS_READ | ACCESS_WRITE)))
+		need = ACCESS_READ;
+	if ((c->access & need) != need)
+		return deny(c, type, need);
 	switch (type) {
 	case RINGLOG_CTL_HELLO:
 		return reg_hello(c, p, len, take_fd(c));
@@ -176,7 +201,7 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return client_send(c, RINGLOG_CTL_SYNC, p, 8);
 	case RINGLOG_CTL_STATUS:
 		c->tool = true;
-		return status_reply(c);
+		return status_reply(c, c->access & ACCESS_READ);
 	case RINGLOG_CTL_TAIL:
 		c->tool = true;
 		return tail_start(c, p, len);
@@ -219,7 +244,7 @@ static void read_some(struct client *c)
 		}
 	}
 	if (msg.msg_flags & MSG_CTRUNC) {
-		d_log("client pid %u sent more descriptors than a frame carries: disconnected", c->pid);
+		d_log(LOG_WARNING, "client pid %u sent more descriptors than a frame carries: disconnected", c->pid);
 		client_close(c);
 		return;
 	}
@@ -230,7 +255,7 @@ static void read_some(struct client *c)
 
 		memcpy(&f, c->rx + off, sizeof(f));
 		if (f.len > RINGLOG_CTL_MAX) {
-			d_log("client pid %u: frame of %u bytes exceeds the %u limit: disconnected",
+			d_log(LOG_WARNING, "client pid %u: frame of %u bytes exceeds the %u limit: disconnected",
 			      c->pid, f.len, RINGLOG_CTL_MAX);
 			client_close(c);
 			return;
@@ -238,9 +263,11 @@ static void read_some(struct client *c)
 		if (c->rx_len - off < sizeof(f) + f.len)
 			break;
 		err = handle_frame(c, f.type, c->rx + off + sizeof(f), f.len);
+		if (c->gone)
+			return; /* refused and closed */
 		off += sizeof(f) + f.len;
 		if (err == -EPROTO) {
-			d_log("client pid %u (%s): invalid or unexpected frame type %u: disconnected",
+			d_log(LOG_WARNING, "client pid %u (%s): invalid or unexpected frame type %u: disconnected",
 			      c->pid, c->comm, f.type);
 			client_close(c);
 			return;
@@ -350,7 +377,7 @@ static void pause_accepting(struct daemon *d)
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
 	if (now - logged > 10000000000ull) {
-		d_log("out of file descriptors (%s): new clients wait; raise LimitNOFILE= "
+		d_log(LOG_WARNING, "out of file descriptors (%s): new clients wait; raise LimitNOFILE= "
 		      "or limits.clients", strerror(errno));
 		logged = now;
 	}
@@ -408,6 +435,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		c->pid = (uint32_t)cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
+		c->access = access_peer(d, fd, cr.uid, cr.gid);
 		c->tx.limit = 64u << 20;
 		read_proc(c);
 		uv_poll_init(d->loop, &c->poll, fd);
@@ -420,6 +448,39 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	}
 }
 
+/* Socket activation (sd_listen_fds(3), the protocol without libsystemd):
+ * fd 3 when LISTEN_PID is us and LISTEN_FDS is 1. Returns the fd, -1 when
+ * not activated, or -EINVAL for a passed fd that is no listening Unix
+ * stream socket. */
+static int activated_fd(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	int type = 0, listening = 0, fd = 3;
+	socklen_t len = sizeof(type);
+	struct sockaddr_un a;
+	socklen_t alen = sizeof(a);
+
+	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid())
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (strcmp(n, "1") != 0) {
+		d_log(LOG_ERR, "LISTEN_FDS=%s: expected exactly one socket (ringlogd.socket)", n);
+		return -EINVAL;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen) < 0 || a.sun_family != AF_UNIX) {
+		d_log(LOG_ERR, "the socket passed by the service manager (fd 3) is not a listening "
+		      "Unix stream socket; fix ListenStream= in ringlogd.socket");
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
 int ctl_listen(struct daemon *d)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -427,6 +488,13 @@ int ctl_listen(struct daemon *d)
 	struct group *g;
 	int fd, err;
 
+	fd = activated_fd();
+	if (fd == -EINVAL)
+		return fd;
+	if (fd >= 0) {
+		d->socket_activated = true;
+		goto listening;
+	}
 	if (strlen(path) >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(a.sun_path, path);
@@ -436,7 +504,7 @@ int ctl_listen(struct daemon *d)
 	/* A stale socket from a crashed daemon: nobody answers on it. */
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
 		close(fd);
-		d_log("another ringlogd is already listening on %s", path);
+		d_log(LOG_ERR, "another ringlogd is already listening on %s", path);
 		return -EADDRINUSE;
 	}
 	unlink(path);
@@ -450,6 +518,7 @@ int ctl_listen(struct daemon *d)
 		goto fail;
 	if (listen(fd, 128) < 0)
 		goto fail;
+listening:
 	d->listen_fd = fd;
 	uv_poll_init(d->loop, &d->listen_poll, fd);
 	d->listen_poll.data = d;
@@ -457,7 +526,7 @@ int ctl_listen(struct daemon *d)
 	return 0;
 fail:
 	err = -errno;
-	d_log("cannot listen on %s: %s", path, strerror(errno));
+	d_log(LOG_ERR, "cannot listen on %s: %s", path, strerror(errno));
 	close(fd);
 	return err;
 }
@@ -470,5 +539,8 @@ void ctl_close_listen(struct daemon *d)
 	uv_close((uv_handle_t *)&d->listen_poll, NULL);
 	close(d->listen_fd);
 	d->listen_fd = -1;
-	unlink(d->cfg.socket_path);
+	/* An activated socket belongs to systemd, which keeps listening on it
+	 * and starts us again when a client connects. */
+	if (!d->socket_activated)
+		unlink(d->cfg.socket_path);
 }

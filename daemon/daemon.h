@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <syslog.h>
 #include <sys/types.h>
 #include <uv.h>
 
@@ -77,6 +78,7 @@ struct client {
 	char comm[16];
 	char *exe;
 	uint64_t start_real_ns;
+	unsigned access;     /* ACCESS_* granted at connect (access.c) */
 	bool writer;         /* sent HELLO */
 	bool tool;           /* sent STATUS/TAIL */
 
@@ -169,6 +171,9 @@ struct daemon {
 
 	struct client *clients;
 	uint32_t nclients;
+	gid_t write_gid, read_gid; /* socket_group and read_group, resolved */
+	bool have_write_gid, have_read_gid;
+	bool socket_activated; /* the listening socket came from systemd */
 	uv_timer_t accept_timer; /* accepting paused: out of file descriptors */
 	uint32_t next_writer_id, next_stream_id;
 	struct provider *providers;
@@ -211,8 +216,18 @@ struct daemon {
 
 extern struct daemon *the_daemon;
 
+/* log.c: the daemon's own diagnostics; level is LOG_ERR .. LOG_DEBUG
+ * (<syslog.h>). Rate-limited per call site. */
+void d_log_init(bool to_syslog, bool verbose);
+void d_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* access.c: who may write and who may read (SO_PEERCRED, SO_PEERGROUPS) */
+enum { ACCESS_WRITE = 1, ACCESS_READ = 2 };
+void access_resolve(struct daemon *d);
+unsigned access_peer(const struct daemon *d, int fd, uid_t uid, gid_t gid);
+void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf, size_t len);
+
 /* main.c */
-void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t d_now(int clock_id);
 void d_status_notify(struct daemon *d);
 
@@ -266,6 +281,8 @@ uint64_t ret_min_free(const struct daemon *d);
 
 /* tail.c */
 int tail_start(struct client *c, const uint8_t *json, uint32_t len);
+/* An ERROR frame {"error": msg} to a tool. */
+void tool_error(struct client *c, const char *msg);
 void tail_free(struct tail *t);
 void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
@@ -273,7 +290,7 @@ void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reas
 void tail_raise(struct daemon *d, struct provider *p);
 
 /* status.c */
-int status_reply(struct client *c);
+int status_reply(struct client *c, bool detail);
 
 /* txbuf helpers (ctl.c) */
 int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t blen);

@@ -85,7 +85,7 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 {
 	uint64_t pending = ringlog_cons_pending(&r->cons);
 
-	d_log("client pid %u (%s): ring of thread %u is corrupt at position %llu: %s; detached",
+	d_log(LOG_WARNING, "client pid %u (%s): ring of thread %u is corrupt at position %llu: %s; detached",
 	      r->c->pid, r->c->comm, r->tid, (unsigned long long)r->cons.bad_pos, why);
 	r->c->lost_corrupt++;
 	d->lost_corrupt++;

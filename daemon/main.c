@@ -16,17 +16,6 @@
 
 struct daemon *the_daemon;
 
-void d_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("ringlogd: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 uint64_t d_now(int clock_id)
 {
 	struct timespec ts;
@@ -49,6 +38,11 @@ static void usage(FILE *f)
 	      "  --storage DIR      override storage_dir\n"
 	      "  --socket PATH      override socket_path\n"
 	      "  --io-backend B     override io_backend\n"
+	      "  --syslog           log to syslog instead of stderr\n"
+	      "  --verbose          also log debug messages\n"
+	      "\n"
+	      "Under systemd: Type=notify readiness and watchdog over $NOTIFY_SOCKET, and\n"
+	      "the listening socket from $LISTEN_FDS (ringlogd.socket) when passed one.\n"
 	      "\n"
 	      "Signals: SIGTERM/SIGINT drain every ring and exit 0; SIGHUP reloads the\n"
 	      "configuration (a bad file keeps the old one). Exit codes: 0 ok, 1 runtime\n"
@@ -93,7 +87,7 @@ static void open_backend(struct daemon *d)
 		}
 		snprintf(d->io_note, sizeof(d->io_note), "io_uring refused (%s): fell back to the thread pool",
 			 strerror(errno));
-		d_log("%s", d->io_note);
+		d_log(LOG_INFO, "%s", d->io_note);
 	} else {
 		snprintf(d->io_note, sizeof(d->io_note), "forced by configuration");
 	}
@@ -167,7 +161,7 @@ static void on_stop_step(uv_timer_t *t)
 		return;
 	}
 	if (d_now(CLOCK_MONOTONIC) - d->rate_prev_ns > 10000000000ull) {
-		d_log("shutdown: gave up waiting for writes after 10 s");
+		d_log(LOG_WARNING, "shutdown: gave up waiting for writes after 10 s");
 		finish_stop(d);
 		return;
 	}
@@ -181,7 +175,7 @@ static void on_stop_signal(uv_signal_t *s, int sig)
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	d_log("signal %d: draining every ring and stopping", sig);
+	d_log(LOG_NOTICE, "signal %d: draining every ring and stopping", sig);
 	sd_notify_send("STOPPING=1");
 	ctl_close_listen(d);
 	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
@@ -197,12 +191,12 @@ static void on_hup(uv_signal_t *s, int sig)
 
 	(void)sig;
 	if (!d->have_config_path) {
-		d_log("SIGHUP: no --config file; nothing to reload");
+		d_log(LOG_INFO, "SIGHUP: no --config file; nothing to reload");
 		return;
 	}
 	ringlog_config_defaults(&c);
 	if (ringlog_config_load(&c, d->config_path, err, sizeof(err)) < 0) {
-		d_log("SIGHUP: keeping the running configuration: %s", err);
+		d_log(LOG_WARNING, "SIGHUP: keeping the running configuration: %s", err);
 		return;
 	}
 	/* Paths are fixed for the life of the process. */
@@ -210,8 +204,9 @@ static void on_hup(uv_signal_t *s, int sig)
 	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
+	access_resolve(d);
 	reg_enable_recompute(d);
-	d_log("SIGHUP: configuration reloaded from %s", d->config_path);
+	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
 }
 
 int main(int argc, char **argv)
@@ -223,12 +218,14 @@ int main(int argc, char **argv)
 		{ "storage", required_argument, NULL, 's' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "io-backend", required_argument, NULL, 'b' },
+		{ "syslog", no_argument, NULL, 'L' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
 	const char *storage = NULL, *sock = NULL, *backend = NULL;
-	bool check = false;
+	bool check = false, to_syslog = false, verbose = false;
 	char err[8192];
 	int o, rc = 0;
 
@@ -248,10 +245,13 @@ int main(int argc, char **argv)
 		case 's': storage = optarg; break;
 		case 'S': sock = optarg; break;
 		case 'b': backend = optarg; break;
+		case 'L': to_syslog = true; break;
+		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	d_log_init(to_syslog, verbose);
 	if (optind < argc) {
 		fprintf(stderr, "ringlogd: unexpected argument \"%s\"\n", argv[optind]);
 		usage(stderr);
@@ -308,12 +308,13 @@ int main(int argc, char **argv)
 	open_backend(d);
 	if (!d->io || d->cfg.io_backend == RINGLOG_IO_URING) {
 		if (!d->io || strcmp(d->io_name, "io_uring")) {
-			d_log("io_backend io_uring is required by the configuration but unavailable");
+			d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
 			return 1;
 		}
 	}
 	if (seg_init(d) < 0)
 		return 1;
+	access_resolve(d);
 	if (ctl_listen(d) < 0)
 		return 1;
 	uv_timer_init(d->loop, &d->drain_timer);
@@ -342,7 +343,7 @@ int main(int argc, char **argv)
 			uv_timer_start(&d->watchdog_timer, on_watchdog, 0, usec / 2000 ? usec / 2000 : 1);
 		}
 	}
-	d_log("listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
+	d_log(LOG_NOTICE, "listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
 	      d->cfg.storage_dir, d->io_name, (unsigned long long)d->cfg.max_disk);
 	sd_notify_send("READY=1\nSTATUS=collecting");
 
@@ -375,6 +376,6 @@ int main(int argc, char **argv)
 	}
 	uv_loop_close(d->loop);
 	free(d);
-	d_log("stopped");
+	d_log(LOG_NOTICE, "stopped");
 	return rc;
 }

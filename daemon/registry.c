@@ -37,10 +37,10 @@ void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 	/* A client that keeps asking gets every answer, but the log only the
 	 * first few: a hostile loop must not flood the journal. */
 	if (++c->refusals <= 5)
-		d_log("client pid %u (%s, uid %u): refused %s: %s", c->pid, c->comm, c->uid,
+		d_log(LOG_WARNING, "client pid %u (%s, uid %u): refused %s: %s", c->pid, c->comm, c->uid,
 		      handle ? "a ring" : "registration", (char *)buf + sizeof(r));
 	else if (c->refusals == 6)
-		d_log("client pid %u (%s): more refusals; not logged until it reconnects",
+		d_log(LOG_WARNING, "client pid %u (%s): more refusals; not logged until it reconnects",
 		      c->pid, c->comm);
 	client_send(c, RINGLOG_CTL_REFUSE, buf, (uint32_t)(sizeof(r) + (size_t)n));
 }
@@ -329,7 +329,7 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
 		return 0;
 	}
 	if (r->cons.hdr->pid != c->pid)
-		d_log("client pid %u: ring claims pid %u; the kernel's pid is recorded",
+		d_log(LOG_WARNING, "client pid %u: ring claims pid %u; the kernel's pid is recorded",
 		      c->pid, r->cons.hdr->pid);
 	r->c = c;
 	r->id = ++d->next_stream_id;

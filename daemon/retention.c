@@ -60,7 +60,7 @@ static void delete_oldest(struct daemon *d)
 	d->segs = s->next;
 	d->used_bytes -= s->bytes;
 	if (unlink(s->path) < 0 && errno != ENOENT)
-		d_log("cannot delete segment %s: %s", s->path, strerror(errno));
+		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(errno));
 	free(s->path);
 	free(s->hdr);
 	free(s);
@@ -119,7 +119,7 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 	h.end = end;
 	h.hdr_crc = ringlog_seg_hdr_crc(&h);
 	if (fd < 0 || pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(fd) < 0)
-		d_log("segment %s: could not seal it: %s (it stays readable)", path, strerror(errno));
+		d_log(LOG_ERR, "segment %s: could not seal it: %s (it stays readable)", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 }
@@ -134,7 +134,7 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 	int err = ringlog_seg_open(&f, path, &why);
 
 	if (err < 0) {
-		d_log("segment %s ignored: %s", path, why ? why : strerror(-err));
+		d_log(LOG_WARNING, "segment %s ignored: %s", path, why ? why : strerror(-err));
 		return;
 	}
 	s = calloc(1, sizeof(*s));
@@ -166,7 +166,7 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 			s->events += f.chunk.events;
 			s->chunks++;
 		}
-		d_log("segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",
+		d_log(LOG_WARNING, "segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",
 		      path, (unsigned long long)s->chunks);
 		if (f.hdr_ok)
 			seal_recovered(path, &f.hdr, s, end);
@@ -185,7 +185,7 @@ int ret_scan(struct daemon *d)
 
 	if (!dir) {
 		err = -errno;
-		d_log("cannot read storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		d_log(LOG_ERR, "cannot read storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
 		return err;
 	}
 	while ((e = readdir(dir))) {
@@ -202,6 +202,6 @@ int ret_scan(struct daemon *d)
 	closedir(dir);
 	/* A directory already over budget is trimmed before any event. */
 	if (ret_make_room(d, 0) < 0 && d->segs)
-		d_log("storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
+		d_log(LOG_ERR, "storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
 	return 0;
 }

@@ -122,7 +122,7 @@ static void finalize(struct segfile *s)
 	s->hdr->chunks = s->chunks;
 	s->hdr->end = s->off;
 	if (write_header(s) < 0 || fdatasync(s->fd) < 0)
-		d_log("segment %s: could not seal its header: %s (its chunks stay readable)",
+		d_log(LOG_ERR, "segment %s: could not seal its header: %s (its chunks stay readable)",
 		      s->path, strerror(errno));
 	close(s->fd);
 	s->fd = -1;
@@ -472,7 +472,7 @@ static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
 	}
 	d->lost_disk += c->events;
 	if (!d->disk_blocked)
-		d_log("cannot store %u events: %s; counting what is lost until writing works again",
+		d_log(LOG_ERR, "cannot store %u events: %s; counting what is lost until writing works again",
 		      c->events, why);
 	d->disk_blocked = true;
 	if (why != d->disk_error) /* it may already be the reason */
@@ -498,7 +498,7 @@ static void on_written(void *arg, long res)
 	} else if (d->disk_blocked) {
 		d->disk_blocked = false;
 		d->disk_error[0] = 0;
-		d_log("writing to %s works again", s->path);
+		d_log(LOG_NOTICE, "writing to %s works again", s->path);
 	}
 	chunk_done(d, c);
 	if (!s->current && !s->closed && s->inflight == 0)
@@ -621,7 +621,7 @@ int seg_init(struct daemon *d)
 
 	if (mkdir(d->cfg.storage_dir, 0750) < 0 && errno != EEXIST) {
 		err = -errno;
-		d_log("cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
 		return err;
 	}
 	/* Chunks: large enough to amortise a write, small enough that a crash
@@ -652,7 +652,7 @@ int seg_init(struct daemon *d)
 	if ((err = ret_scan(d)) < 0)
 		return err;
 	if ((err = open_segment(d)) < 0) {
-		d_log("%s", d->disk_error);
+		d_log(LOG_INFO, "%s", d->disk_error);
 		return err;
 	}
 	return 0;

@@ -30,7 +30,7 @@ static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, un
 	return a;
 }
 
-int status_reply(struct client *c)
+int status_reply(struct client *c, bool detail)
 {
 	struct daemon *d = c->d;
 	uint64_t oldest, newest, fs_free = ret_fs_free(d), now = d_now(CLOCK_REALTIME);
@@ -41,7 +41,8 @@ int status_reply(struct client *c)
 	char *s;
 	int err;
 
-	for (struct client *x = d->clients; x; x = x->next) {
+	/* Which programs run, as whom, from where: for readers only. */
+	for (struct client *x = detail ? d->clients : NULL; x; x = x->next) {
 		if (!x->writer)
 			continue;
 		json_array_append_new(clients, json_pack(

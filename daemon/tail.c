@@ -213,7 +213,7 @@ void tail_free(struct tail *t)
 	free(t);
 }
 
-static void send_error(struct client *c, const char *msg)
+void tool_error(struct client *c, const char *msg)
 {
 	json_t *j = json_pack("{s:s}", "error", msg);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -233,7 +233,7 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 
 	if (!j || !json_is_object(j) || c->tail || c->writer) {
 		json_decref(j);
-		send_error(c, "TAIL request must be one JSON object, once per connection");
+		tool_error(c, "TAIL request must be one JSON object, once per connection");
 		return 0;
 	}
 	if (!(t = calloc(1, sizeof(*t)))) {
@@ -260,7 +260,7 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 		free(t->provider);
 		free(t->event);
 		free(t);
-		send_error(c, "level must be 1..5");
+		tool_error(c, "level must be 1..5");
 		return 0;
 	}
 	c->tail = t;

@@ -2,7 +2,7 @@
 # Every package the project needs is named here, once.
 
 RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
-RINGLOG_TEST_PACKAGES="libcriterion-dev g++"
+RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -111,10 +111,15 @@ static int parse_field(const char *arg, struct ringlog_field *f, struct ringlog_
 	return 0;
 }
 
+static volatile int refused;
+
+/* Called from the library's thread. */
 static void diag(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "ringlog emit: %s\n", msg);
+	if (strstr(msg, "refused this process"))
+		refused = 1;
 }
 
 int cmd_emit(int argc, char **argv)
@@ -193,13 +198,16 @@ int cmd_emit(int argc, char **argv)
 		rc = EXIT_FAIL;
 	}
 	/* Wait for the daemon to take the ring (bounded). */
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < 40 && !refused; i++) {
 		if (ringlog_flush(1000) == 0)
 			break;
 		struct timespec ts = { 0, 50000000 };
 		nanosleep(&ts, NULL);
 	}
-	if (ringlog_flush(1000) < 0) {
+	if (refused) {
+		fprintf(stderr, "ringlog emit: the event was not stored\n");
+		rc = EXIT_FAIL;
+	} else if (ringlog_flush(1000) < 0) {
 		fprintf(stderr, "ringlog emit: cannot reach ringlogd at %s; the event was not stored\n",
 			socket_path(NULL));
 		rc = EXIT_NODAEMON;

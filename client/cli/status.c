@@ -225,9 +225,21 @@ int cmd_status(int argc, char **argv)
 		uint16_t type = 0;
 		uint8_t *p = NULL;
 
-		if (cli_send(fd, RINGLOG_CTL_STATUS, "{}", 2) == 0 && cli_recv(fd, &type, &p) > 0 &&
-		    type == RINGLOG_CTL_STATUS)
-			j = json_loads((const char *)p, 0, NULL);
+		if (cli_send(fd, RINGLOG_CTL_STATUS, "{}", 2) == 0 && cli_recv(fd, &type, &p) > 0) {
+			if (type == RINGLOG_CTL_STATUS) {
+				j = json_loads((const char *)p, 0, NULL);
+			} else if (type == RINGLOG_CTL_ERROR) {
+				json_t *e = json_loads((const char *)p, 0, NULL);
+				const char *msg = json_string_value(json_object_get(e, "error"));
+
+				fprintf(stderr, "ringlog status: ringlogd says: %s\n",
+					msg ? msg : (const char *)p);
+				json_decref(e);
+				free(p);
+				close(fd);
+				return EXIT_FAIL;
+			}
+		}
 		free(p);
 		close(fd);
 	}

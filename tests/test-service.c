@@ -1,0 +1,329 @@
+/* tests/test-service.c - ringlog as a system service: what `cmake --install`
+ * puts where, the systemd units, socket activation, and who may write and
+ * read (with throw-away users, as root).
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "live.h"
+
+static bool have(const char *prog)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", prog);
+	return system(cmd) == 0;
+}
+
+static void must(const char *cmd)
+{
+	char out[8192];
+	char full[4200];
+
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	cr_assert_eq(live_run(full, out, sizeof(out)), 0, "`%s` failed:\n%s", cmd, out);
+}
+
+static void expect_file(const char *root, const char *rel, mode_t type)
+{
+	char p[600];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	cr_expect(lstat(p, &st) == 0 && (st.st_mode & S_IFMT) == type, "not installed: %s", rel);
+}
+
+struct hello {
+	int pkgconfig, cmake;
+};
+
+static int on_hello(void *ctx, const struct ringlog_dec_event *ev)
+{
+	struct hello *h = ctx;
+
+	if (strcmp(ev->desc->name, "Hello") || ev->desc->nfields != 2)
+		return 0;
+	if (ev->values[0].len == 10 && !memcmp(ev->values[0].data, "pkg-config", 10))
+		h->pkgconfig++;
+	if (ev->values[0].len == 5 && !memcmp(ev->values[0].data, "cmake", 5))
+		h->cmake++;
+	return 0;
+}
+
+Test(service, install_puts_everything_in_place_and_programs_build_against_it)
+{
+	struct live e;
+	char pfx[400], cmd[4000], out[8192];
+	struct hello h = { 0 };
+	struct live_read rd = { .ctx = &h, .on_event = on_hello };
+	pid_t d;
+
+	live_init(&e);
+	snprintf(pfx, sizeof(pfx), "%s/usr", e.dir);
+	snprintf(cmd, sizeof(cmd), "cmake --install '%s' --prefix '%s'", RINGLOG_BUILD_DIR, pfx);
+	must(cmd);
+	expect_file(pfx, "sbin/ringlogd", S_IFREG);
+	expect_file(pfx, "bin/ringlog", S_IFREG);
+	expect_file(pfx, "lib/libringlog.so", S_IFLNK);
+	expect_file(pfx, "lib/libringlog.so.0", S_IFLNK);
+	expect_file(pfx, "lib/libringlog.a", S_IFREG);
+	expect_file(pfx, "include/ringlog.h", S_IFREG);
+	expect_file(pfx, "lib/pkgconfig/ringlog.pc", S_IFREG);
+	expect_file(pfx, "lib/cmake/ringlog/ringlogConfig.cmake", S_IFREG);
+	expect_file(pfx, "etc/ringlog/ringlogd.json", S_IFREG);
+	expect_file(pfx, "share/man/man1/ringlog.1", S_IFREG);
+	expect_file(pfx, "share/man/man8/ringlogd.8", S_IFREG);
+	expect_file(pfx, "lib/systemd/system/ringlogd.service", S_IFREG);
+	expect_file(pfx, "lib/systemd/system/ringlogd.socket", S_IFREG);
+	expect_file(pfx, "lib/sysusers.d/ringlog.conf", S_IFREG);
+
+	/* The soname, and nothing exported but the API. */
+	snprintf(cmd, sizeof(cmd), "objdump -p '%s/lib/libringlog.so' | grep SONAME", pfx);
+	live_run(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "libringlog.so.0"), "soname: %s", out);
+
+	/* An admin's edited configuration survives a reinstall. */
+	snprintf(cmd, sizeof(cmd), "echo ' ' >> '%s/etc/ringlog/ringlogd.json' && "
+		 "cp '%s/etc/ringlog/ringlogd.json' '%s/edited.json' && "
+		 "cmake --install '%s' --prefix '%s' >/dev/null && "
+		 "cmp '%s/etc/ringlog/ringlogd.json' '%s/edited.json'",
+		 pfx, pfx, e.dir, RINGLOG_BUILD_DIR, pfx, pfx, e.dir);
+	must(cmd);
+
+	/* The example program, built both ways a user would. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && PKG_CONFIG_PATH='%s/lib/pkgconfig' cc -Wall -Wextra -Werror -o ex-pc "
+		 "'%s/client/example/example.c' $(PKG_CONFIG_PATH='%s/lib/pkgconfig' "
+		 "pkg-config --cflags --libs ringlog)", e.dir, pfx, RINGLOG_SOURCE_DIR, pfx);
+	must(cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "cmake -S '%s/client/example' -B '%s/ex-cmake' -DCMAKE_PREFIX_PATH='%s' >/dev/null && "
+		 "cmake --build '%s/ex-cmake' >/dev/null", RINGLOG_SOURCE_DIR, e.dir, pfx, e.dir);
+	must(cmd);
+
+	d = live_daemon(&e, NULL);
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH='%s/lib' '%s/ex-pc' pkg-config && "
+		 "LD_LIBRARY_PATH='%s/lib' '%s/ex-cmake/example' cmake", pfx, e.dir, pfx, e.dir);
+	must(cmd);
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(h.pkgconfig, 1, "the pkg-config build's event is not stored");
+	cr_expect_eq(h.cmake, 1, "the find_package build's event is not stored");
+
+	/* systemd-analyze verify, on the units as installed: no complaint. */
+	if (!have("systemd-analyze")) {
+		cr_log_warn("systemd-analyze verify skipped: no systemd-analyze "
+			    "(apt-get install systemd)");
+	} else {
+		snprintf(cmd, sizeof(cmd),
+			 "MANPATH='%s/share/man' systemd-analyze verify "
+			 "'%s/lib/systemd/system/ringlogd.service' "
+			 "'%s/lib/systemd/system/ringlogd.socket' 2>&1",
+			 pfx, pfx, pfx);
+		int rc = live_run(cmd, out, sizeof(out));
+
+		cr_expect(rc == 0 && out[0] == 0, "systemd-analyze verify said (exit %d):\n%s", rc, out);
+	}
+	live_cleanup(&e);
+}
+
+/* ringlogd started as ringlogd.socket would: fd 3 listening, LISTEN_PID and
+ * LISTEN_FDS set. */
+static pid_t activated_daemon(const struct live *e, int lfd)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char n[32];
+		int fd = open(e->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			dup2(fd, 1);
+		}
+		if (lfd != 3) {
+			dup2(lfd, 3);
+			close(lfd);
+		}
+		fcntl(3, F_SETFD, 0);
+		snprintf(n, sizeof(n), "%d", (int)getpid());
+		setenv("LISTEN_PID", n, 1);
+		setenv("LISTEN_FDS", "1", 1);
+		execl(RINGLOGD_PATH, "ringlogd", "--storage", e->store, "--socket", e->sock,
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+Test(service, socket_activation_takes_the_listening_socket_and_leaves_it)
+{
+	struct live e;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char cmd[1200], out[8192];
+	struct stat st;
+	pid_t d;
+	int lfd, rc;
+
+	live_init(&e);
+	/* A program that starts before the daemon and connects to the
+	 * socket systemd already listens on. */
+	cr_assert(strlen(e.sock) < sizeof(a.sun_path));
+	memcpy(a.sun_path, e.sock, strlen(e.sock) + 1);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(lfd >= 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(lfd, 16), 0);
+	d = activated_daemon(&e, lfd);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " emit Test.Activation Early n=1 2>&1");
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "emit through the activated socket: %s", out);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " status --json 2>&1");
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "status through the activated socket: %s", out);
+	live_daemon_stop(d);
+	/* The socket is systemd's: the daemon must not remove it. */
+	cr_expect_eq(stat(e.sock, &st), 0, "ringlogd removed the activated socket");
+
+	/* Segments 0640 in a 0750 directory. */
+	cr_expect_eq(stat(e.store, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0750, "storage_dir mode %o", st.st_mode & 07777);
+	snprintf(cmd, sizeof(cmd), "stat -c %%a '%s'/*.rlseg | sort -u", e.store);
+	live_run(cmd, out, sizeof(out));
+	cr_expect_str_eq(out, "640\n", "segment modes: %s", out);
+
+	/* A wrong descriptor is refused with a reason, not used. */
+	live_log(&e, out, sizeof(out));
+	{
+		int p[2];
+		pid_t bad;
+		int stt;
+
+		cr_assert_eq(pipe(p), 0);
+		bad = activated_daemon(&e, p[0]);
+		close(p[0]);
+		close(p[1]);
+		cr_assert_eq(waitpid(bad, &stt, 0), bad);
+		cr_expect(WIFEXITED(stt) && WEXITSTATUS(stt) != 0, "ringlogd ran on a pipe as fd 3");
+		live_log(&e, out, sizeof(out));
+		cr_expect(strstr(out, "not a listening Unix stream socket"), "%s", out);
+	}
+	live_cleanup(&e);
+}
+
+/* ------------------------------------------------------------------------
+ * Who may do what, with real users. Root only: it creates (and removes)
+ * two groups and three users.
+ */
+#define W_GROUP "rltest-w"
+#define R_GROUP "rltest-r"
+
+static void drop_users(void)
+{
+	if (system("for u in rltest-none rltest-writer rltest-reader; do "
+		   "userdel $u >/dev/null 2>&1; done; "
+		   "groupdel " W_GROUP " >/dev/null 2>&1; groupdel " R_GROUP " >/dev/null 2>&1; true")) {
+		/* best effort */
+	}
+}
+
+static int as_user(const char *user, const char *what, char *out, size_t cap)
+{
+	char cmd[1400];
+
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=%s --regid=$(id -g %s) --init-groups %s 2>&1", user, user,
+		 what);
+	return live_run(cmd, out, cap);
+}
+
+Test(service, writers_and_readers_are_told_apart_by_their_groups)
+{
+	struct live e;
+	char conf[400], cmd[1200], out[8192];
+	FILE *f;
+	pid_t d;
+	int rc;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to create throw-away users and groups");
+	if (!have("useradd") || !have("setpriv"))
+		cr_skip_test("needs useradd (passwd) and setpriv (util-linux)");
+	drop_users();
+	must("groupadd " W_GROUP " && groupadd " R_GROUP " && "
+	     "useradd -M -N -s /bin/sh rltest-none && "
+	     "useradd -M -N -s /bin/sh -G " W_GROUP " rltest-writer && "
+	     "useradd -M -N -s /bin/sh -G " R_GROUP " rltest-reader");
+
+	live_init(&e);
+	chmod(e.dir, 0755); /* others reach the socket; the daemon decides */
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
+	f = fopen(conf, "w");
+	cr_assert(f);
+	fprintf(f, "{\"socket_group\": \"%s\", \"read_group\": \"%s\", \"socket_mode\": \"0666\"}\n",
+		W_GROUP, R_GROUP);
+	fclose(f);
+	d = live_daemon(&e, "--config", conf, NULL);
+
+	/* Nobody in particular: may neither write nor read. */
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
+		 " emit Test.Access FromNobody n=1", e.sock);
+	rc = as_user("rltest-none", cmd, out, sizeof(out));
+	cr_expect_neq(rc, 0, "a non-member's event was accepted: %s", out);
+	cr_expect(strstr(out, "may not write events") && strstr(out, W_GROUP),
+		  "the refusal does not say why: %s", out);
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status", e.sock);
+	rc = as_user("rltest-none", cmd, out, sizeof(out));
+	cr_expect_neq(rc, 0, "a non-member read the status: %s", out);
+	cr_expect(strstr(out, "may not read events"), "%s", out);
+
+	/* A writer writes, but cannot tail. */
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
+		 " emit Test.Access FromWriter n=2", e.sock);
+	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "a writer could not write: %s", out);
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " tail", e.sock);
+	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	cr_expect_neq(rc, 0, "a writer could tail: %s", out);
+	cr_expect(strstr(out, "may not read events") && strstr(out, R_GROUP), "%s", out);
+	/* ... and its status has no per-program detail. */
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status --json",
+		 e.sock);
+	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "\"clients\": []"), "a writer saw other programs: %s", out);
+
+	/* A reader reads (status with detail), but cannot write. */
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status --json",
+		 e.sock);
+	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "a reader could not read the status: %s", out);
+	cr_expect(strstr(out, "\"storage_dir\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
+		 " emit Test.Access FromReader n=3", e.sock);
+	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	cr_expect_neq(rc, 0, "a reader could write: %s", out);
+
+	live_daemon_stop(d);
+	live_log(&e, out, sizeof(out));
+	cr_expect(strstr(out, "may not write events"), "the daemon's log says nothing: %s", out);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --dir '%s'", e.store);
+	live_run(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "FromWriter") && !strstr(out, "FromNobody") && !strstr(out, "FromReader"),
+		  "store: %s", out);
+	live_cleanup(&e);
+	drop_users();
+}
