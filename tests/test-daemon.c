@@ -574,3 +574,29 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 	cr_expect_eq(rd.damaged_bytes + rd.damaged_records, 0);
 	live_cleanup(&e);
 }
+
+/* The daemon's own log is rate-limited per message: a client that triggers
+ * the same warning in a loop costs a few lines, and the log says how many
+ * were held back. */
+Test(daemon, its_own_log_is_rate_limited_per_message)
+{
+	struct live e;
+	static char log[1 << 16];
+	char cmd[600];
+	pid_t d;
+	int lines = 0;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(cmd, sizeof(cmd), "for i in $(seq 60); do " HOSTILE_PATH " frame-lies; done "
+		 ">/dev/null 2>&1; sleep 1.5; " HOSTILE_PATH " frame-lies >/dev/null 2>&1");
+	cr_assert_eq(live_run(cmd, NULL, 0), 0);
+	live_daemon_stop(d);
+	live_log(&e, log, sizeof(log));
+	for (const char *p = log; (p = strstr(p, "exceeds the")); p++)
+		lines++;
+	cr_expect(lines >= 1 && lines <= 20, "61 identical warnings gave %d log lines:\n%s", lines,
+		  log);
+	cr_expect(strstr(log, "similar messages were suppressed"), "no suppression note:\n%s", log);
+	live_cleanup(&e);
+}

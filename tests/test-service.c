@@ -19,6 +19,13 @@
 
 #include "live.h"
 
+/* A library built with sanitizers needs programs built with them. */
+#ifdef RINGLOG_TEST_SANITIZE
+#define SAN_FLAGS "-fsanitize=address,undefined"
+#else
+#define SAN_FLAGS ""
+#endif
+
 static bool have(const char *prog)
 {
 	char cmd[300];
@@ -104,13 +111,14 @@ Test(service, install_puts_everything_in_place_and_programs_build_against_it)
 
 	/* The example program, built both ways a user would. */
 	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && PKG_CONFIG_PATH='%s/lib/pkgconfig' cc -Wall -Wextra -Werror -o ex-pc "
+		 "cd '%s' && PKG_CONFIG_PATH='%s/lib/pkgconfig' cc -Wall -Wextra -Werror %s -o ex-pc "
 		 "'%s/client/example/example.c' $(PKG_CONFIG_PATH='%s/lib/pkgconfig' "
-		 "pkg-config --cflags --libs ringlog)", e.dir, pfx, RINGLOG_SOURCE_DIR, pfx);
+		 "pkg-config --cflags --libs ringlog)", e.dir, pfx, SAN_FLAGS, RINGLOG_SOURCE_DIR, pfx);
 	must(cmd);
 	snprintf(cmd, sizeof(cmd),
-		 "cmake -S '%s/client/example' -B '%s/ex-cmake' -DCMAKE_PREFIX_PATH='%s' >/dev/null && "
-		 "cmake --build '%s/ex-cmake' >/dev/null", RINGLOG_SOURCE_DIR, e.dir, pfx, e.dir);
+		 "cmake -S '%s/client/example' -B '%s/ex-cmake' -DCMAKE_PREFIX_PATH='%s' "
+		 "-DCMAKE_C_FLAGS='%s' >/dev/null && "
+		 "cmake --build '%s/ex-cmake' >/dev/null", RINGLOG_SOURCE_DIR, e.dir, pfx, SAN_FLAGS, e.dir);
 	must(cmd);
 
 	d = live_daemon(&e, NULL);
@@ -312,6 +320,10 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups)
 	rc = as_user("rltest-reader", cmd, out, sizeof(out));
 	cr_expect_eq(rc, 0, "a reader could not read the status: %s", out);
 	cr_expect(strstr(out, "\"storage_dir\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' timeout --preserve-status -s INT 3 " RINGLOG_CLI_PATH
+		 " tail --json", e.sock);
+	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "a reader could not tail (exit %d): %s", rc, out);
 	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
 		 " emit Test.Access FromReader n=3", e.sock);
 	rc = as_user("rltest-reader", cmd, out, sizeof(out));
