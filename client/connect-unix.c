@@ -317,18 +317,20 @@ static void *thread_main(void *arg)
 
 		fd = try_connect();
 		if (fd >= 0) {
-			backoff = 20;
+			bool refused;
+
 			session(fd, rx);
 			pthread_mutex_lock(&lib.lock);
-			if (lib.refused_all) {
-				/* Not allowed to write (not in the writers' group):
-				 * ask again now and then, not in a tight loop. */
-				lib.refused_all = false;
-				backoff = 5000;
-			}
+			refused = lib.refused_all;
+			lib.refused_all = false;
 			pthread_mutex_unlock(&lib.lock);
-			if (backoff == 20)
+			if (!refused) {
+				backoff = 20;
 				continue;
+			}
+			/* Not allowed to write (not in the writers' group): ask
+			 * again now and then, not in a tight loop. */
+			backoff = 5000;
 		}
 		pthread_mutex_lock(&lib.lock);
 		lib.tried = true;

@@ -42,25 +42,27 @@ void access_resolve(struct daemon *d)
 	resolve(d->cfg.read_group, &d->read_gid, &d->have_read_gid);
 }
 
-/* The peer's supplementary groups; *n = 0 when the kernel cannot say. */
+/* The peer's supplementary groups (NULL, *n = 0 when the kernel cannot
+ * say: then only the primary gid counts). */
 static gid_t *peer_groups(int fd, unsigned *n)
 {
 	socklen_t len = 64 * sizeof(gid_t);
-	gid_t *g = malloc(len);
+	gid_t *g = malloc(len), *bigger;
 
 	*n = 0;
-	if (g && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0 && errno == ERANGE) {
-		gid_t *bigger = realloc(g, len);
-
-		if (!bigger) {
+	if (!g)
+		return NULL;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
+		/* ERANGE: len now says how much is needed. */
+		if (errno != ERANGE || !(bigger = realloc(g, len))) {
 			free(g);
 			return NULL;
 		}
 		g = bigger;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0)
-			len = 0;
-	} else if (g && len > 64 * sizeof(gid_t)) {
-		len = 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
+			free(g);
+			return NULL;
+		}
 	}
 	*n = len / sizeof(gid_t);
 	return g;

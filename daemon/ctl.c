@@ -160,9 +160,20 @@ static int take_fd(struct client *c)
 	return fd;
 }
 
+/* What a frame type needs (access.c). STATUS: writers get the summary,
+ * readers the per-program detail too. */
+static unsigned frame_needs(uint16_t type, unsigned have)
+{
+	switch (type) {
+	case RINGLOG_CTL_TAIL: return ACCESS_READ;
+	case RINGLOG_CTL_STATUS: return have & ACCESS_WRITE ? ACCESS_WRITE : ACCESS_READ;
+	default: return ACCESS_WRITE;
+	}
+}
+
 /* A peer asking for what its groups do not allow gets the reason and is
- * disconnected (see access.c). Returns -EACCES for the caller to close. */
-static int deny(struct client *c, uint16_t type, unsigned need)
+ * disconnected. */
+static int deny(struct client *c, unsigned need)
 {
 	char why[400];
 
@@ -172,21 +183,16 @@ static int deny(struct client *c, uint16_t type, unsigned need)
 		reg_refuse(c, 0, "%s", why);
 	else
 		tool_error(c, why);
-	(void)type;
 	client_close(c); /* the reply is already on its way: sent at once */
 	return -EACCES;
 }
 
 static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint32_t len)
 {
-	unsigned need = type == RINGLOG_CTL_TAIL ? ACCESS_READ :
-			type == RINGLOG_CTL_STATUS ? 0 : ACCESS_WRITE;
+	unsigned need = frame_needs(type, c->access);
 
-	/* STATUS: readers get everything, writers the summary only. */
-	if (type == RINGLOG_CTL_STATUS && !(c->access & (ACCESS_READ | ACCESS_WRITE)))
-		need = ACCESS_READ;
-	if ((c->access & need) != need)
-		return deny(c, type, need);
+	if (!(c->access & need))
+		return deny(c, need);
 	switch (type) {
 	case RINGLOG_CTL_HELLO:
 		return reg_hello(c, p, len, take_fd(c));
@@ -456,17 +462,19 @@ static int activated_fd(void)
 {
 	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
 	int type = 0, listening = 0, fd = 3;
+	long count;
 	socklen_t len = sizeof(type);
 	struct sockaddr_un a;
 	socklen_t alen = sizeof(a);
 
 	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid())
 		return -1;
+	count = strtol(n, NULL, 10);
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	if (strcmp(n, "1") != 0) {
-		d_log(LOG_ERR, "LISTEN_FDS=%s: expected exactly one socket (ringlogd.socket)", n);
+	if (count != 1) {
+		d_log(LOG_ERR, "LISTEN_FDS=%ld: expected exactly one socket (ringlogd.socket)", count);
 		return -EINVAL;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||

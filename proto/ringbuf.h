@@ -39,9 +39,7 @@ struct ringlog_producer {
 	uint64_t *prod_pos;   /* &hdr->prod_pos, the word commit publishes */
 	uint64_t mask;        /* data_size - 1 */
 	uint64_t pos;         /* private copy of hdr->prod_pos */
-	uint64_t next;        /* pos after the reservation in progress; == pos
-	                       * when none is open (a signal handler emitting on
-	                       * the same thread checks this) */
+	uint64_t next;        /* pos after the reservation in progress */
 	uint64_t limit;       /* a record ending at or below this position fits
 	                       * without any check: min(cached cons + size, end
 	                       * of the current lap); == pos while a LOSS record

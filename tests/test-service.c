@@ -249,12 +249,14 @@ static void drop_users(void)
 	}
 }
 
-static int as_user(const char *user, const char *what, char *out, size_t cap)
+/* Run the command line ARGS as user, with RINGLOG_SOCKET naming e's daemon;
+ * stderr goes with stdout. */
+static int cli_as(const struct live *e, const char *user, const char *args, char *out, size_t cap)
 {
 	char cmd[1400];
 
-	snprintf(cmd, sizeof(cmd), "setpriv --reuid=%s --regid=$(id -g %s) --init-groups %s 2>&1", user, user,
-		 what);
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=%s --regid=$(id -g %s) --init-groups "
+		 "env RINGLOG_SOCKET='%s' %s 2>&1", user, user, e->sock, args);
 	return live_run(cmd, out, cap);
 }
 
@@ -287,46 +289,36 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups)
 	d = live_daemon(&e, "--config", conf, NULL);
 
 	/* Nobody in particular: may neither write nor read. */
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
-		 " emit Test.Access FromNobody n=1", e.sock);
-	rc = as_user("rltest-none", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " emit Test.Access FromNobody n=1", out,
+		    sizeof(out));
 	cr_expect_neq(rc, 0, "a non-member's event was accepted: %s", out);
 	cr_expect(strstr(out, "may not write events") && strstr(out, W_GROUP),
 		  "the refusal does not say why: %s", out);
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status", e.sock);
-	rc = as_user("rltest-none", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " status", out, sizeof(out));
 	cr_expect_neq(rc, 0, "a non-member read the status: %s", out);
 	cr_expect(strstr(out, "may not read events"), "%s", out);
 
 	/* A writer writes, but cannot tail. */
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
-		 " emit Test.Access FromWriter n=2", e.sock);
-	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " emit Test.Access FromWriter n=2", out,
+		    sizeof(out));
 	cr_expect_eq(rc, 0, "a writer could not write: %s", out);
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " tail", e.sock);
-	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " tail", out, sizeof(out));
 	cr_expect_neq(rc, 0, "a writer could tail: %s", out);
 	cr_expect(strstr(out, "may not read events") && strstr(out, R_GROUP), "%s", out);
 	/* ... and its status has no per-program detail. */
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status --json",
-		 e.sock);
-	rc = as_user("rltest-writer", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " status --json", out, sizeof(out));
 	cr_expect_eq(rc, 0, "%s", out);
 	cr_expect(strstr(out, "\"clients\": []"), "a writer saw other programs: %s", out);
 
 	/* A reader reads (status with detail), but cannot write. */
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH " status --json",
-		 e.sock);
-	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " status --json", out, sizeof(out));
 	cr_expect_eq(rc, 0, "a reader could not read the status: %s", out);
 	cr_expect(strstr(out, "\"storage_dir\""), "%s", out);
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' timeout --preserve-status -s INT 3 " RINGLOG_CLI_PATH
-		 " tail --json", e.sock);
-	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-reader", "timeout --preserve-status -s INT 3 " RINGLOG_CLI_PATH
+		    " tail --json", out, sizeof(out));
 	cr_expect_eq(rc, 0, "a reader could not tail (exit %d): %s", rc, out);
-	snprintf(cmd, sizeof(cmd), "env RINGLOG_SOCKET='%s' " RINGLOG_CLI_PATH
-		 " emit Test.Access FromReader n=3", e.sock);
-	rc = as_user("rltest-reader", cmd, out, sizeof(out));
+	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " emit Test.Access FromReader n=3", out,
+		    sizeof(out));
 	cr_expect_neq(rc, 0, "a reader could write: %s", out);
 
 	live_daemon_stop(d);

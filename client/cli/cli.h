@@ -47,6 +47,8 @@ int cli_connect(const char *path, bool quiet);
 int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
 /* Read one frame; returns payload length (buffer malloc'ed) or -errno, 0 on EOF. */
 long cli_recv(int fd, uint16_t *type, uint8_t **payload);
+/* Print the daemon's ERROR frame {"error": "..."} as "WHO: ringlogd says: ...". */
+void cli_print_error(const char *who, const uint8_t *payload);
 
 int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,4 +412,13 @@ long cli_recv(int fd, uint16_t *type, uint8_t **payload)
 		return r ? r : -EPIPE;
 	}
 	return (long)f.len;
+}
+
+void cli_print_error(const char *who, const uint8_t *payload)
+{
+	json_t *e = json_loads((const char *)payload, 0, NULL);
+	const char *msg = json_string_value(json_object_get(e, "error"));
+
+	fprintf(stderr, "%s: ringlogd says: %s\n", who, msg ? msg : (const char *)payload);
+	json_decref(e);
 }

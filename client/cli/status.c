@@ -229,12 +229,7 @@ int cmd_status(int argc, char **argv)
 			if (type == RINGLOG_CTL_STATUS) {
 				j = json_loads((const char *)p, 0, NULL);
 			} else if (type == RINGLOG_CTL_ERROR) {
-				json_t *e = json_loads((const char *)p, 0, NULL);
-				const char *msg = json_string_value(json_object_get(e, "error"));
-
-				fprintf(stderr, "ringlog status: ringlogd says: %s\n",
-					msg ? msg : (const char *)p);
-				json_decref(e);
+				cli_print_error("ringlog status", p);
 				free(p);
 				close(fd);
 				return EXIT_FAIL;

@@ -147,11 +147,7 @@ int cmd_tail(int argc, char **argv)
 		} else if (type == RINGLOG_CTL_DATA) {
 			ringlog_dec_records(&d, p, (size_t)n);
 		} else if (type == RINGLOG_CTL_ERROR) {
-			json_t *e = json_loads((const char *)p, 0, NULL);
-			const char *msg = json_string_value(json_object_get(e, "error"));
-
-			fprintf(stderr, "ringlog: tail: ringlogd says: %s\n", msg ? msg : (const char *)p);
-			json_decref(e);
+			cli_print_error("ringlog: tail", p);
 			rc = EXIT_FAIL;
 			free(p);
 			break;

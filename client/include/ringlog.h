@@ -253,7 +253,7 @@ struct ringlog__hot {
 	uint64_t *prod_pos;
 	uint64_t mask;
 	uint64_t pos;
-	uint64_t next;   /* != pos while a record is open */
+	uint64_t next;   /* past the record being written */
 	uint64_t limit;  /* a record ending at or below it fits */
 	uint32_t max_len;
 	uint32_t reserved;
@@ -290,7 +290,8 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	struct ringlog__thread *t = &ringlog__thread_v1;
 	struct ringlog__hot *h;
 	uint16_t id;
-	uint32_t rec = len + (act ? 24u : 8u);
+	uint32_t head = act ? 24u : 8u; /* ts, activity id */
+	uint32_t rec = len + head;
 	uint64_t total = ((uint64_t)rec + 15u) & ~(uint64_t)7, pos, word, ts;
 	uint8_t *p;
 
@@ -330,7 +331,7 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	if (act)
 		memcpy(p + 16, act, 16);
 	h->next = pos + total;
-	return p + 8 + (act ? 24u : 8u);
+	return p + 8 + head;
 #else
 	return ringlog__begin(e, len, act);
 #endif
