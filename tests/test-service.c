@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -330,4 +333,98 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups)
 		  "store: %s", out);
 	live_cleanup(&e);
 	drop_users();
+}
+
+/* Under systemd, stderr is a journal stream (JOURNAL_STREAM set): each line
+ * carries its syslog priority so journalctl shows levels. */
+Test(service, log_lines_carry_journal_priorities_under_systemd)
+{
+	struct live e;
+	char log[8192];
+	pid_t d;
+
+	live_init(&e);
+	setenv("JOURNAL_STREAM", "8:12345", 1); /* inherited by the daemon only */
+	d = live_daemon(&e, NULL);
+	unsetenv("JOURNAL_STREAM");
+	live_daemon_stop(d);
+	live_log(&e, log, sizeof(log));
+	cr_expect(strstr(log, "<5>ringlogd: listening on "), "no notice-level prefix:\n%s", log);
+	cr_expect(strstr(log, "<5>ringlogd: stopped"), "no prefix on the last line:\n%s", log);
+	live_cleanup(&e);
+}
+
+/* --syslog: lines go to /dev/log as RFC 3164 datagrams with facility daemon,
+ * and nothing goes to stderr. The test machine has no syslog daemon, so the
+ * daemon runs in a private mount namespace whose /dev holds the test's own
+ * datagram socket as "log" (and /dev/null). */
+Test(service, syslog_gets_the_lines_with_facility_and_priority)
+{
+	struct live e;
+	char dev[320], logsock[340], null[340], log[8192], got[8192] = "";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	size_t used = 0;
+	pid_t d;
+	int s, st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root for a private mount namespace with its own /dev/log");
+	live_init(&e);
+	snprintf(dev, sizeof(dev), "%s/dev", e.dir);
+	snprintf(logsock, sizeof(logsock), "%s/log", dev);
+	snprintf(null, sizeof(null), "%s/null", dev);
+	cr_assert_eq(mkdir(dev, 0755), 0);
+	cr_assert(strlen(logsock) < sizeof(a.sun_path));
+	memcpy(a.sun_path, logsock, strlen(logsock) + 1);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert(s >= 0);
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	close(open(null, O_WRONLY | O_CREAT | O_CLOEXEC, 0666));
+
+	d = fork();
+	cr_assert(d >= 0);
+	if (d == 0) {
+		int fd = open(e.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("/dev/null", null, NULL, MS_BIND, NULL) < 0 ||
+		    mount(dev, "/dev", NULL, MS_BIND, NULL) < 0) {
+			dprintf(2, "test: private /dev: %s\n", strerror(errno));
+			_exit(125);
+		}
+		execl(RINGLOGD_PATH, "ringlogd", "--storage", e.store, "--socket", e.sock,
+		      "--syslog", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !strstr(got, "listening on "); i++) {
+		ssize_t n = recv(s, got + used, sizeof(got) - used - 2, 0);
+
+		if (n > 0) {
+			used += (size_t)n;
+			got[used++] = '\n';
+			got[used] = 0;
+		}
+		cr_assert_neq(waitpid(d, &st, WNOHANG), d, "ringlogd exited (status %d)", st);
+	}
+	kill(d, SIGTERM);
+	cr_assert_eq(waitpid(d, &st, 0), d);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	for (ssize_t n; !strstr(got, "stopped") && (n = recv(s, got + used, sizeof(got) - used - 2, 0)) > 0;) {
+		used += (size_t)n;
+		got[used++] = '\n';
+		got[used] = 0;
+	}
+	close(s);
+	live_log(&e, log, sizeof(log));
+	/* LOG_DAEMON (3 << 3) + LOG_NOTICE (5) = 29; ident with the pid. */
+	cr_expect(strstr(got, "<29>") && strstr(got, "ringlogd[") &&
+		  strstr(got, "listening on ") && strstr(got, "stopped"),
+		  "syslog received:\n%s", got);
+	cr_expect(!strstr(log, "listening on"), "--syslog still wrote to stderr:\n%s", log);
+	live_cleanup(&e);
 }
