@@ -245,3 +245,19 @@ int ringlog_event_register(struct ringlog_event *e)
 	lib_wake();
 	return err;
 }
+
+/* Every event a link unit (program or shared library) declares with the
+ * macros, registered when its provider is: a tracer can then enable an
+ * event that has never been emitted, and the daemon knows what to raise. */
+void ringlog__register_events(struct ringlog_provider *p, struct ringlog_event *const *begin,
+			      struct ringlog_event *const *end)
+{
+	if (!p || !begin || !end || lib_start() < 0)
+		return;
+	pthread_mutex_lock(&lib.lock);
+	for (struct ringlog_event *const *e = begin; e < end; e++)
+		if (*e && (*e)->provider == p)
+			lib_event_register_locked(*e);
+	pthread_mutex_unlock(&lib.lock);
+	lib_wake();
+}

@@ -140,6 +140,7 @@ void client_maybe_free(struct client *c)
 	d->nclients--;
 	if (c->meta_map)
 		munmap((void *)c->meta_map, c->meta_size);
+	fwd_client_free(c);
 	ringlog_meta_free(&c->meta);
 	free(c->prov);
 	free(c->prov_sent);

@@ -14,6 +14,7 @@
 #include <syslog.h>
 #include <sys/types.h>
 #include <uv.h>
+#include <jansson.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -107,6 +108,11 @@ struct client {
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 
 	struct tail *tail;   /* tool running `ringlog tail` */
+
+	/* forwarding (forward.c): a backend handle per event id */
+	void **fwd_ev;
+	uint32_t nfwd_ev;
+	uint32_t fwd_next;   /* event ids below it were offered */
 };
 
 struct chunk;
@@ -212,6 +218,11 @@ struct daemon {
 	struct tail *tails;
 	unsigned ntails;
 	bool notify;         /* $NOTIFY_SOCKET is set */
+
+	/* forwarding to the OS tracer (forward.c) */
+	struct fwd *fwd;     /* NULL: off or unavailable */
+	char fwd_state[320]; /* "on", "off", "unavailable: why" */
+	uint64_t fwd_forwarded, fwd_lost[3]; /* kept while fwd is NULL */
 };
 
 extern struct daemon *the_daemon;
@@ -288,6 +299,17 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason);
 void tail_raise(struct daemon *d, struct provider *p);
+
+/* forward.c: events to the OS tracer (forward.h) */
+void fwd_apply(struct daemon *d);   /* start or stop as the config says */
+void fwd_stop(struct daemon *d);
+void fwd_sync_client(struct client *c); /* new event definitions */
+void fwd_client_free(struct client *c);
+void fwd_record(struct daemon *d, struct ring *r, uint16_t type, const struct ringlog_event_desc *e,
+		const uint8_t *payload, uint32_t len);
+void fwd_tick(struct daemon *d);    /* tracers came or went: re-raise */
+void fwd_raise(struct daemon *d, struct provider *p);
+json_t *fwd_status(struct daemon *d);
 
 /* status.c */
 int status_reply(struct client *c, bool detail);

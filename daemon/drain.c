@@ -71,6 +71,8 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		c->lost_ring += l.records;
 		x->d->lost_ring += l.records;
 	}
+	if (e && x->d->fwd)
+		fwd_record(x->d, r, type, e, payload, len);
 	if (x->d->ntails) {
 		if (e)
 			tail_event(x->d, r, type, aux, payload, len, e);

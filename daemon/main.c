@@ -113,6 +113,7 @@ static void on_flush_timer(uv_timer_t *t)
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
 	seg_tick(d);
+	fwd_tick(d);
 	if (now - d->rate_prev_ns >= 1000000000u) {
 		double s = (double)(now - d->rate_prev_ns) / 1e9;
 
@@ -205,6 +206,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
 	access_resolve(d);
+	fwd_apply(d);
 	reg_enable_recompute(d);
 	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
 }
@@ -315,6 +317,7 @@ int main(int argc, char **argv)
 	if (seg_init(d) < 0)
 		return 1;
 	access_resolve(d);
+	fwd_apply(d);
 	if (ctl_listen(d) < 0)
 		return 1;
 	uv_timer_init(d->loop, &d->drain_timer);
@@ -356,6 +359,7 @@ int main(int argc, char **argv)
 			reg_ring_release(c->rings);
 		client_close(c);
 	}
+	fwd_stop(d);
 	d->io->ops->close(d->io);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);

@@ -118,6 +118,7 @@ void reg_enable_recompute(struct daemon *d)
 	for (struct provider *p = d->providers; p; p = p->next) {
 		rule_kw(d, p->name, p->kw);
 		tail_raise(d, p);
+		fwd_raise(d, p);
 	}
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
@@ -152,6 +153,7 @@ static int map_provider(struct client *c, uint32_t id, const char *name)
 			return -ENOMEM;
 		rule_kw(c->d, p->name, p->kw);
 		tail_raise(c->d, p);
+		fwd_raise(c->d, p);
 		c->prov[id] = p;
 		/* Force a first ENABLE: the client starts from the built-in
 		 * default, not from what we think we sent. */
@@ -203,6 +205,7 @@ int reg_meta_sync(struct client *c)
 				return -ENOMEM;
 		send_enable(c);
 	}
+	fwd_sync_client(c);
 	return 0;
 }
 

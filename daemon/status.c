@@ -75,7 +75,7 @@ int status_reply(struct client *c, bool detail)
 		left = (double)room / (double)d->rate_bytes;
 	}
 	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:f,"
-		      "s:s,s:s,s:s,s:{s:s,s:s},s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:b,s:s}",
+		      "s:s,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:b,s:s}",
 		"version", "0.1.0",
 		"storage_dir", d->cfg.storage_dir,
 		"max_disk", (json_int_t)d->cfg.max_disk,
@@ -94,8 +94,7 @@ int status_reply(struct client *c, bool detail)
 		"backend", d->io_name,
 		"backend_note", d->io_note,
 		"socket", d->cfg.socket_path,
-		"forwarding", "user_events", d->cfg.forward.user_events ? "unavailable" : "off",
-		"etw", "unsupported",
+		"forwarding", fwd_status(d),
 		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->lost_disk,
 		"reader", (json_int_t)d->lost_reader, "corrupt", (json_int_t)d->lost_corrupt,
 		"total", (json_int_t)(d->lost_ring + d->lost_disk + d->lost_corrupt),

@@ -3,6 +3,8 @@
 
 RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
 RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
+# Optional: without them the user_events kernel test skips, saying why.
+RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison cpio xz-utils file"
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -26,6 +28,26 @@ ensure_packages() {
 	apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
 		{ apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}"; } ||
 		die "apt-get could not install: ${missing[*]}"
+}
+
+# ensure_optional_packages PKG...: install what is missing when root;
+# otherwise say what the tests that need them will skip.
+ensure_optional_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		printf 'Optional Debian packages missing (some tests will skip): %s\n' "${missing[*]}" >&2
+		return 0
+	fi
+	step "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null &&
+		  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; } ||
+		printf 'apt-get could not install %s: some tests will skip\n' "${missing[*]}" >&2
 }
 
 # configure_and_build DIR [cmake args...]

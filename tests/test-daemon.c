@@ -600,3 +600,46 @@ Test(daemon, its_own_log_is_rate_limited_per_message)
 	cr_expect(strstr(log, "similar messages were suppressed"), "no suppression note:\n%s", log);
 	live_cleanup(&e);
 }
+
+/* Forwarding says what it is doing: "on" where this kernel has user_events
+ * and we may open it, "unavailable: <why>" where not (events are stored all
+ * the same), "off" when the configuration says so. The kernel side itself
+ * is tested under qemu (test-kernel). */
+Test(daemon, forwarding_state_is_reported_and_never_blocks_storage)
+{
+	struct live e;
+	char cfg[400];
+	json_t *j, *f;
+	const char *state;
+	bool usable = access("/sys/kernel/tracing/user_events_data", W_OK) == 0;
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(emit(1, 1000, "1M"), "emitter");
+	j = status_json();
+	cr_assert(j, "ringlog status --json failed");
+	f = json_object_get(j, "forwarding");
+	state = json_string_value(json_object_get(f, "user_events"));
+	cr_assert(state);
+	if (usable)
+		cr_expect_str_eq(state, "on");
+	else
+		cr_expect(!strncmp(state, "unavailable: ", 13) && strlen(state) > 30,
+			  "user_events: \"%s\"", state);
+	cr_log_info("forwarding here: %s", state);
+	cr_expect_eq(json_integer_value(json_object_get(j, "stored_events")), 1000);
+	json_decref(j);
+	live_daemon_stop(d);
+
+	snprintf(cfg, sizeof(cfg), "%s/off.json", e.dir);
+	write_file(cfg, "{ \"forward\": { \"user_events\": false } }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	j = status_json();
+	cr_assert(j);
+	cr_expect_str_eq(json_string_value(json_object_get(json_object_get(j, "forwarding"),
+							   "user_events")), "off");
+	json_decref(j);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}

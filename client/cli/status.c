@@ -94,6 +94,15 @@ static void print_human(json_t *j, bool down)
 		printf("%-22s %s (%s)\n", "write backend", S(j, "backend"), S(j, "backend_note"));
 		v = json_object_get(j, "forwarding");
 		printf("%-22s user_events: %s, etw: %s\n", "forwarding", S(v, "user_events"), S(v, "etw"));
+		if (!strcmp(S(v, "user_events"), "on"))
+			printf("%-22s %llu tracepoints, %llu traced now; %llu events forwarded, lost %llu "
+			       "(tracepoint gone %llu, tracer full %llu, other %llu)\n", "",
+			       (unsigned long long)I(v, "targets"), (unsigned long long)I(v, "enabled"),
+			       (unsigned long long)I(v, "forwarded"),
+			       (unsigned long long)(I(v, "lost_disabled") + I(v, "lost_tracer") +
+						    I(v, "lost_other")),
+			       (unsigned long long)I(v, "lost_disabled"),
+			       (unsigned long long)I(v, "lost_tracer"), (unsigned long long)I(v, "lost_other"));
 		v = json_object_get(j, "lost");
 		printf("%-22s %llu (ring overflow %llu, disk %llu, corrupt rings %llu; slow tail readers %llu)\n",
 		       "events lost", (unsigned long long)I(v, "total"), (unsigned long long)I(v, "ring"),

@@ -133,9 +133,37 @@ struct ringlog_activity {
  * characters), -ENOSPC when the metadata region is full. */
 RINGLOG_API int ringlog_provider_register(struct ringlog_provider *p);
 
+/* Each event the macros declare leaves a pointer to its descriptor in the
+ * "ringlog_events" section of its program or library; the linker brackets
+ * the section with __start_/__stop_ symbols (weak: a link unit may have
+ * none). Registering a provider registers those events of it, before any
+ * is emitted, so the daemon and OS tracers know them all from the start. */
+#if defined(__GNUC__) && !defined(_WIN32) && !defined(__APPLE__)
+#define RINGLOG__SECTION 1
+extern struct ringlog_event *const __start_ringlog_events[]
+	__attribute__((weak, visibility("hidden")));
+extern struct ringlog_event *const __stop_ringlog_events[]
+	__attribute__((weak, visibility("hidden")));
+#define RINGLOG__REGISTER_SECTION(p) \
+	ringlog__register_events(&(p), __start_ringlog_events, __stop_ringlog_events)
+#define RINGLOG__IN_SECTION(e) \
+	static struct ringlog_event *const ringlog__ep \
+		__attribute__((section("ringlog_events"), used)) = &(e);
+#else
+#define RINGLOG__REGISTER_SECTION(p) ((void)0)
+#define RINGLOG__IN_SECTION(e)
+#endif
+RINGLOG_API void ringlog__register_events(struct ringlog_provider *p,
+					  struct ringlog_event *const *begin,
+					  struct ringlog_event *const *end);
+
 #define RINGLOG_PROVIDER_DEFINE(var, pname) \
 	struct ringlog_provider var = { RINGLOG__DEFAULT_KW, pname, 0, 0, 0, NULL }; \
-	RINGLOG__CTOR(ringlog__register_##var) { ringlog_provider_register(&var); }
+	RINGLOG__CTOR(ringlog__register_##var) \
+	{ \
+		ringlog_provider_register(&var); \
+		RINGLOG__REGISTER_SECTION(var); \
+	}
 #define RINGLOG_PROVIDER_DECLARE(var) extern struct ringlog_provider var
 
 /* True when an event of this level and keyword mask is wanted now: one load
@@ -433,6 +461,7 @@ static inline uint32_t ringlog__blobclip(size_t n)
 			RINGLOG__X DESCS { 0, 0, NULL } }; \
 		static struct ringlog_event ringlog__e = { &(P), NAME, ringlog__f, NF, \
 			(uint8_t)(LVL), (uint8_t)(OP), 0, 0, (uint64_t)(KW) }; \
+		RINGLOG__IN_SECTION(ringlog__e) \
 		if (RINGLOG_ENABLED(P, LVL, KW)) { \
 			RINGLOG__X DECLS \
 			uint8_t *ringlog__p = (uint8_t *)ringlog__reserve(&ringlog__e, \

@@ -12,16 +12,8 @@ cache=${RINGLOG_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringlog-kernel}
 
 skip() { echo "build-kernel: $*" >&2; exit 77; }
 
-if [ ! -r "$src" ]; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-source-6.12 bc flex \
-			bison libelf-dev >/dev/null 2>&1 || apt-get update -qq >/dev/null 2>&1 &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-source-6.12 bc \
-				flex bison libelf-dev >/dev/null 2>&1 ||
-			skip "cannot install linux-source-6.12 (apt-get failed)"
-	fi
-	[ -r "$src" ] || skip "$src is missing (apt-get install linux-source-6.12, as root)"
-fi
+# scripts/test.sh installs linux-source-6.12 and the build tools when root.
+[ -r "$src" ] || skip "$src is missing (apt-get install linux-source-6.12, as root)"
 for t in make gcc flex bison bc; do
 	command -v $t >/dev/null || skip "$t is missing (needed to build the test kernel)"
 done

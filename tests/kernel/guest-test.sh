@@ -1,0 +1,108 @@
+#!/bin/sh
+# tests/kernel/guest-test.sh BUILD_DIR - runs inside the test kernel (chroot
+# of the host's root over 9p, fresh tmpfs on /tmp, tracefs mounted):
+# ringlogd forwards to user_events while a tracer enables and disables the
+# tracepoints through tracefs. One line per check: "ok ..." or "FAIL ...";
+# the last line is "RESULT pass" or "RESULT fail".
+B=$1
+tr=/sys/kernel/tracing
+ue=$tr/events/user_events
+T=/tmp/rl
+fails=0
+ok() { echo "ok $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+check() { # DESCRIPTION COMMAND...
+	d=$1; shift
+	if "$@"; then ok "$d"; else fail "$d"; fi
+}
+count() { grep -c "$1" $tr/trace; }
+
+mkdir -p $T
+[ -e $tr/user_events_data ] || { echo "FAIL no user_events_data in tracefs"; echo "RESULT fail"; exit 1; }
+echo 0 > $tr/tracing_on
+echo > $tr/trace
+echo 1 > $tr/tracing_on
+
+$B/daemon/ringlogd --storage $T/store --socket $T/sock --verbose > $T/daemon.log 2>&1 &
+dpid=$!
+i=0
+while [ ! -S $T/sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+export RINGLOG_SOCKET=$T/sock
+
+mkfifo $T/in
+$B/tests/test-fwd-client < $T/in > $T/out 2>&1 &
+cpid=$!
+exec 3> $T/in
+say() { # COMMAND EXPECTED-PREFIX: send a line, wait for the reply
+	n=$(wc -l < $T/out)
+	echo "$1" >&3
+	i=0
+	while [ "$(wc -l < $T/out)" -le "$n" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	tail -n 1 $T/out
+}
+wait_count() { # PATTERN N: until the trace holds N lines with PATTERN (10 s)
+	i=0
+	while [ "$(count "$1")" -lt "$2" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+
+# 1. Both tracepoints exist as soon as the program starts: Detail (level 5,
+#    disabled) was never emitted, its provider's event section named it.
+i=0
+while [ ! -d $ue/Test_Fwd_L5K2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "tracepoint Test_Fwd_L4K1 registered" test -d $ue/Test_Fwd_L4K1
+check "tracepoint Test_Fwd_L5K2 registered before any Detail event" test -d $ue/Test_Fwd_L5K2
+check "the command string declares the EventHeader fields" \
+	grep -q "u8 eventheader_flags;u8 version;u16 id;u16 tag;u8 opcode;u8 level" \
+	$tr/user_events_status
+grep "Test_Fwd" $tr/user_events_status | sed 's/^/  status: /'
+
+# 2. No tracer: nothing is written, Detail is filtered at the source.
+r=$(say "emit 10")
+check "no tracer: Info enabled, Detail filtered in the program ($r)" test "$r" = "emitted 10 0"
+sleep 1
+check "no tracer: nothing in the trace" test "$(count Test_Fwd)" -eq 0
+
+# 3. A tracer enables both: the daemon raises Detail in the program.
+echo 1 > $ue/Test_Fwd_L4K1/enable
+echo 1 > $ue/Test_Fwd_L5K2/enable
+r=$(say "wait-detail 1")
+check "enabling Test_Fwd_L5K2 raised Detail in the program ($r)" test "$r" = "detail 1"
+r=$(say "emit 20")
+check "traced: both events pass the check ($r)" test "$r" = "emitted 20 20"
+wait_count "Test_Fwd_L4K1:" 20
+wait_count "Test_Fwd_L5K2:" 20
+sleep 0.5
+check "20 Info events in the trace ($(count Test_Fwd_L4K1:))" test "$(count Test_Fwd_L4K1:)" -eq 20
+check "20 Detail events in the trace ($(count Test_Fwd_L5K2:))" test "$(count Test_Fwd_L5K2:)" -eq 20
+check "Info header: flags=7 (ptr64|LE|ext) version 0 id 0 tag 0 opcode 0 level 4" test \
+	"$(grep 'Test_Fwd_L4K1:' $tr/trace | grep -c 'eventheader_flags=7 version=0 id=0 tag=0 opcode=0 level=4')" -eq 20
+check "Detail header: opcode 1 (start) level 5" test \
+	"$(grep 'Test_Fwd_L5K2:' $tr/trace | grep -c 'eventheader_flags=7 version=0 id=0 tag=0 opcode=1 level=5')" -eq 20
+grep -m 2 Test_Fwd $tr/trace | sed 's/^/  trace: /'
+
+# 4. The tracer goes away: nothing more is written, Detail drops back.
+echo 0 > $ue/Test_Fwd_L4K1/enable
+echo 0 > $ue/Test_Fwd_L5K2/enable
+r=$(say "wait-detail 0")
+check "disabling restored Detail's enablement ($r)" test "$r" = "detail 0"
+r=$(say "emit 10")
+check "after the tracer: Detail filtered again ($r)" test "$r" = "emitted 10 0"
+sleep 1
+check "after the tracer: the trace still holds 40 events" test "$(count Test_Fwd)" -eq 40
+
+# 5. status counts what was forwarded; the store has every stored event.
+st=$($B/client/ringlog status --json)
+echo "$st" | grep -o '"forwarding":{[^}]*}' | sed 's/^/  /'
+check "status: user_events on, 40 forwarded, none lost" sh -c "echo '$st' | grep -q '\"user_events\":\"on\".*\"forwarded\":40,\"lost_disabled\":0,\"lost_tracer\":0,\"lost_other\":0'"
+echo quit >&3
+exec 3>&-
+wait $cpid
+kill -TERM $dpid
+wait $dpid
+check "ringlogd exited 0" test $? -eq 0
+n=$($B/client/ringlog read --dir $T/store | grep -c "Test.Fwd")
+check "store: 40 Info + 20 Detail ($n)" test "$n" -eq 60
+check "no tracepoint left behind" test ! -d $ue/Test_Fwd_L4K1
+sed 's/^/  daemon: /' $T/daemon.log | grep -v "^  daemon: $" | tail -20
+
+if [ $fails -eq 0 ]; then echo "RESULT pass"; else echo "RESULT fail"; fi

@@ -1,0 +1,29 @@
+#!/bin/busybox sh
+# tests/kernel/init.sh - /init of the test kernel's initramfs (busybox):
+# mount the host's root read-only over 9p, give it /proc, /sys, /dev,
+# tracefs and a fresh /tmp, run guest-test.sh in it, power off.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for a in $(cat /proc/cmdline); do
+	case $a in
+	ringlog.src=*) src=${a#ringlog.src=} ;;
+	ringlog.build=*) build=${a#ringlog.build=} ;;
+	esac
+done
+mkdir -p /host
+if mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host; then
+	mount -t proc proc /host/proc
+	mount -t sysfs sys /host/sys
+	mount -t devtmpfs dev /host/dev
+	mount -t tracefs nodev /host/sys/kernel/tracing
+	mount -t tmpfs tmp /host/tmp
+	echo "RINGLOG-GUEST-START"
+	chroot /host /bin/sh "$src/tests/kernel/guest-test.sh" "$build" 2>&1
+else
+	echo "FAIL cannot mount the host's root over 9p"
+	echo "RESULT fail"
+fi
+echo "RINGLOG-GUEST-END"
+poweroff -f
