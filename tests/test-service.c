@@ -98,6 +98,7 @@ Test(service, install_puts_everything_in_place_and_programs_build_against_it)
 	expect_file(pfx, "lib/systemd/system/ringlogd.service", S_IFREG);
 	expect_file(pfx, "lib/systemd/system/ringlogd.socket", S_IFREG);
 	expect_file(pfx, "lib/sysusers.d/ringlog.conf", S_IFREG);
+	expect_file(pfx, "lib/tmpfiles.d/ringlog.conf", S_IFREG);
 
 	/* The soname, and nothing exported but the API. */
 	snprintf(cmd, sizeof(cmd), "objdump -p '%s/lib/libringlog.so' | grep SONAME", pfx);
