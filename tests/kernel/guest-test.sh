@@ -51,10 +51,12 @@ i=0
 while [ ! -d $ue/Test_Fwd_L5K2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 check "tracepoint Test_Fwd_L4K1 registered" test -d $ue/Test_Fwd_L4K1
 check "tracepoint Test_Fwd_L5K2 registered before any Detail event" test -d $ue/Test_Fwd_L5K2
-check "the command string declares the EventHeader fields" \
-	grep -q "u8 eventheader_flags;u8 version;u16 id;u16 tag;u8 opcode;u8 level" \
-	$tr/user_events_status
-grep "Test_Fwd" $tr/user_events_status | sed 's/^/  status: /'
+fmt=$(cat $ue/Test_Fwd_L4K1/format 2>/dev/null)
+check "the command string declares the EventHeader fields" sh -c '
+	for f in "u8 eventheader_flags" "u8 version" "u16 id" "u16 tag" "u8 opcode" "u8 level"; do
+		echo "$1" | grep -q "field:$f;" || exit 1
+	done' - "$fmt"
+echo "$fmt" | grep "field:" | sed 's/^/  format: /'
 
 # 2. No tracer: nothing is written, Detail is filtered at the source.
 r=$(say "emit 10")
@@ -75,9 +77,9 @@ sleep 0.5
 check "20 Info events in the trace ($(count Test_Fwd_L4K1:))" test "$(count Test_Fwd_L4K1:)" -eq 20
 check "20 Detail events in the trace ($(count Test_Fwd_L5K2:))" test "$(count Test_Fwd_L5K2:)" -eq 20
 check "Info header: flags=7 (ptr64|LE|ext) version 0 id 0 tag 0 opcode 0 level 4" test \
-	"$(grep 'Test_Fwd_L4K1:' $tr/trace | grep -c 'eventheader_flags=7 version=0 id=0 tag=0 opcode=0 level=4')" -eq 20
+	"$(grep 'Test_Fwd_L4K1:' $tr/trace | grep -c 'eventheader_flags=(7) version=(0) id=0x0 (0) tag=0x0 (0) opcode=(0) level=(4)')" -eq 20
 check "Detail header: opcode 1 (start) level 5" test \
-	"$(grep 'Test_Fwd_L5K2:' $tr/trace | grep -c 'eventheader_flags=7 version=0 id=0 tag=0 opcode=1 level=5')" -eq 20
+	"$(grep 'Test_Fwd_L5K2:' $tr/trace | grep -c 'eventheader_flags=(7) version=(0) id=0x0 (0) tag=0x0 (0) opcode=(1) level=(5)')" -eq 20
 grep -m 2 Test_Fwd $tr/trace | sed 's/^/  trace: /'
 
 # 4. The tracer goes away: nothing more is written, Detail drops back.
@@ -91,9 +93,15 @@ sleep 1
 check "after the tracer: the trace still holds 40 events" test "$(count Test_Fwd)" -eq 40
 
 # 5. status counts what was forwarded; the store has every stored event.
-st=$($B/client/ringlog status --json)
-echo "$st" | grep -o '"forwarding":{[^}]*}' | sed 's/^/  /'
-check "status: user_events on, 40 forwarded, none lost" sh -c "echo '$st' | grep -q '\"user_events\":\"on\".*\"forwarded\":40,\"lost_disabled\":0,\"lost_tracer\":0,\"lost_other\":0'"
+st=$($B/client/ringlog status --json --socket $T/sock 2>&1)
+fw=$(echo "$st" | tr -d '\n' | grep -o '"forwarding": *{[^}]*}')
+echo "  $fw"
+[ -n "$fw" ] || echo "  status said: $st" | head -c 600
+check "status: user_events on, 2 tracepoints, 40 forwarded, none lost" sh -c '
+	for k in "\"user_events\": *\"on\"" "\"targets\": *2" "\"forwarded\": *40" \
+		"\"lost_disabled\": *0" "\"lost_tracer\": *0" "\"lost_other\": *0"; do
+		echo "$1" | grep -q "$k" || exit 1
+	done' - "$fw"
 echo quit >&3
 exec 3>&-
 wait $cpid
