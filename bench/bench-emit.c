@@ -1,295 +1,91 @@
-/* bench/bench-emit.c - the whole path: libringlog in this process, a real
- * ringlogd draining into a temporary store, the standard event (three u64
- * and a 15-character string: 64 bytes in the ring, 8-byte aligned).
+/* bench/bench-emit.c - the whole path, the same workload through ringlog
+ * (libringlog -> ringlogd -> segment files) and through LTTng-UST
+ * (tracepoint -> lttng-consumerd -> CTF), side by side. The standard event:
+ * three u64 and a 15-character string. Each figure is the median of --runs
+ * runs with min..max; each run is a fresh job process (bench/job.h) and a
+ * freshly started collector (bench/collector.h).
  *
- * Figures (each the median of --runs runs, min..max shown):
  *   emit cost p50/p99/p99.9/max   batches of 64 calls timed with the TSC,
- *                                 1 thread and one thread per core, at a
- *                                 pace the daemon keeps up with
- *   disabled cost                 a level-5 event nobody enabled
+ *                                 1 thread and one thread per core, paced
+ *                                 at a rate the collector keeps up with
+ *   disabled cost                 the same event at a level nobody enabled
  *   full speed, 1 and 2 threads   events/s emitted, events/s stored, loss %
- *                                 (stored is counted by reading the store)
- *   lossless rate                 the highest paced rate (ladder) stored
+ *                                 (stored = read back from disk and counted)
+ *   lossless rate                 the highest paced rate (a ladder) stored
  *                                 with zero loss, 1 thread
- *   daemon CPU per stored event   utime+stime of ringlogd / events stored
- *   bytes on disk per event       segment bytes / events stored
- *   tail latency p50/p99          emit -> line read from `ringlog tail`
+ *   collector CPU per event       utime+stime of ringlogd / lttng-consumerd
+ *   bytes on disk per event       files of the run / events stored
+ *   tail latency p50/p99          ringlog only: emit -> `ringlog tail` line
  *
- * usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R]
+ * usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R] [--out DIR]
+ *   --out DIR: also write table.md and the emit latency quantiles of each
+ *   collector (DIR/latency-<name>.dat), for scripts/bench.sh's plot
  */
 #define _GNU_SOURCE
 #include <ringlog.h>
 
-#include <dirent.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench-util.h"
-#include "decode.h"
-
-#define BATCH 64
+#include "collector.h"
 
 RINGLOG_PROVIDER_DEFINE(bench_provider, "Bench.Emit");
 
-static const char *daemon_path, *cli_path;
-static char dir[256], store[300], sock[300];
+static const char *cli_path, *out_dir;
 static double tpn;
-
-/* ------------------------------------------------------------------------
- * The daemon
- */
-static pid_t daemon_start(void)
-{
-	pid_t pid;
-
-	snprintf(dir, sizeof(dir), "/tmp/ringlog-bench-XXXXXX");
-	if (!mkdtemp(dir))
-		exit(1);
-	snprintf(store, sizeof(store), "%s/store", dir);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	pid = fork();
-	if (pid == 0) {
-		freopen("/dev/null", "w", stderr);
-		execl(daemon_path, "ringlogd", "--storage", store, "--socket", sock, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		struct stat st;
-
-		if (stat(sock, &st) == 0)
-			return pid;
-		usleep(10000);
-	}
-	fprintf(stderr, "bench-emit: ringlogd did not start\n");
-	exit(1);
-}
-
-static uint64_t cpu_ns(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	p = strrchr(buf, ')');
-	for (int i = 0; p && i < 12; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu %llu", &ut, &st) != 2)
-		return 0;
-	return (ut + st) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
-
-static void daemon_stop(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-}
-
-static int count_event(void *ctx, const struct ringlog_dec_event *e)
-{
-	(void)e;
-	++*(uint64_t *)ctx;
-	return 0;
-}
-
-/* Events and bytes in the store (with the reader's dedup). */
-static void store_count(uint64_t *events, uint64_t *bytes)
-{
-	struct ringlog_dedup dd = { 0 };
-	struct dirent **names;
-	int n = scandir(store, &names, NULL, alphasort);
-
-	*events = *bytes = 0;
-	for (int i = 0; i < n; i++) {
-		char path[700];
-		struct ringlog_seg_file f;
-		struct ringlog_decoder d;
-		struct ringlog_seg_clock clk;
-		const char *why;
-
-		snprintf(path, sizeof(path), "%s/%s", store, names[i]->d_name);
-		free(names[i]);
-		if (!strstr(path, ".rlseg") || ringlog_seg_open(&f, path, &why) < 0)
-			continue;
-		*bytes += f.size;
-		ringlog_seg_clock_of(&f.hdr, &clk);
-		ringlog_dec_init(&d, &clk);
-		d.dedup = &dd;
-		d.ctx = events;
-		d.on_event = count_event;
-		while (ringlog_seg_next(&f, false) == 1)
-			ringlog_dec_records(&d, f.body, f.chunk.body_len);
-		ringlog_dec_free(&d);
-		ringlog_seg_close(&f);
-	}
-	free(names);
-	ringlog_dedup_free(&dd);
-}
-
-static void cleanup(void)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "bench-emit: could not remove %s\n", dir);
-}
-
-/* ------------------------------------------------------------------------
- * Emitting
- */
-struct job {
-	pthread_t th;
-	int cpu;
-	uint64_t events;
-	uint64_t pace;      /* events per millisecond, 0: full speed */
-	int disabled;
-	uint64_t *samples;  /* per-call cost in ticks, one per batch */
-	size_t nsamples;
-	uint64_t t0, t1;    /* ns */
-};
-
-static void *emit_main(void *arg)
-{
-	struct job *j = arg;
-	uint64_t seq = 0;
-	uint64_t start = bu_now_ns();
-
-	bu_pin_cpu(j->cpu);
-	j->t0 = start;
-	for (uint64_t b = 0; b < j->events / BATCH; b++) {
-		uint64_t t = bu_ticks();
-
-		if (j->disabled) {
-			for (int i = 0; i < BATCH; i++, seq++)
-				RINGLOG_EVENT(bench_provider, "Verbose", RINGLOG_LEVEL_VERBOSE, 0x1,
-					      RINGLOG_U64("a", seq), RINGLOG_U64("b", seq),
-					      RINGLOG_U64("c", seq), RINGLOG_STR("s", "fifteen chars.."));
-		} else {
-			for (int i = 0; i < BATCH; i++, seq++)
-				RINGLOG_EVENT(bench_provider, "Std", RINGLOG_LEVEL_INFO, 0x1,
-					      RINGLOG_U64("a", seq), RINGLOG_U64("b", seq),
-					      RINGLOG_U64("c", seq), RINGLOG_STR("s", "fifteen chars.."));
-		}
-		if (j->samples)
-			j->samples[j->nsamples++] = (bu_ticks() - t) / BATCH;
-		if (j->pace && b % 16 == 15) {
-			/* Hold the pace: event seq is due at start + seq/pace ms. */
-			uint64_t due = start + seq * 1000000ull / j->pace;
-
-			while (bu_now_ns() < due)
-				;
-		}
-	}
-	j->t1 = bu_now_ns();
-	return NULL;
-}
 
 struct run {
 	double p50, p99, p999, max;    /* ns per call */
 	double emitted_s, stored_s, loss_pct, cpu_ns_per_ev, bytes_per_ev;
+	bool ok;
 };
 
-/* Child side (--job): emit, then print "p50 p99 p999 max total ns". A fresh
- * process per run, so that every run starts with a library that has never
- * seen another daemon. */
-static int job_main(int threads, uint64_t events, uint64_t pace, int disabled, int timed)
+/* One run of a collector's job: THREADS x EVENTS at PACE (events/ms per
+ * thread, 0 = full speed). Counts what was stored unless timed. */
+static void run_job(struct collector *c, int threads, uint64_t events, uint64_t pace,
+		    int disabled, int timed, const char *quantiles, struct run *out)
 {
-	struct job j[16];
-	uint64_t total = 0, t0 = UINT64_MAX, t1 = 0, *all = NULL;
-	size_t ns = 0;
-	double q[4] = { 0, 0, 0, 0 };
-
-	/* Connect before timing: the library connects in the background. */
-	RINGLOG_EVENT(bench_provider, "Start", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("t", 0));
-	ringlog_flush(2000);
-	for (int i = 0; i < threads; i++) {
-		j[i] = (struct job){ .cpu = i, .events = events, .pace = pace, .disabled = disabled };
-		if (timed)
-			j[i].samples = calloc(events / BATCH + 1, sizeof(uint64_t));
-		pthread_create(&j[i].th, NULL, emit_main, &j[i]);
-	}
-	for (int i = 0; i < threads; i++) {
-		pthread_join(j[i].th, NULL);
-		total += j[i].events / BATCH * BATCH;
-		ns += j[i].nsamples;
-		if (j[i].t0 < t0)
-			t0 = j[i].t0;
-		if (j[i].t1 > t1)
-			t1 = j[i].t1;
-	}
-	if (timed && ns && (all = malloc(ns * sizeof(*all)))) {
-		ns = 0;
-		for (int i = 0; i < threads; i++) {
-			memcpy(all + ns, j[i].samples, j[i].nsamples * sizeof(*all));
-			ns += j[i].nsamples;
-		}
-		bu_sort(all, ns);
-		q[0] = bu_quantile(all, ns, 0.50) / tpn;
-		q[1] = bu_quantile(all, ns, 0.99) / tpn;
-		q[2] = bu_quantile(all, ns, 0.999) / tpn;
-		q[3] = all[ns - 1] / tpn;
-		free(all);
-	}
-	for (int i = 0; i < threads; i++)
-		free(j[i].samples);
-	ringlog_flush(5000);
-	printf("%f %f %f %f %llu %llu\n", q[0], q[1], q[2], q[3], (unsigned long long)total,
-	       (unsigned long long)(t1 - t0));
-	return 0;
-}
-
-static const char *self_path;
-
-static void run_jobs(int threads, uint64_t events, uint64_t pace, int disabled, int timed,
-		     struct run *out)
-{
-	pid_t d = daemon_start();
-	uint64_t c0, c1, stored, bytes;
+	uint64_t c0, c1, stored = 0, bytes = 0;
 	unsigned long long total = 0, dt = 1;
-	char cmd[1200];
+	char cmd[5000];
 	FILE *p;
 
 	memset(out, 0, sizeof(*out));
-	setenv("RINGLOG_SOCKET", sock, 1);
-	snprintf(cmd, sizeof(cmd), "%s --job %d %llu %llu %d %d %.6f", self_path, threads,
-		 (unsigned long long)events, (unsigned long long)pace, disabled, timed, tpn);
-	c0 = cpu_ns(d);
+	if (c->start(c) < 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "'%s' %d %llu %llu %d %d %.6f %s", c->job, threads,
+		 (unsigned long long)events, (unsigned long long)pace, disabled, timed, tpn,
+		 quantiles ? quantiles : "");
+	c0 = c->cpu_ns(c);
 	if ((p = popen(cmd, "r"))) {
-		if (fscanf(p, "%lf %lf %lf %lf %llu %llu", &out->p50, &out->p99, &out->p999,
-			   &out->max, &total, &dt) != 6)
-			fprintf(stderr, "bench-emit: a job failed\n");
+		out->ok = fscanf(p, "%lf %lf %lf %lf %llu %llu", &out->p50, &out->p99, &out->p999,
+				 &out->max, &total, &dt) == 6;
 		pclose(p);
 	}
-	usleep(200000); /* the last chunk reaches the disk */
-	c1 = cpu_ns(d);
-	daemon_stop(d);
-	store_count(&stored, &bytes);
-	stored = stored > 0 ? stored - 1 : 0; /* the Start event */
+	if (!out->ok)
+		fprintf(stderr, "bench-emit: %s job failed\n", c->name);
+	c->stop(c);
+	c1 = c->cpu_ns(c);
+	c->count(c, &stored, &bytes);
 	out->emitted_s = total * 1e9 / (double)dt;
 	out->stored_s = stored * 1e9 / (double)dt;
 	out->loss_pct = disabled || !total ? 0 : 100.0 * (double)(total - stored) / (double)total;
+	if (out->loss_pct < 0)
+		out->loss_pct = 0;
 	out->cpu_ns_per_ev = stored ? (double)(c1 - c0) / (double)stored : 0;
 	out->bytes_per_ev = stored ? (double)bytes / (double)stored : 0;
-	cleanup();
 }
 
 /* ------------------------------------------------------------------------
- * Tail latency: events carry their CLOCK_REALTIME emit time; a `ringlog
- * tail --json` child prints them; we read the lines and compare.
+ * Tail latency (ringlog): events carry their CLOCK_REALTIME emit time; a
+ * `ringlog tail --json` child prints them; we read the lines and compare.
  */
 static uint64_t real_ns(void)
 {
@@ -313,14 +109,15 @@ static void *tail_emit(void *arg)
 
 static int tail_latency(int n, double *p50, double *p99)
 {
-	pid_t d = daemon_start();
+	struct collector *c = &collector_ringlog;
 	char cmd[900], line[4096];
-	uint64_t *lat = calloc((size_t)n, sizeof(*lat));
+	uint64_t *lat = calloc((size_t)n, sizeof(*lat)), ev, by;
 	int got = 0;
 	FILE *t;
 	pthread_t th;
 
-	setenv("RINGLOG_SOCKET", sock, 1);
+	if (c->start(c) < 0)
+		return 0;
 	snprintf(cmd, sizeof(cmd), "exec %s tail --json --event Probe", cli_path);
 	t = popen(cmd, "r");
 	usleep(300000); /* the tail is subscribed */
@@ -333,20 +130,21 @@ static int tail_latency(int n, double *p50, double *p99)
 			lat[got++] = now - strtoull(p + 10, NULL, 10);
 	}
 	pthread_join(th, NULL);
-	daemon_stop(d); /* the tail ends with it */
+	c->stop(c); /* the tail ends with the daemon */
 	pclose(t);
+	c->count(c, &ev, &by);
 	if (got) {
 		bu_sort(lat, (size_t)got);
 		*p50 = bu_quantile(lat, (size_t)got, 0.5) / 1e6;
 		*p99 = bu_quantile(lat, (size_t)got, 0.99) / 1e6;
 	}
 	free(lat);
-	cleanup();
 	return got;
 }
 
-/* ------------------------------------------------------------------------ */
-
+/* ------------------------------------------------------------------------
+ * The table
+ */
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -354,10 +152,11 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* "median (min..max)" of v[0..n) */
-static const char *mmm(double *v, int n, int decimals, char *buf, size_t cap)
+/* "median (min..max)" of v[0..n); the median in *med */
+static const char *mmm(double *v, int n, int decimals, double *med, char *buf, size_t cap)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	*med = v[n / 2];
 	if (n == 1)
 		snprintf(buf, cap, "%.*f", decimals, v[0]);
 	else
@@ -366,130 +165,198 @@ static const char *mmm(double *v, int n, int decimals, char *buf, size_t cap)
 	return buf;
 }
 
-#define ROW(label, field, fmt, runs, res)                                       \
-	do {                                                                    \
-		double v_[16];                                                  \
-		char b_[160];                                                    \
-		for (int r_ = 0; r_ < (runs); r_++)                             \
-			v_[r_] = (res)[r_].field;                               \
-		printf("| %s | %s |\n", label, mmm(v_, (runs), fmt, b_, sizeof(b_))); \
-	} while (0)
+static FILE *table;
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (table) {
+		va_start(ap, fmt);
+		vfprintf(table, fmt, ap);
+		va_end(ap);
+	}
+}
+
+enum better { LOWER, HIGHER, NONE };
+
+/* One row: the figure for ringlog and LTTng, how many times ringlog is
+ * better, and the target it is held to. */
+static void row(const char *label, const double *a, const double *b, bool have_b, int runs,
+		int decimals, enum better better, const char *target)
+{
+	double va[16], vb[16], ma, mb;
+	char sa[96], sb[96] = "-", ratio[32] = "-";
+
+	memcpy(va, a, sizeof(double) * (size_t)runs);
+	mmm(va, runs, decimals, &ma, sa, sizeof(sa));
+	if (have_b) {
+		memcpy(vb, b, sizeof(double) * (size_t)runs);
+		mmm(vb, runs, decimals, &mb, sb, sizeof(sb));
+		if (better == LOWER && ma > 0)
+			snprintf(ratio, sizeof(ratio), "%.1fx", mb / ma);
+		else if (better == HIGHER && mb > 0)
+			snprintf(ratio, sizeof(ratio), "%.1fx", ma / mb);
+	}
+	out("| %s | %s | %s | %s | %s |\n", label, sa, sb, ratio, target);
+}
+
+#define COL(res, field) \
+	({ static double v_[16]; for (int r_ = 0; r_ < runs; r_++) v_[r_] = (res)[r_].field; v_; })
+
+struct results {
+	struct run lat1[16], latn[16], dis[16], full1[16], full2[16];
+	double lossless[16];
+};
+
+static void measure(struct collector *c, int runs, bool quick, long ncpu, struct results *r)
+{
+	uint64_t n_lat = quick ? 2000000 : 10000000, n_full = quick ? 5000000 : 20000000;
+
+	for (int i = 0; i < runs; i++) {
+		char q[600] = "";
+
+		if (i == 0 && out_dir)
+			snprintf(q, sizeof(q), "%s/latency-%s.dat", out_dir, c->name);
+		fprintf(stderr, "bench-emit: %s run %d/%d\n", c->name, i + 1, runs);
+		/* Paced at 10 M/s in all, well inside what either collector
+		 * stores: the cost of emitting, not of dropping. */
+		run_job(c, 1, n_lat, 10000, 0, 1, q[0] ? q : NULL, &r->lat1[i]);
+		run_job(c, (int)ncpu, n_lat, 10000 / (uint64_t)ncpu, 0, 1, NULL, &r->latn[i]);
+		run_job(c, 1, n_lat, 0, 1, 1, NULL, &r->dis[i]);
+		run_job(c, 1, n_full, 0, 0, 0, NULL, &r->full1[i]);
+		run_job(c, 2, n_full, 0, 0, 0, NULL, &r->full2[i]);
+		/* Lossless ladder, 1 thread, 2.5 M/s steps of half a second
+		 * each (far more than either collector's buffers hold): the
+		 * highest paced rate with no event missing from what was
+		 * stored. */
+		r->lossless[i] = 0;
+		for (uint64_t rate = 2500; rate <= 60000; rate += 2500) {
+			struct run x;
+
+			run_job(c, 1, quick ? rate * 200 : rate * 500, rate, 0, 0, NULL, &x);
+			if (!x.ok || x.loss_pct > 0)
+				break;
+			r->lossless[i] = rate / 1000.0;
+		}
+	}
+}
 
 int main(int argc, char **argv)
 {
+	static struct results rl, lt;
+	static char self_dir[2048];
 	int runs = 3, quick = 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t n_lat, n_full;
-	struct run lat1[16], latn[16], dis[16], full1[16], full2[16];
-	double lossless[16];
+	char why[300] = "", l[128];
+	bool have_lt;
 
-	if (argc == 8 && !strcmp(argv[1], "--job")) {
-		tpn = atof(argv[7]);
-		return job_main(atoi(argv[2]), strtoull(argv[3], NULL, 10),
-				strtoull(argv[4], NULL, 10), atoi(argv[5]), atoi(argv[6]));
-	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R]\n");
+		fprintf(stderr, "usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R] [--out DIR]\n");
 		return 2;
 	}
 	{
-		static char self[4096];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		ssize_t n = readlink("/proc/self/exe", self_dir, sizeof(self_dir) - 1);
 
 		if (n <= 0)
 			return 1;
-		self[n] = 0;
-		self_path = self;
+		self_dir[n] = 0;
+		*strrchr(self_dir, '/') = 0;
 	}
-	daemon_path = argv[1];
 	cli_path = argv[2];
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
 			runs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out_dir = argv[++i];
 	}
 	if (runs < 1 || runs > 16)
 		runs = 3;
 	if (ncpu > 16)
 		ncpu = 16;
-	n_lat = quick ? 2000000 : 10000000;
-	n_full = quick ? 5000000 : 20000000;
 	tpn = bu_ticks_per_ns();
-	/* Rings big enough for a burst while the daemon catches up. */
-	setenv("RINGLOG_RING_SIZE", "64M", 1);
+	collector_ringlog_paths(argv[1], self_dir);
+	snprintf(collector_lttng.job, sizeof(collector_lttng.job), "%s/job-lttng", self_dir);
+	if (out_dir) {
+		char p[4200];
 
-	for (int r = 0; r < runs; r++) {
-		/* Paced at 10 M/s per thread, well inside what the daemon
-		 * stores: the cost of emitting, not of dropping. */
-		run_jobs(1, n_lat, 10000, 0, 1, &lat1[r]);
-		run_jobs((int)ncpu, n_lat, 10000 / (uint64_t)ncpu, 0, 1, &latn[r]);
-		run_jobs(1, n_lat, 0, 1, 1, &dis[r]);
-		run_jobs(1, n_full, 0, 0, 0, &full1[r]);
-		run_jobs(2, n_full, 0, 0, 0, &full2[r]);
-		/* Lossless ladder, 1 thread: the highest paced rate with no
-		 * event missing from the store. */
-		lossless[r] = 0;
-		for (uint64_t rate = 5000; rate <= 60000; rate += 5000) {
-			struct run x;
-
-			run_jobs(1, quick ? rate * 200 : rate * 1000, rate, 0, 0, &x);
-			if (x.loss_pct > 0)
-				break;
-			lossless[r] = rate / 1000.0;
-		}
+		mkdir(out_dir, 0755);
+		snprintf(p, sizeof(p), "%s/table.md", out_dir);
+		table = fopen(p, "w");
 	}
 
-	printf("## ringlog end to end: libringlog -> ringlogd -> segment files\n\n");
-	printf("Standard event: three u64 + a 15-character string (64 bytes in the ring). "
-	       "Median of %d runs (min..max). TSC %.3f GHz, %ld CPUs. Emit cost per call from "
-	       "batches of %d calls.\n\n",
-	       runs, tpn, ncpu, BATCH);
-	printf("| figure | value |\n|---|---|\n");
-	ROW("emit p50, 1 thread, daemon draining (ns)", p50, 1, runs, lat1);
-	ROW("emit p99, 1 thread (ns)", p99, 1, runs, lat1);
-	ROW("emit p99.9, 1 thread (ns)", p999, 1, runs, lat1);
-	ROW("emit max, 1 thread (ns, batch/64)", max, 0, runs, lat1);
-	{
-		char l[96];
-
-		snprintf(l, sizeof(l), "emit p50, %ld threads (ns)", ncpu);
-		ROW(l, p50, 1, runs, latn);
-		snprintf(l, sizeof(l), "emit p99, %ld threads (ns)", ncpu);
-		ROW(l, p99, 1, runs, latn);
-		snprintf(l, sizeof(l), "emit p99.9, %ld threads (ns)", ncpu);
-		ROW(l, p999, 1, runs, latn);
+	if (collector_ringlog.setup(&collector_ringlog, why, sizeof(why)) < 0) {
+		fprintf(stderr, "bench-emit: %s\n", why);
+		return 1;
 	}
-	ROW("disabled event p50 (ns)", p50, 2, runs, dis);
-	ROW("disabled event p99 (ns)", p99, 2, runs, dis);
-	ROW("full speed, 1 thread: emitted (M events/s)", emitted_s / 1e6, 1, runs, full1);
-	ROW("full speed, 1 thread: stored (M events/s)", stored_s / 1e6, 1, runs, full1);
-	ROW("full speed, 1 thread: loss (%)", loss_pct, 1, runs, full1);
-	ROW("full speed, 2 threads: emitted (M events/s)", emitted_s / 1e6, 1, runs, full2);
-	ROW("full speed, 2 threads: stored (M events/s)", stored_s / 1e6, 1, runs, full2);
-	ROW("full speed, 2 threads: loss (%)", loss_pct, 1, runs, full2);
-	{
-		double v[16];
-		char b[96];
-
-		memcpy(v, lossless, sizeof(double) * (size_t)runs);
-		printf("| highest lossless paced rate, 1 thread (M events/s) | %s |\n",
-		       mmm(v, runs, 0, b, sizeof(b)));
+	measure(&collector_ringlog, runs, quick, ncpu, &rl);
+	have_lt = collector_lttng.setup(&collector_lttng, why, sizeof(why)) == 0;
+	if (have_lt) {
+		measure(&collector_lttng, runs, quick, ncpu, &lt);
+		collector_lttng.teardown(&collector_lttng);
 	}
-	ROW("daemon CPU per stored event, 1 thread full speed (ns)", cpu_ns_per_ev, 2, runs,
-	    full1);
-	ROW("daemon CPU per stored event, 2 threads full speed (ns)", cpu_ns_per_ev, 2, runs,
-	    full2);
-	ROW("bytes on disk per event", bytes_per_ev, 1, runs, full1);
+
+	out("## End to end: ringlog vs LTTng-UST, same workload, same machine\n\n");
+	out("Standard event: three u64 + a 15-character string. Median of %d runs (min..max). "
+	    "TSC %.3f GHz, %ld CPUs. Emit cost per call from batches of %d calls. "
+	    "\"ringlog x\": how many times better ringlog is.%s%s\n\n",
+	    runs, tpn, ncpu, 64, have_lt ? "" : " LTTng-UST left out: ", have_lt ? "" : why);
+	out("| figure | ringlog | LTTng-UST | ringlog x | target |\n|---|---|---|---|---|\n");
+	row("emit p50, 1 thread (ns)", COL(rl.lat1, p50), COL(lt.lat1, p50), have_lt, runs, 1,
+	    LOWER, "<= 15");
+	row("emit p99, 1 thread (ns)", COL(rl.lat1, p99), COL(lt.lat1, p99), have_lt, runs, 1,
+	    LOWER, "<= 60");
+	row("emit p99.9, 1 thread (ns)", COL(rl.lat1, p999), COL(lt.lat1, p999), have_lt, runs, 1,
+	    LOWER, "<= 500");
+	row("emit max, 1 thread (ns, batch/64)", COL(rl.lat1, max), COL(lt.lat1, max), have_lt,
+	    runs, 0, LOWER, "");
+	snprintf(l, sizeof(l), "emit p50, %ld threads (ns)", ncpu);
+	row(l, COL(rl.latn, p50), COL(lt.latn, p50), have_lt, runs, 1, LOWER, "<= 15");
+	snprintf(l, sizeof(l), "emit p99, %ld threads (ns)", ncpu);
+	row(l, COL(rl.latn, p99), COL(lt.latn, p99), have_lt, runs, 1, LOWER, "<= 60");
+	snprintf(l, sizeof(l), "emit p99.9, %ld threads (ns)", ncpu);
+	row(l, COL(rl.latn, p999), COL(lt.latn, p999), have_lt, runs, 1, LOWER, "<= 500");
+	row("disabled event p50 (ns)", COL(rl.dis, p50), COL(lt.dis, p50), have_lt, runs, 2, LOWER,
+	    "<= 1");
+	row("full speed, 1 thread: emitted (M events/s)", COL(rl.full1, emitted_s / 1e6),
+	    COL(lt.full1, emitted_s / 1e6), have_lt, runs, 1, HIGHER, "");
+	row("full speed, 1 thread: stored (M events/s)", COL(rl.full1, stored_s / 1e6),
+	    COL(lt.full1, stored_s / 1e6), have_lt, runs, 1, HIGHER, "");
+	row("full speed, 1 thread: loss (%)", COL(rl.full1, loss_pct), COL(lt.full1, loss_pct),
+	    have_lt, runs, 1, NONE, "");
+	row("full speed, 2 threads: emitted (M events/s)", COL(rl.full2, emitted_s / 1e6),
+	    COL(lt.full2, emitted_s / 1e6), have_lt, runs, 1, HIGHER, "");
+	row("full speed, 2 threads: stored (M events/s)", COL(rl.full2, stored_s / 1e6),
+	    COL(lt.full2, stored_s / 1e6), have_lt, runs, 1, HIGHER, "");
+	row("full speed, 2 threads: loss (%)", COL(rl.full2, loss_pct), COL(lt.full2, loss_pct),
+	    have_lt, runs, 1, NONE, "");
+	row("highest lossless paced rate, 1 thread (M events/s)", rl.lossless, lt.lossless, have_lt,
+	    runs, 1, HIGHER, ">= 30");
+	row("collector CPU per stored event, 1 thread full speed (ns)",
+	    COL(rl.full1, cpu_ns_per_ev), COL(lt.full1, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
+	    "<= 3");
+	row("collector CPU per stored event, 2 threads full speed (ns)",
+	    COL(rl.full2, cpu_ns_per_ev), COL(lt.full2, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
+	    "<= 3");
+	row("bytes on disk per event", COL(rl.full1, bytes_per_ev), COL(lt.full1, bytes_per_ev),
+	    have_lt, runs, 1, LOWER, "");
 	{
-		double p50, p99;
+		double p50 = 0, p99 = 0;
 		int got = tail_latency(quick ? 300 : 1500, &p50, &p99);
 
 		if (got)
-			printf("| emit -> `ringlog tail` line, p50 / p99 (ms) | %.2f / %.2f (%d events) |\n",
-			       p50, p99, got);
+			out("| emit -> `ringlog tail` line, p50 / p99 (ms) | %.2f / %.2f (%d events) | "
+			    "- | - | p99 <= 50 |\n", p50, p99, got);
 		else
-			printf("| emit -> `ringlog tail` line | no line received |\n");
+			out("| emit -> `ringlog tail` line | no line received | - | - | p99 <= 50 |\n");
 	}
+	if (table)
+		fclose(table);
 	return 0;
 }

@@ -1,25 +1,78 @@
 #!/usr/bin/env bash
-# scripts/bench.sh - build in Release and print the benchmark tables.
-#   scripts/bench.sh          full run (3 runs of 20M records)
-#   scripts/bench.sh --quick  a few seconds, for development
+# scripts/bench.sh - build in Release and print the benchmark tables: the
+# ring alone, then the whole path through ringlog and, side by side, the
+# same workload through LTTng-UST 2.13 (installed when run as root).
+#   scripts/bench.sh           full run (3 runs of each figure, ~10 minutes)
+#   scripts/bench.sh --quick   one short run of each, for development
+#   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
+#                              plot are rewritten with the results
+# Results also go to bench-results/: table.md and emit-latency.png (gnuplot).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
 
 records=20000000
 emit_args=(--runs 3)
+docs=0
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
+	--docs) docs=1 ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
+ensure_optional_packages $RINGLOG_BENCH_PACKAGES
 step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
+out=bench-results
+rm -rf "$out" && mkdir -p "$out"
+
 step "bench: ring producer"
 echo
-./build-release/bench/bench-ring --records "$records" --runs 3
+./build-release/bench/bench-ring --records "$records" --runs 3 | tee "$out/ring.md"
 echo
-step "bench: end to end (libringlog -> ringlogd -> segments, tail)"
+step "bench: end to end, ringlog and LTTng-UST (this machine, same workload)"
 echo
-./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog "${emit_args[@]}"
+./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
+	"${emit_args[@]}" --out "$out"
+
+if command -v gnuplot >/dev/null; then
+	plots=()
+	for c in ringlog LTTng-UST; do
+		[ -s "$out/latency-$c.dat" ] &&
+			plots+=("'$out/latency-$c.dat' using 2:1 with lines lw 2 title '$c'")
+	done
+	gnuplot <<-GP 2>/dev/null && echo && echo "plot: $out/emit-latency.png"
+		set terminal pngcairo size 900,560 noenhanced
+		set output '$out/emit-latency.png'
+		set title 'Emit cost per call, 1 thread, paced at 10 M events/s (batches of 64, TSC)'
+		set xlabel 'ns per call (log scale)'
+		set ylabel 'percentile of batches'
+		set logscale x
+		set xrange [1:100000]
+		set yrange [0:100]
+		set key bottom right
+		set grid
+		plot $(IFS=,; echo "${plots[*]}")
+	GP
+else
+	echo "(no gnuplot: apt-get install gnuplot-nox for the latency plot)"
+fi
+
+if [ $docs -eq 1 ]; then
+	{
+		echo "# Performance"
+		echo
+		echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs of \"$(grep -m1 'model name' /proc/cpuinfo |
+			cut -d: -f2 | sed 's/^ //')\", Linux $(uname -r), with \`scripts/bench.sh --docs\`."
+		echo "Reproduce with \`scripts/bench.sh\` (about 10 minutes; \`--quick\` for a short run)."
+		echo
+		sed 's/^## /### /' "$out/ring.md"
+		echo
+		sed 's/^## /### /' "$out/table.md"
+		echo
+		echo "![emit cost distributions](emit-latency.png)"
+	} > docs/PERFORMANCE.md
+	cp "$out/emit-latency.png" docs/emit-latency.png 2>/dev/null
+	echo "docs/PERFORMANCE.md rewritten"
+fi

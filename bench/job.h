@@ -1,0 +1,148 @@
+/* bench/job.h - the emitting side of the end-to-end benchmark, the same
+ * code for every collector compared (job-ringlog.c, job-lttng.c): threads
+ * emit the standard event (three u64 and a 15-character string), timed in
+ * batches of 64 calls with the TSC, at full speed or held to a pace.
+ *
+ * The includer defines, before including this file:
+ *   JOB_EMIT(seq)       emit the standard event (enabled)
+ *   JOB_EMIT_OFF(seq)   emit the same event at a level nobody enabled
+ *   job_connect()       before timing (e.g. wait for the daemon)
+ *   job_flush()         after emitting (e.g. hand the rings over)
+ *
+ * usage: JOB THREADS EVENTS PACE DISABLED TIMED TICKS_PER_NS [QUANTILES]
+ *   PACE: events per millisecond per thread, 0 = full speed
+ *   prints "p50 p99 p999 max total_events elapsed_ns" (ns per call);
+ *   QUANTILES: a file to write 1000 quantiles of the per-call cost to
+ *   (percentile and ns per line), for the plot
+ * Each run is a fresh process, so that nothing warm carries over.
+ */
+#ifndef RINGLOG_BENCH_JOB_H
+#define RINGLOG_BENCH_JOB_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench-util.h"
+
+#define JOB_BATCH 64
+
+struct job {
+	pthread_t th;
+	int cpu;
+	uint64_t events;
+	uint64_t pace;     /* events per millisecond, 0: full speed */
+	int disabled;
+	uint64_t *samples; /* per-call cost in ticks, one per batch */
+	size_t nsamples;
+	uint64_t t0, t1;   /* ns */
+};
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	uint64_t seq = 0, start = bu_now_ns();
+
+	bu_pin_cpu(j->cpu);
+	j->t0 = start;
+	for (uint64_t b = 0; b < j->events / JOB_BATCH; b++) {
+		uint64_t t = bu_ticks();
+
+		if (j->disabled) {
+			for (int i = 0; i < JOB_BATCH; i++, seq++)
+				JOB_EMIT_OFF(seq);
+		} else {
+			for (int i = 0; i < JOB_BATCH; i++, seq++)
+				JOB_EMIT(seq);
+		}
+		if (j->samples)
+			j->samples[j->nsamples++] = (bu_ticks() - t) / JOB_BATCH;
+		if (j->pace && b % 16 == 15) {
+			/* Hold the pace: event seq is due at start + seq/pace ms. */
+			uint64_t due = start + seq * 1000000ull / j->pace;
+
+			while (bu_now_ns() < due)
+				;
+		}
+	}
+	j->t1 = bu_now_ns();
+	return NULL;
+}
+
+static void job_quantiles(const char *path, const uint64_t *sorted, size_t n, double tpn)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return;
+	for (int i = 0; i < 1000; i++) {
+		double q = i < 900 ? i / 1000.0 : 0.9 + (i - 900) * 0.000999; /* dense in the tail */
+
+		fprintf(f, "%.4f %.2f\n", q * 100, bu_quantile(sorted, n, q) / tpn);
+	}
+	fprintf(f, "100 %.2f\n", sorted[n - 1] / tpn);
+	fclose(f);
+}
+
+static int job_main(int argc, char **argv)
+{
+	struct job j[16];
+	uint64_t total = 0, t0 = UINT64_MAX, t1 = 0, *all = NULL, events, pace;
+	size_t ns = 0;
+	double q[4] = { 0, 0, 0, 0 }, tpn;
+	int threads, disabled, timed;
+
+	if (argc < 7) {
+		fprintf(stderr, "usage: %s THREADS EVENTS PACE DISABLED TIMED TICKS_PER_NS [QUANTILES]\n",
+			argv[0]);
+		return 2;
+	}
+	threads = atoi(argv[1]);
+	events = strtoull(argv[2], NULL, 10);
+	pace = strtoull(argv[3], NULL, 10);
+	disabled = atoi(argv[4]);
+	timed = atoi(argv[5]);
+	tpn = atof(argv[6]);
+	if (threads < 1 || threads > 16 || tpn <= 0)
+		return 2;
+	job_connect();
+	for (int i = 0; i < threads; i++) {
+		j[i] = (struct job){ .cpu = i, .events = events, .pace = pace, .disabled = disabled };
+		if (timed)
+			j[i].samples = calloc(events / JOB_BATCH + 1, sizeof(uint64_t));
+		pthread_create(&j[i].th, NULL, job_thread, &j[i]);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(j[i].th, NULL);
+		total += j[i].events / JOB_BATCH * JOB_BATCH;
+		ns += j[i].nsamples;
+		if (j[i].t0 < t0)
+			t0 = j[i].t0;
+		if (j[i].t1 > t1)
+			t1 = j[i].t1;
+	}
+	if (timed && ns && (all = malloc(ns * sizeof(*all)))) {
+		ns = 0;
+		for (int i = 0; i < threads; i++) {
+			memcpy(all + ns, j[i].samples, j[i].nsamples * sizeof(*all));
+			ns += j[i].nsamples;
+		}
+		bu_sort(all, ns);
+		q[0] = bu_quantile(all, ns, 0.50) / tpn;
+		q[1] = bu_quantile(all, ns, 0.99) / tpn;
+		q[2] = bu_quantile(all, ns, 0.999) / tpn;
+		q[3] = all[ns - 1] / tpn;
+		if (argc > 7)
+			job_quantiles(argv[7], all, ns, tpn);
+		free(all);
+	}
+	for (int i = 0; i < threads; i++)
+		free(j[i].samples);
+	job_flush();
+	printf("%f %f %f %f %llu %llu\n", q[0], q[1], q[2], q[3], (unsigned long long)total,
+	       (unsigned long long)(t1 - t0));
+	return 0;
+}
+
+#endif
