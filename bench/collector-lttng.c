@@ -141,8 +141,8 @@ static void count(struct collector *c, uint64_t *events, uint64_t *bytes)
 	*events = 0;
 	*bytes = coll_dir_bytes(trace);
 	/* babeltrace2 reads the whole trace back; its counter sink counts the
-	 * event messages (only bench:std is enabled), step=0: once, at the end. */
-	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' -c sink.utils.counter -p step=0 2>/dev/null",
+	 * event messages (only bench:std is enabled), step=+0: once, at the end. */
+	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' -c sink.utils.counter -p step=+0 2>/dev/null",
 		 trace);
 	if ((p = popen(cmd, "r"))) {
 		while (fgets(line, sizeof(line), p)) {

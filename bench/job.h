@@ -12,13 +12,14 @@
  * usage: JOB THREADS EVENTS PACE DISABLED TIMED TICKS_PER_NS [QUANTILES]
  *   PACE: events per millisecond per thread, 0 = full speed
  *   prints "p50 p99 p999 max total_events elapsed_ns" (ns per call);
- *   QUANTILES: a file to write 1000 quantiles of the per-call cost to
+ *   QUANTILES: a file to write 500 quantiles of the per-call cost to
  *   (percentile and ns per line), for the plot
  * Each run is a fresh process, so that nothing warm carries over.
  */
 #ifndef RINGLOG_BENCH_JOB_H
 #define RINGLOG_BENCH_JOB_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +77,12 @@ static void job_quantiles(const char *path, const uint64_t *sorted, size_t n, do
 
 	if (!f)
 		return;
-	for (int i = 0; i < 1000; i++) {
-		double q = i < 900 ? i / 1000.0 : 0.9 + (i - 900) * 0.000999; /* dense in the tail */
+	/* evenly spaced in "nines" (90, 99, 99.9, ...): the tail gets as many
+	 * points as the body */
+	for (int i = 0; i < 500; i++) {
+		double q = 1 - pow(10, -i / 100.0);
 
-		fprintf(f, "%.4f %.2f\n", q * 100, bu_quantile(sorted, n, q) / tpn);
+		fprintf(f, "%.6f %.2f\n", q * 100, bu_quantile(sorted, n, q) / tpn);
 	}
 	fprintf(f, "100 %.2f\n", sorted[n - 1] / tpn);
 	fclose(f);
