@@ -141,7 +141,8 @@ struct chunk {
 	size_t cap;          /* bytes of mem */
 	size_t len;          /* body bytes */
 	uint32_t events;
-	uint64_t first_real_ns, last_real_ns;
+	uint64_t first_real_ns, last_real_ns; /* set when sealed */
+	uint64_t ts_min[2], ts_max[2]; /* raw event clocks: [0] monotonic, [1] TSC */
 	uint64_t opened_mono_ns;
 	struct segfile *seg;
 	bool busy;           /* sealed: in flight, or written and waiting for

@@ -157,6 +157,8 @@ static struct chunk *chunk_get(struct daemon *d)
 			c->events = 0;
 			c->first_real_ns = UINT64_MAX;
 			c->last_real_ns = 0;
+			c->ts_min[0] = c->ts_min[1] = UINT64_MAX;
+			c->ts_max[0] = c->ts_max[1] = 0;
 			c->nwho = 0;
 			c->span_off = SIZE_MAX;
 			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
@@ -427,14 +429,17 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
 
 	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
-		uint64_t ts, real;
+		unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
+		uint64_t ts;
 
+		/* Raw clock values here, wall time once per chunk at sealing:
+		 * the conversion (a 128-bit division) per event cost more than
+		 * the copy. The conversion is monotonic, so min/max carry over. */
 		memcpy(&ts, payload, 8);
-		real = clock_real_ns(d, r->clock, ts);
-		if (real < c->first_real_ns)
-			c->first_real_ns = real;
-		if (real > c->last_real_ns)
-			c->last_real_ns = real;
+		if (ts < c->ts_min[k])
+			c->ts_min[k] = ts;
+		if (ts > c->ts_max[k])
+			c->ts_max[k] = ts;
 		c->events++;
 		who_add(c, r, true, r->cons.rec_end, r->cons.seen.total_records,
 			r->cons.seen.total_bytes);
@@ -544,6 +549,19 @@ void seg_seal(struct daemon *d)
 		return;
 	}
 	close_span(c);
+	for (unsigned k = 0; k < 2; k++) {
+		uint32_t clk = k ? RINGLOG_RING_CLOCK_TSC : 0;
+		uint64_t lo, hi;
+
+		if (c->ts_min[k] > c->ts_max[k])
+			continue; /* no event of this clock */
+		lo = clock_real_ns(d, clk, c->ts_min[k]);
+		hi = clock_real_ns(d, clk, c->ts_max[k]);
+		if (lo < c->first_real_ns)
+			c->first_real_ns = lo;
+		if (hi > c->last_real_ns)
+			c->last_real_ns = hi;
+	}
 	h = (struct ringlog_chunk_hdr *)(void *)c->mem;
 	memset(h, 0, sizeof(*h));
 	h->magic = RINGLOG_CHUNK_MAGIC;
