@@ -215,7 +215,8 @@ struct results {
 
 static void measure(struct collector *c, int runs, bool quick, long ncpu, struct results *r)
 {
-	uint64_t n_lat = quick ? 1000000 : 10000000, n_full = quick ? 3000000 : 20000000;
+	uint64_t n_lat = quick ? 1000000 : 10000000;
+	uint64_t n_full = quick ? c->full_events_quick : c->full_events;
 
 	for (int i = 0; i < runs; i++) {
 		char q[600] = "";

@@ -158,6 +158,8 @@ static void count(struct collector *c, uint64_t *events, uint64_t *bytes)
 
 struct collector collector_lttng = {
 	.name = "LTTng-UST",
+	.full_events = 20000000, /* ~8 M/s: 2.5 s; babeltrace2 reads them all */
+	.full_events_quick = 3000000,
 	.setup = setup,
 	.teardown = teardown,
 	.start = start,

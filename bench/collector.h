@@ -13,6 +13,10 @@
 struct collector {
 	const char *name;
 	char job[4096];  /* the emitting program */
+	/* Events per thread at full speed: enough that emitting lasts over a
+	 * second, so that what is drained from the buffers after the emitter
+	 * stops (counted as stored) is a small part of the rate. */
+	uint64_t full_events, full_events_quick;
 	/* Once before all runs, once after. setup returns 0, or -1 with the
 	 * reason in why (the collector is then left out of the table). */
 	int (*setup)(struct collector *c, char *why, size_t len);
