@@ -2,7 +2,7 @@
 # scripts/bench.sh - build in Release and print the benchmark tables: the
 # ring alone, then the whole path through ringlog and, side by side, the
 # same workload through LTTng-UST 2.13 (installed when run as root).
-#   scripts/bench.sh           full run (3 runs of each figure, ~10 minutes)
+#   scripts/bench.sh           full run (3 runs of each figure, ~5 minutes)
 #   scripts/bench.sh --quick   one short run of each, for development
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
