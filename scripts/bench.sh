@@ -67,7 +67,7 @@ if [ $docs -eq 1 ]; then
 		echo
 		echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs of \"$(grep -m1 'model name' /proc/cpuinfo |
 			cut -d: -f2 | sed 's/^ //')\", Linux $(uname -r), with \`scripts/bench.sh --docs\`."
-		echo "Reproduce with \`scripts/bench.sh\` (about 10 minutes; \`--quick\` for a short run)."
+		echo "Reproduce with \`scripts/bench.sh\` (about 5 minutes; \`--quick\` for a short run)."
 		echo
 		sed 's/^## /### /' "$out/ring.md"
 		echo
