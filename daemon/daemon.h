@@ -279,6 +279,19 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 		     const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 		    uint32_t reason);
+/* A run of consecutive event records of one ring, copied as one (the
+ * drain's fast path): ready the chunk for need bytes at ring position at
+ * (returns the room left, or -EAGAIN / -errno), then put the run. */
+struct seg_run {
+	const uint8_t *recs; /* first record header, in the ring */
+	size_t bytes;
+	uint32_t events;
+	uint64_t ts_min, ts_max; /* raw clock */
+	uint64_t end;        /* ring position after the last record */
+	size_t room;         /* what the readied chunk can still take */
+};
+long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need);
+void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run);
 void seg_seal(struct daemon *d);
 void seg_tick(struct daemon *d);
 bool seg_idle(struct daemon *d);

@@ -21,7 +21,54 @@ struct drain_ctx {
 	struct daemon *d;
 	struct ring *r;
 	const char *why;
+	struct seg_run run;  /* events waiting to be copied as one */
 };
+
+/* Copy the pending run into the chunk readied for it. */
+static void flush_run(struct drain_ctx *x)
+{
+	if (x->run.bytes)
+		seg_run_put(x->d, x->r, &x->run);
+	x->run.bytes = 0;
+}
+
+/* An event record (metadata id `id`): add it to the run, or start a new
+ * run. Returns 0, 1
+ * (no room now: the record stays in the ring), or -errno. */
+static int take_event(struct drain_ctx *x, uint16_t id, const uint8_t *payload, uint32_t len)
+{
+	struct seg_run *run = &x->run;
+	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
+	size_t total = ringlog_rec_total(len);
+	uint64_t ts;
+	long room;
+
+	memcpy(&ts, payload, sizeof(ts));
+	/* The run goes on while the ring bytes do, the chunk has room and the
+	 * segment already holds the event's metadata (ids below seg_nev;
+	 * a new one is described by seg_run_ready() before its records). */
+	if (run->bytes && rec == run->recs + run->bytes && total <= run->room &&
+	    id < x->r->c->seg_nev) {
+		run->bytes += total;
+		run->room -= total;
+	} else {
+		flush_run(x);
+		room = seg_run_ready(x->d, x->r, x->r->cons.rec_end - total, total);
+		if (room == -EAGAIN)
+			return 1;
+		if (room < 0)
+			return (int)room;
+		*run = (struct seg_run){ .recs = rec, .bytes = total, .room = (size_t)room - total,
+					 .ts_min = ts, .ts_max = ts };
+	}
+	run->events++;
+	run->end = x->r->cons.rec_end;
+	if (ts < run->ts_min)
+		run->ts_min = ts;
+	if (ts > run->ts_max)
+		run->ts_max = ts;
+	return 0;
+}
 
 static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		     uint32_t len)
@@ -51,34 +98,36 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-	} else if (type != RINGLOG_REC_LOSS) {
+		if ((err = take_event(x, aux, payload, len)) != 0)
+			return err;
+		c->stored++;
+		if (p)
+			p->stored++;
+		if (x->d->fwd)
+			fwd_record(x->d, r, type, e, payload, len);
+		if (x->d->ntails)
+			tail_event(x->d, r, type, aux, payload, len, e);
+		return 0;
+	}
+	if (type != RINGLOG_REC_LOSS) {
 		x->why = "record type not defined by proto/event.h";
 		return -EBADMSG;
 	}
-	err = seg_append_event(x->d, r, type, aux, payload, len, e);
+	/* A LOSS record: in stream order, after the run before it. */
+	flush_run(x);
+	err = seg_append_event(x->d, r, type, aux, payload, len, NULL);
 	if (err == -EAGAIN)
 		return 1; /* no room now: the record stays in the ring */
 	if (err < 0)
 		return err;
-	if (e) {
-		c->stored++;
-		if (p)
-			p->stored++;
-	} else {
+	{
 		struct ringlog_rec_loss l;
 
 		memcpy(&l, payload, sizeof(l));
 		c->lost_ring += l.records;
 		x->d->lost_ring += l.records;
-	}
-	if (e && x->d->fwd)
-		fwd_record(x->d, r, type, e, payload, len);
-	if (x->d->ntails) {
-		if (e)
-			tail_event(x->d, r, type, aux, payload, len, e);
-		else
-			tail_loss(x->d, r, ((const struct ringlog_rec_loss *)(const void *)payload)->records,
-				  RINGLOG_LOSS_RING);
+		if (x->d->ntails)
+			tail_loss(x->d, r, l.records, RINGLOG_LOSS_RING);
 	}
 	return 0;
 }
@@ -161,6 +210,7 @@ uint64_t drain_all(struct daemon *d)
 				continue;
 			}
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
+			flush_run(&x); /* before anything else writes to the chunk */
 			moved += r->cons.pos - before;
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);

@@ -452,6 +452,74 @@ int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t a
 	return 0;
 }
 
+/* Runs: the drain's fast path. Consecutive event records of one ring sit
+ * back to back in the ring exactly as a SPAN holds them (header, payload,
+ * padding), so a run of them is copied with one memcpy and accounted once,
+ * instead of record by record. seg_run_ready() prepares the open chunk
+ * (descriptions, the SPAN) and returns the bytes it can still take;
+ * nothing else may write to the chunk until seg_run_put() has copied the
+ * run. A writer that rewrites its records while they are copied damages
+ * only its own SPAN, which readers detect and report. */
+long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need)
+{
+	struct chunk *c;
+	int err;
+
+	if (!d->cur && open_segment(d) < 0)
+		return -EAGAIN;
+	for (int tries = 0;; tries++) {
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
+					     .type = RINGLOG_SEG_REC_SPAN,
+					     .flags = RINGLOG_SPAN_POS, .id = r->id };
+		struct ringlog_seg_span sp = { .pos = at };
+		uint32_t gen = d->seg_gen;
+
+		if ((err = describe(d, r)))
+			return err;
+		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
+			return err;
+		c = d->open;
+		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
+		    c->span_next == at && c->len + need <= body_cap(c))
+			break;
+		if (!(c = room(d, h.len + need)))
+			return -EAGAIN;
+		if (gen != d->seg_gen) {
+			if (tries > 2)
+				return -EAGAIN;
+			continue;
+		}
+		memcpy(body(c) + c->len, &h, sizeof(h));
+		memcpy(body(c) + c->len + sizeof(h), &sp, sizeof(sp));
+		c->span_off = c->len;
+		c->span_stream = r->id;
+		c->span_next = at;
+		c->len += h.len;
+		break;
+	}
+	if (who_reserve(c))
+		return -EAGAIN;
+	return (long)(body_cap(c) - c->len);
+}
+
+void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
+{
+	struct chunk *c = d->open;
+	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
+
+	memcpy(body(c) + c->len, run->recs, run->bytes);
+	c->len += run->bytes;
+	c->span_next += run->bytes;
+	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)run->bytes;
+	if (run->ts_min < c->ts_min[k])
+		c->ts_min[k] = run->ts_min;
+	if (run->ts_max > c->ts_max[k])
+		c->ts_max[k] = run->ts_max;
+	c->events += run->events;
+	who_add(c, r, false, run->end, r->cons.seen.total_records, r->cons.seen.total_bytes);
+	c->who[c->nwho - 1].events += run->events;
+}
+
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 		    uint32_t reason)
 {
