@@ -316,6 +316,11 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 		uint64_t total;
 		int r;
 
+		/* The producer wrote these lines on another core: ask for the
+		 * ones a few records ahead now, so that their transfer overlaps
+		 * the work on this one. Never faults, even past prod. */
+		__builtin_prefetch(c->data + ((pos + 1024) & c->mask));
+
 		if (type == RINGLOG_REC_PAD) {
 			if (len != tail - RINGLOG_REC_HDR_SIZE)
 				why = "PAD record does not end at the end of the data area";
