@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -25,6 +26,10 @@ struct io_uring_be {
 	int efd;
 	uv_poll_t poll;
 	unsigned inflight;
+	/* registered buffers (the chunks): pinned once, not per write */
+	void *const *fixed;
+	size_t fixed_len;
+	unsigned nfixed;
 };
 
 static void reap(struct io_uring_be *u)
@@ -117,11 +122,39 @@ static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint6
 		return -EBUSY;
 	}
 	io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
+	for (unsigned i = 0; i < u->nfixed; i++) {
+		const uint8_t *b = u->fixed[i];
+
+		if ((const uint8_t *)buf >= b && (const uint8_t *)buf + len <= b + u->fixed_len) {
+			io_uring_prep_write_fixed(sqe, fd, buf, (unsigned)len, off, (int)i);
+			break;
+		}
+	}
 	io_uring_sqe_set_data(sqe, r);
 	u->inflight++;
 	/* On failure the sqe stays queued and goes with the next submit. */
 	err = io_uring_submit(&u->ring);
 	(void)err;
+	return 0;
+}
+
+static int uring_register_buffers(struct io *io, void *const *bufs, size_t len, unsigned n)
+{
+	struct io_uring_be *u = (struct io_uring_be *)io;
+	struct iovec iov[64];
+	int err;
+
+	if (n > 64)
+		return -E2BIG;
+	for (unsigned i = 0; i < n; i++)
+		iov[i] = (struct iovec){ bufs[i], len };
+	/* Counted against RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit). */
+	err = io_uring_register_buffers(&u->ring, iov, n);
+	if (err < 0)
+		return err;
+	u->fixed = bufs;
+	u->fixed_len = len;
+	u->nfixed = n;
 	return 0;
 }
 
@@ -155,4 +188,5 @@ const struct io_ops io_uring_ops = {
 	.open = uring_open,
 	.write = uring_write,
 	.close = uring_close,
+	.register_buffers = uring_register_buffers,
 };

@@ -25,6 +25,10 @@ struct io_ops {
 	int (*write)(struct io *io, int fd, const void *buf, size_t len, uint64_t off,
 		     io_done_fn done, void *arg);
 	void (*close)(struct io *io); /* after every write has completed */
+	/* Optional: the buffers every write will come from (the chunks), for
+	 * a backend that can pin them once instead of per write. Returns 0 or
+	 * -errno; on failure writes still work, only slower. */
+	int (*register_buffers)(struct io *io, void *const *bufs, size_t len, unsigned n);
 };
 
 struct io {

@@ -735,6 +735,15 @@ int seg_init(struct daemon *d)
 		if (!(d->chunks[i].mem = aligned(d->chunk_size)))
 			return -ENOMEM;
 	}
+	if (d->io->ops->register_buffers) {
+		static void *bufs[NCHUNKS];
+
+		for (unsigned i = 0; i < NCHUNKS; i++)
+			bufs[i] = d->chunks[i].mem;
+		if ((err = d->io->ops->register_buffers(d->io, bufs, d->chunk_size, NCHUNKS)) < 0)
+			d_log(LOG_INFO, "%s: chunk buffers not registered (%s): each write pins "
+			      "them again", d->io_name, strerror(-err));
+	}
 	if ((err = ret_scan(d)) < 0)
 		return err;
 	if ((err = open_segment(d)) < 0) {
