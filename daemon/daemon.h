@@ -154,6 +154,8 @@ struct chunk {
 	struct chunk_who {
 		struct ring *r;
 		uint32_t events;
+		uint64_t loss;                   /* disk loss it reports in-stream:
+		                                  * pending again if it is lost */
 		uint64_t end;                    /* ring position after them */
 		uint64_t seen_records, seen_bytes; /* loss totals as of end */
 	} *who;
@@ -292,6 +294,9 @@ struct seg_run {
 };
 long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need);
 void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run);
+/* Report r's pending disk loss in its stream now (a ring about to go);
+ * 0, or -EAGAIN while the disk still refuses. */
+int seg_settle_loss(struct daemon *d, struct ring *r);
 void seg_seal(struct daemon *d);
 void seg_tick(struct daemon *d);
 bool seg_idle(struct daemon *d);

@@ -202,6 +202,10 @@ uint64_t drain_all(struct daemon *d)
 
 			rn = r->next;
 			if (r->dead || r->finishing) {
+				/* Its disk loss goes into its stream before it goes:
+				 * the chunk carrying the report then holds it. */
+				if (r->lost_disk_pending && seg_settle_loss(d, r) < 0)
+					continue;
 				if ((c->gone || r->finishing) && !r->held) {
 					if (!r->dead) /* the client frees a drained ring */
 						give_back(d, r);

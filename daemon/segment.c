@@ -309,6 +309,7 @@ static void who_add(struct chunk *c, struct ring *r, bool event, uint64_t end,
 		w = &c->who[c->nwho++]; /* who_reserve() made room */
 		w->r = r;
 		w->events = 0;
+		w->loss = 0;
 		r->held++;
 	}
 	w->events += event;
@@ -361,14 +362,57 @@ static void chunk_done(struct daemon *d, struct chunk *c)
 	release_ready(d);
 }
 
+/* The disk loss of r, reported in its stream. The chunk that carries the
+ * report holds the ring (who list) and, should it be lost too, makes the
+ * count pending again: a loss is never forgotten. */
 static int put_loss_pending(struct daemon *d, struct ring *r)
 {
 	struct ringlog_seg_loss l = { .records = r->lost_disk_pending, .reason = RINGLOG_LOSS_DISK };
-	int err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + sizeof(l));
+	struct chunk *c;
+	struct chunk_who *w;
+	int err;
 
-	if (!err)
-		r->lost_disk_pending = 0;
-	return err;
+	/* Room first: sealing may start a new segment, which must describe
+	 * the writer and the stream before the record that names them. */
+	for (int tries = 0;; tries++) {
+		uint32_t gen = d->seg_gen;
+
+		if (!(c = room(d, len)) || who_reserve(c) || tries > 2)
+			return -EAGAIN;
+		if (gen == d->seg_gen)
+			break;
+		if ((err = describe(d, r)))
+			return err;
+	}
+	if ((err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
+		return err;
+	c = d->open;
+	w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+	if (!w || w->r != r) {
+		/* end = what is already released: releasing it is a no-op */
+		w = &c->who[c->nwho++];
+		*w = (struct chunk_who){ .r = r, .end = r->cons.published,
+					 .seen_records = r->cons.seen.total_records,
+					 .seen_bytes = r->cons.seen.total_bytes };
+		r->held++;
+	}
+	w->loss += r->lost_disk_pending;
+	r->lost_disk_pending = 0;
+	return 0;
+}
+
+int seg_settle_loss(struct daemon *d, struct ring *r)
+{
+	int err;
+
+	if (!r->lost_disk_pending)
+		return 0;
+	if (!d->cur && open_segment(d) < 0)
+		return -EAGAIN;
+	if ((err = describe(d, r)))
+		return err;
+	return put_loss_pending(d, r);
 }
 
 int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
@@ -540,7 +584,7 @@ static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
 	for (uint32_t i = 0; i < c->nwho; i++) {
 		struct ring *r = c->who[i].r;
 
-		r->lost_disk_pending += c->who[i].events;
+		r->lost_disk_pending += c->who[i].events + c->who[i].loss;
 		r->c->lost_disk += c->who[i].events;
 	}
 	d->lost_disk += c->events;

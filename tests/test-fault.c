@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -305,4 +306,101 @@ Test(fault, clients_killed_mid_stream_committed_events_stored_half_record_never)
 	cr_expect_eq(t->stored[pidx(t, (uint32_t)em[PROCS])][0], 20000u);
 	free(t);
 	live_cleanup(&e);
+}
+
+/* Disk full: the store on a 32 MiB tmpfs that another process fills. The
+ * daemon keeps running, programs never block, what could not be stored is
+ * counted with reason "disk full", and writing resumes by itself once the
+ * space is freed: stored + counted lost == emitted for every thread. */
+Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
+{
+	struct live e;
+	struct tally *t = calloc(1, sizeof(*t));
+	struct live_read rd = { .ctx = t, .on_event = on_event, .on_loss = on_loss };
+	char mnt[280], cmd[1200], cfg[420], out[3][420], st[4096];
+	pid_t d, em;
+	uint64_t emitted = 0, stored = 0, lost = 0, max_ns = 0, blocked = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to mount a small tmpfs for the store");
+	live_init(&e);
+	snprintf(mnt, sizeof(mnt), "%s/small", e.dir);
+	mkdir(mnt, 0755);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=32m ringlog-test '%s' 2>&1", mnt);
+	if (live_run(cmd, st, sizeof(st)) != 0) {
+		live_cleanup(&e);
+		cr_skip_test("cannot mount a tmpfs here: %s", st);
+	}
+	/* The store lives on the small filesystem; no free-space floor, so
+	 * the disk really fills instead of the budget stepping in. */
+	snprintf(e.store, sizeof(e.store), "%s/store", mnt);
+	snprintf(cfg, sizeof(cfg), "%s/full.json", e.dir);
+	{
+		FILE *f = fopen(cfg, "w");
+
+		cr_assert(f);
+		fputs("{ \"min_free\": \"0\", \"max_segment_size\": \"1M\", \"flush_interval\": \"100ms\" }\n", f);
+		fclose(f);
+	}
+	d = live_daemon(&e, "--config", cfg, NULL);
+	/* Phase 0: the daemon has written nothing yet and so has nothing of
+	 * its own to delete when the disk fills: a full disk is then a loss,
+	 * not retention making room. */
+	for (int phase = 0; phase < 3; phase++) {
+		const char *argv[] = { EMITTER_PATH, "2", "20000", "--pause-us", "100", NULL };
+		struct report r;
+
+		if (phase == 0) {
+			/* Another process takes every byte left. */
+			snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/filler' bs=4k >/dev/null 2>&1; "
+				 "sync", mnt);
+			live_run(cmd, NULL, 0);
+			continue;
+		}
+		snprintf(out[phase], sizeof(out[phase]), "%s/report-%d", e.dir, phase);
+		em = live_spawn(argv, NULL, out[phase]);
+		live_wait_ok(em, "emitter");
+		read_report(out[phase], &r);
+		for (int th = 0; th < r.n; th++)
+			emitted += r.emitted[th];
+		if (r.max_ns > max_ns)
+			max_ns = r.max_ns;
+		blocked += r.blocked;
+		sleep_ms(1500); /* drained, and a write attempted */
+		if (phase == 1) {
+			cr_assert_eq(live_run(RINGLOG_CLI_PATH " status --json 2>&1", st, sizeof(st)), 0,
+				     "status failed while the disk is full: %s", st);
+			cr_expect(strstr(st, "\"disk_blocked\": true"), "status: %s", st);
+			cr_expect(!strstr(st, "\"disk\": 0,"), "no disk loss in status: %s", st);
+			snprintf(cmd, sizeof(cmd), "rm -f '%s/filler'", mnt);
+			live_run(cmd, NULL, 0);
+			sleep_ms(1500); /* writing resumes by itself */
+		}
+	}
+	cr_assert_eq(kill(d, 0), 0, "the daemon died");
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	for (int p = 0; p < t->npid; p++)
+		for (int th = 0; th < MAXT; th++)
+			stored += t->stored[p][th];
+	for (int p = 0; p < t->npid; p++)
+		for (int k = 0; k < t->nloss[p]; k++)
+			lost += t->lost_by_tid[p][k];
+	fprintf(stderr, "fault: disk full: %llu emitted, %llu stored, %llu counted lost "
+		"(disk %llu, ring %llu); longest emit %.1f us, %llu waits inside emits\n",
+		(unsigned long long)emitted, (unsigned long long)stored, (unsigned long long)lost,
+		(unsigned long long)t->by_reason[RINGLOG_LOSS_DISK],
+		(unsigned long long)t->by_reason[RINGLOG_LOSS_RING], max_ns / 1000.0,
+		(unsigned long long)blocked);
+	cr_expect_eq(stored + lost, emitted, "stored %llu + lost %llu != emitted %llu",
+		     (unsigned long long)stored, (unsigned long long)lost,
+		     (unsigned long long)emitted);
+	cr_expect_gt(t->by_reason[RINGLOG_LOSS_DISK], 0, "no loss with reason disk full");
+	cr_expect_gt(t->stored[t->npid - 1][0], 0, "nothing stored after the space came back");
+	cr_expect_eq(blocked, 0, "programs waited inside emits");
+	cr_expect_eq(t->out_of_order, 0);
+	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
+	live_run(cmd, NULL, 0);
+	live_cleanup(&e);
+	free(t);
 }
