@@ -318,6 +318,8 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason);
 void tail_raise(struct daemon *d, struct provider *p);
+/* Events dropped for slow readers: told and not yet told. */
+uint64_t tail_lost_total(const struct daemon *d);
 
 /* forward.c: events to the OS tracer (forward.h) */
 void fwd_apply(struct daemon *d);   /* start or stop as the config says */

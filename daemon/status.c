@@ -96,7 +96,7 @@ int status_reply(struct client *c, bool detail)
 		"socket", d->cfg.socket_path,
 		"forwarding", fwd_status(d),
 		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->lost_disk,
-		"reader", (json_int_t)d->lost_reader, "corrupt", (json_int_t)d->lost_corrupt,
+		"reader", (json_int_t)tail_lost_total(d), "corrupt", (json_int_t)d->lost_corrupt,
 		"total", (json_int_t)(d->lost_ring + d->lost_disk + d->lost_corrupt),
 		"clients", clients, "providers", providers,
 		"disk_blocked", d->disk_blocked, "disk_error", d->disk_error);

@@ -87,6 +87,16 @@ static void report_dropped(struct daemon *d, struct tail *t)
 	t->flen = 0;
 }
 
+uint64_t tail_lost_total(const struct daemon *d)
+{
+	uint64_t n = d->lost_reader;
+
+	/* drops not yet told to their reader (it may never read again) */
+	for (const struct tail *t = d->tails; t; t = t->next)
+		n += t->dropped;
+	return n;
+}
+
 static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
 		    const char *provider)
 {

@@ -1,0 +1,435 @@
+/* tests/test-cli.c - the `ringlog` command against a real daemon: golden
+ * text and JSON output, tail filters one by one and combined, the -n
+ * backlog, enablement raised by a tail, a reader that never reads, status
+ * against a known workload and with the daemon down, read on damaged
+ * files, emit with each type and with bad input.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <fcntl.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "live.h"
+
+TestSuite(cli, .fini = th_check_leaks, .timeout = 300);
+
+#define CLI RINGLOG_CLI_PATH
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Replace every match of pattern in s (in place) with rep. */
+static void subst(char *s, size_t cap, const char *pattern, const char *rep)
+{
+	regex_t re;
+	regmatch_t m;
+	char *out = malloc(cap), *p = s;
+	size_t n = 0;
+
+	cr_assert(out && regcomp(&re, pattern, REG_EXTENDED | REG_NEWLINE) == 0);
+	while (regexec(&re, p, 1, &m, p == s ? 0 : REG_NOTBOL) == 0 && m.rm_eo > 0) {
+		n += (size_t)snprintf(out + n, cap - n, "%.*s%s", (int)m.rm_so, p, rep);
+		p += m.rm_eo;
+	}
+	snprintf(out + n, cap - n, "%s", p);
+	snprintf(s, cap, "%s", out);
+	free(out);
+	regfree(&re);
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* A `ringlog tail ARGS` child writing to path; returns its pid once it is
+ * subscribed (the daemon answers a tail before the first event). */
+static pid_t tail_start(const char *args, const char *path)
+{
+	char cmd[1200];
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		snprintf(cmd, sizeof(cmd), "exec " CLI " tail %s > '%s' 2>&1", args, path);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	sleep_ms(400);
+	return pid;
+}
+
+static void tail_stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGINT);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tail after Ctrl-C: status %d", st);
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+static void must_run(const char *cmd)
+{
+	char out[4096];
+
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "`%s`:\n%s", cmd, out);
+}
+
+#define ALL_TYPES                                                                     \
+	"i8:i8=-8 i16:i16=-16 i32:i32=-32 i64:i64=-64 u8:u8=255 u16:u16=65535 u32:u32=32 " \
+	"u64:u64=18446744073709551615 f:f64=1.5 nan:f64=nan b:bool=true "               \
+	"s:str='hi \"there\"' h:hex=255 p:pid=42 e:errno=2 t:time=1700000000123456789 "   \
+	"n=5 x=2.25 w=word"
+
+Test(cli, golden_text_and_json_for_every_field_type)
+{
+	struct live e;
+	static char out[8192];
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	must_run(CLI " emit Golden.Types All --level warning --keyword 0x4 " ALL_TYPES);
+	live_daemon_stop(d);
+
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), CLI " read --dir '%s'", e.store);
+		cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	}
+	subst(out, sizeof(out), "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\\.[0-9]{6}", "TIME");
+	subst(out, sizeof(out), "\\[[0-9]+/[0-9]+\\]", "[PID/TID]");
+	cr_expect_str_eq(out,
+		"TIME warn    Golden.Types All [PID/TID] i8=-8 i16=-16 i32=-32 i64=-64 u8=255 "
+		"u16=65535 u32=32 u64=18446744073709551615 f=1.5 nan=nan b=true "
+		"s=\"hi \\\"there\\\"\" h=0xff p=42 e=2(ENOENT) t=2023-11-14T22:13:20.123456789Z "
+		"n=5 x=2.25 w=\"word\"\n");
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), CLI " read --json --dir '%s'", e.store);
+		cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	}
+	subst(out, sizeof(out), "\"time_ns\":[0-9]+", "\"time_ns\":T");
+	subst(out, sizeof(out), "\"pid\":[0-9]+,\"tid\":[0-9]+,\"uid\":[0-9]+",
+	      "\"pid\":P,\"tid\":P,\"uid\":U");
+	cr_expect_str_eq(out,
+		"{\"time_ns\":T,\"level\":3,\"provider\":\"Golden.Types\",\"event\":\"All\","
+		"\"keyword\":\"0x4\",\"opcode\":\"info\",\"pid\":P,\"tid\":P,\"uid\":U,"
+		"\"comm\":\"ringlog\",\"fields\":{\"i8\":-8,\"i16\":-16,\"i32\":-32,\"i64\":-64,"
+		"\"u8\":255,\"u16\":65535,\"u32\":32,\"u64\":18446744073709551615,\"f\":1.5,"
+		"\"nan\":\"nan\",\"b\":true,\"s\":\"hi \\\"there\\\"\",\"h\":\"0xff\",\"p\":42,"
+		"\"e\":2,\"t\":\"2023-11-14T22:13:20.123456789Z\",\"n\":5,\"x\":2.25,"
+		"\"w\":\"word\"}}\n");
+	live_cleanup(&e);
+}
+
+Test(cli, emit_refuses_bad_input_with_the_reason_and_stores_nothing)
+{
+	static const char *const bad[][2] = {
+		{ "n:u8=300", "out of range" },
+		{ "n:i8=-129", "out of range" },
+		{ "n:zz=3", "unknown type \"zz\"" },
+		{ "n:bool=maybe", "expected true or false" },
+		{ "n:f64=1.5x", "not a valid value" },
+		{ "--level 9", "expected 1..5 or a level name" },
+		{ "--keyword zz", "keyword" },
+		{ "noequals", "name=value" },
+	};
+	struct live e;
+	struct live_read rd = { 0 };
+	char cmd[600], out[2048];
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), CLI " emit Bad.Input Ev %s 2>&1", bad[i][0]);
+		cr_expect_eq(live_run(cmd, out, sizeof(out)), 2, "`%s` should exit 2:\n%s",
+			     bad[i][0], out);
+		cr_expect(strstr(out, bad[i][1]), "`%s`: the message does not say \"%s\":\n%s",
+			  bad[i][0], bad[i][1], out);
+	}
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 0, "a refused emit stored something");
+	live_cleanup(&e);
+}
+
+/* Each filter alone, then all combined; every tail sees exactly the
+ * events it asked for. */
+Test(cli, tail_filters_each_and_combined)
+{
+	static const struct {
+		const char *args, *expect; /* names of the events expected, in order */
+	} t[] = {
+		/* e3 is verbose: filtered in the program, as no tail asks
+		 * for verbose (a_verbose_tail_raises_... covers that) */
+		{ "--provider 'Filt.A*'", "e1 e2 " },
+		{ "--event e2", "e2 e5 " },
+		{ "--level warning", "e1 e4 " },
+		{ "--keyword 0x2", "e2 e5 " },
+		{ "--uid 0", "e1 e2 e4 e5 " },
+		{ "--uid 4242", "" },
+		{ "--provider 'Filt.*' --event e2 --keyword 0x2 --level info", "e2 e5 " },
+		{ "--provider Filt.B --level warning", "e4 " },
+	};
+	enum { N = sizeof(t) / sizeof(t[0]) };
+	struct live e;
+	char path[N][400], out[16384], got[256];
+	pid_t d, tp[N];
+
+	if (geteuid() != 0)
+		cr_skip_test("the --uid filter cases assume the test runs as root (uid 0)");
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/tail-%d", e.dir, i);
+		tp[i] = tail_start(t[i].args, path[i]);
+	}
+	must_run(CLI " emit Filt.A1 e1 --level warning --keyword 0x1 n=1");
+	must_run(CLI " emit Filt.A2 e2 --level info --keyword 0x2 n=2");
+	must_run(CLI " emit Filt.A1 e3 --level verbose --keyword 0x1 n=3");
+	must_run(CLI " emit Filt.B e4 --level error --keyword 0x4 n=4");
+	must_run(CLI " emit Filt.B e2 --level info --keyword 0x2 n=5");
+	sleep_ms(500);
+	/* e5 is emitted as event "e2" of Filt.B; name the events by n. */
+	for (int i = 0; i < N; i++) {
+		size_t g = 0;
+
+		tail_stop(tp[i]);
+		slurp(path[i], out, sizeof(out));
+		got[0] = 0;
+		for (char *p = out; (p = strstr(p, " n=")); p++)
+			g += (size_t)snprintf(got + g, sizeof(got) - g, "e%c ", p[3]);
+		cr_expect_str_eq(got, t[i].expect, "tail %s saw: %s", t[i].args, out);
+	}
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
+Test(cli, tail_n_prints_the_newest_stored_events_then_follows)
+{
+	struct live e;
+	char path[400], out[16384], cmd[300];
+	pid_t d, tp;
+	int i;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (i = 0; i < 30; i++) {
+		snprintf(cmd, sizeof(cmd), CLI " emit Back.Log Ev seq=%d", i);
+		must_run(cmd);
+	}
+	sleep_ms(1300); /* flush_interval: on disk */
+	snprintf(path, sizeof(path), "%s/tail", e.dir);
+	tp = tail_start("-n 5 --provider Back.Log", path);
+	must_run(CLI " emit Back.Log Ev seq=100");
+	sleep_ms(400);
+	tail_stop(tp);
+	slurp(path, out, sizeof(out));
+	subst(out, sizeof(out), "^[^\n]* seq=", "");
+	cr_expect_str_eq(out, "25\n26\n27\n28\n29\n100\n", "tail -n 5 printed:\n%s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
+/* A level-5 event is filtered in the program until a `--level 5` tail
+ * runs, and again after it ends (tests/fwd-client.c reports it). */
+Test(cli, a_verbose_tail_raises_enablement_while_it_runs)
+{
+	struct live e;
+	char in[400], outp[400], path[400], cmd[900], out[4096];
+	pid_t d, c, tp;
+	FILE *w;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(in, sizeof(in), "%s/in", e.dir);
+	snprintf(outp, sizeof(outp), "%s/out", e.dir);
+	cr_assert_eq(mkfifo(in, 0600), 0);
+	c = fork();
+	if (c == 0) {
+		snprintf(cmd, sizeof(cmd), "exec " FWD_CLIENT_PATH " < '%s' > '%s' 2>&1", in, outp);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	w = fopen(in, "w");
+	cr_assert(w);
+	setvbuf(w, NULL, _IOLBF, 0);
+#define SAY(line, want)                                                            \
+	do {                                                                       \
+		fputs(line "\n", w);                                               \
+		for (int k_ = 0; k_ < 200; k_++) {                                 \
+			slurp(outp, out, sizeof(out));                             \
+			if (strstr(out, want))                                     \
+				break;                                             \
+			sleep_ms(50);                                              \
+		}                                                                  \
+		cr_expect(strstr(out, want), "after \"%s\": %s", line, out);       \
+	} while (0)
+	SAY("emit 10", "emitted 10 0");
+	snprintf(path, sizeof(path), "%s/tail", e.dir);
+	tp = tail_start("--level verbose --provider Test.Fwd --event Detail", path);
+	SAY("wait-detail 1", "detail 1");
+	SAY("emit 10", "emitted 10 10");
+	sleep_ms(400);
+	tail_stop(tp);
+	SAY("wait-detail 0", "detail 0");
+	SAY("emit 7", "emitted 7 0");
+	fputs("quit\n", w);
+	fclose(w);
+	waitpid(c, NULL, 0);
+	slurp(path, out, sizeof(out));
+	cr_expect_eq(count_lines(out, " Detail/start "), 10, "the tail saw:\n%s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
+/* `ringlog tail | sleep 1000`: the tail never reads. The daemon drops for
+ * that reader only; the store and a second, reading tail get everything. */
+Test(cli, a_reader_that_never_reads_slows_nothing_down)
+{
+	struct live e;
+	struct live_read rd = { 0 };
+	char path[400], cmd[900], out[1 << 16];
+	pid_t d, stuck, tp, em;
+	/* 100 events every 2 ms per thread: 100,000/s in all, a pace a
+	 * reading tail keeps up with, 200,000 events */
+	const char *argv[] = { EMITTER_PATH, "2", "100000", "--pause-us", "2000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=32M", NULL };
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	stuck = fork();
+	if (stuck == 0) {
+		snprintf(cmd, sizeof(cmd), "exec " CLI " tail --json | sleep 1000");
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/tail", e.dir);
+	tp = tail_start("--provider Test.Emitter --json", path);
+	em = live_spawn(argv, env, "/dev/null");
+	live_wait_ok(em, "emitter");
+	sleep_ms(1500);
+	tail_stop(tp);
+	live_run(CLI " status --json", out, sizeof(out));
+	kill(stuck, SIGKILL);
+	waitpid(stuck, NULL, 0);
+	live_run("pkill -f '^sleep 1000$' 2>/dev/null", NULL, 0);
+	cr_expect(strstr(out, "\"reader\": 0,") == NULL,
+		  "the stuck reader's drops are not counted in status: %s", out);
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 200000, "the daemon stored %llu of 200000",
+		     (unsigned long long)rd.events);
+	slurp(path, out, sizeof(out));
+	{
+		/* the reading tail: count its lines in the file */
+		FILE *f = fopen(path, "r");
+		int lines = 0, ch;
+
+		cr_assert(f);
+		while ((ch = fgetc(f)) != EOF)
+			lines += ch == '\n';
+		fclose(f);
+		cr_expect_eq(lines, 200000, "the reading tail got %d of 200000 lines", lines);
+	}
+	live_cleanup(&e);
+}
+
+Test(cli, status_matches_a_known_workload_and_works_with_the_daemon_down)
+{
+	struct live e;
+	char out[1 << 16], cmd[600];
+	const char *argv[] = { EMITTER_PATH, "1", "10000", NULL };
+	time_t t0 = time(NULL);
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(live_spawn(argv, NULL, "/dev/null"), "emitter");
+	sleep_ms(1300);
+	cr_assert_eq(live_run(CLI " status --json", out, sizeof(out)), 0);
+	cr_expect(strstr(out, "\"stored_events\": 10000,"), "status: %s", out);
+	cr_expect(strstr(out, "\"total\": 0"), "losses in status: %s", out);
+	{
+		char *p = strstr(out, "\"oldest_event_ns\": ");
+		long long oldest = p ? atoll(p + 19) : 0;
+
+		cr_expect(oldest / 1000000000 >= t0 - 1 && oldest / 1000000000 <= time(NULL),
+			  "retention horizon %lld is not this run's", oldest);
+	}
+	cr_assert_eq(live_run(CLI " status", out, sizeof(out)), 0);
+	cr_expect(strstr(out, "Test.Emitter") && strstr(out, "10000"), "status: %s", out);
+	live_daemon_stop(d);
+
+	snprintf(cmd, sizeof(cmd), CLI " status --dir '%s' 2>&1", e.store);
+	live_run(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "not running") || strstr(out, "down"),
+		  "status with the daemon down does not say so: %s", out);
+	cr_expect(strstr(out, "10000"), "status with the daemon down lost the count: %s", out);
+	live_cleanup(&e);
+}
+
+Test(cli, read_reports_damage_and_exits_4_but_reads_the_rest)
+{
+	struct live e;
+	char out[1 << 16], cmd[900];
+	const char *argv[] = { EMITTER_PATH, "1", "50000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
+	pid_t d;
+	int rc, lines;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
+	live_daemon_stop(d);
+	/* a flipped byte in the middle of the first segment */
+	snprintf(cmd, sizeof(cmd),
+		 "f=$(ls '%s'/*.rlseg | head -1); printf '\\377' | "
+		 "dd of=\"$f\" bs=1 seek=$(( $(stat -c %%s \"$f\") / 2 )) conv=notrunc 2>/dev/null",
+		 e.store);
+	must_run(cmd);
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' 2>'%s/err' | wc -l", e.store, e.dir);
+	live_run(cmd, out, sizeof(out));
+	lines = atoi(out);
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' >/dev/null 2>&1", e.store);
+	rc = live_run(cmd, NULL, 0);
+	cr_expect_eq(rc, 4, "read on a damaged store exited %d", rc);
+	cr_expect(lines > 10000 && lines < 50000, "read %d of 50000 events around the damage",
+		  lines);
+	snprintf(cmd, sizeof(cmd), "%s/err", e.dir);
+	slurp(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "damage") || strstr(out, "damaged"), "stderr: %s", out);
+	live_cleanup(&e);
+}
