@@ -433,3 +433,54 @@ Test(cli, read_reports_damage_and_exits_4_but_reads_the_rest)
 	cr_expect(strstr(out, "damage") || strstr(out, "damaged"), "stderr: %s", out);
 	live_cleanup(&e);
 }
+
+/* On a terminal the level is coloured, unless NO_COLOR is set; a daemon
+ * that goes away ends the tail with a message and exit code 3. */
+Test(cli, tail_colours_on_a_terminal_honours_no_color_and_says_when_the_daemon_goes)
+{
+	struct live e;
+	char tty[2][400], cmd[1200], out[8192], errp[400];
+	pid_t d, tp[2], plain;
+	int st;
+
+	if (live_run("command -v script >/dev/null", NULL, 0) != 0)
+		cr_skip_test("needs script(1) from util-linux for a pseudo-terminal");
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (int i = 0; i < 2; i++) {
+		snprintf(tty[i], sizeof(tty[i]), "%s/tty-%d", e.dir, i);
+		tp[i] = fork();
+		cr_assert(tp[i] >= 0);
+		if (tp[i] == 0) {
+			snprintf(cmd, sizeof(cmd), "%sexec script -qfec '" CLI " tail --provider Col.Test' "
+				 "/dev/null > '%s' 2>&1", i ? "NO_COLOR=1 " : "", tty[i]);
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
+	}
+	snprintf(errp, sizeof(errp), "%s/plain-err", e.dir);
+	plain = fork();
+	if (plain == 0) {
+		snprintf(cmd, sizeof(cmd), "exec " CLI " tail >/dev/null 2>'%s'", errp);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	sleep_ms(600);
+	must_run(CLI " emit Col.Test Ev --level error n=1");
+	sleep_ms(500);
+	live_daemon_stop(d);
+	cr_assert_eq(waitpid(plain, &st, 0), plain);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "tail without its daemon: status %d", st);
+	slurp(errp, out, sizeof(out));
+	cr_expect(strstr(out, "ringlogd went away"), "tail said: %s", out);
+	for (int i = 0; i < 2; i++) {
+		waitpid(tp[i], NULL, 0);
+		slurp(tty[i], out, sizeof(out));
+		cr_expect(strstr(out, " Col.Test Ev "), "terminal %d: %s", i, out);
+		if (i == 0)
+			cr_expect(strstr(out, "\033[31merror"), "no red level on a terminal: %s", out);
+		else
+			cr_expect(!strchr(out, '\033'), "colour despite NO_COLOR: %s", out);
+	}
+	live_cleanup(&e);
+}
