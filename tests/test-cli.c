@@ -484,3 +484,51 @@ Test(cli, tail_colours_on_a_terminal_honours_no_color_and_says_when_the_daemon_g
 	}
 	live_cleanup(&e);
 }
+
+/* Loss is shown, never hidden: a program whose ring overflows gets a
+ * "-- N events lost: ring overflow ..." line naming it, live in tail and
+ * in read, and read's events + lost add up to what it emitted. */
+Test(cli, losses_are_shown_with_where_and_why_in_tail_and_read)
+{
+	struct live e;
+	static char out[1 << 22];
+	char path[400], cmd[900], rep[400], want[200];
+	const char *argv[] = { EMITTER_PATH, "1", "300000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=64K", NULL }; /* overflows at full speed */
+	unsigned long long emitted = 0, events = 0, lost = 0;
+	pid_t d, tp, em;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(path, sizeof(path), "%s/tail", e.dir);
+	tp = tail_start("--provider Test.Emitter --level info", path);
+	snprintf(rep, sizeof(rep), "%s/report", e.dir);
+	em = live_spawn(argv, env, rep);
+	live_wait_ok(em, "emitter");
+	sleep_ms(800);
+	tail_stop(tp);
+	live_daemon_stop(d);
+	slurp(rep, out, sizeof(out));
+	cr_assert(sscanf(strstr(out, "emitted ") ? strstr(out, "emitted ") : "", "emitted %llu",
+			 &emitted) == 1, "report: %s", out);
+	slurp(path, out, sizeof(out));
+	snprintf(want, sizeof(want), "events lost: ring overflow in the program (pid %d ", (int)em);
+	cr_expect(strstr(out, want), "tail shows no ring overflow line for pid %d", (int)em);
+
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s'", e.store);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	for (char *p = out, *nl; *p; p = nl + 1) {
+		unsigned long long n;
+
+		if (!(nl = strchr(p, '\n')))
+			break;
+		if (sscanf(p, "-- %llu events lost: ring overflow", &n) == 1)
+			lost += n;
+		else if (strstr(p, " Test.Emitter Tick "))
+			events++;
+	}
+	cr_expect_gt(lost, 0, "nothing was lost: the ring did not overflow");
+	cr_expect_eq(events + lost, emitted, "read: %llu events + %llu lost != %llu emitted", events,
+		     lost, emitted);
+	live_cleanup(&e);
+}

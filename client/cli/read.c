@@ -225,6 +225,7 @@ int read_backlog(const char *dir, const struct filter *f, const struct printer *
 		free(files[i]);
 	free(files);
 	free(r.lines);
+	ringlog_dedup_free(&r.dedup);
 	fflush(stdout);
 	return 0;
 }
