@@ -116,11 +116,14 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 		}
 		char close = x->text[*i] == '{' ? '}' : ']';
 		for ((*i)++;;) {
+			size_t was;
+
 			skip_ws(x, i);
 			if (*i >= x->len || x->text[*i] == close) {
 				(*i)++;
 				return;
 			}
+			was = *i;
 			if (close == '}') {
 				size_t at = *i;
 				skip_string(x, i, key, sizeof(key));
@@ -135,6 +138,11 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 			scan_value(x, i, sub, depth + 1);
 			skip_ws(x, i);
 			if (*i < x->len && x->text[*i] == ',')
+				(*i)++;
+			/* A stray closer of the other kind ("[}") stops nothing
+			 * above: step over it, or this loop never ends (found by
+			 * the fuzzer: a config file that hung the daemon). */
+			if (*i == was)
 				(*i)++;
 		}
 	}
@@ -185,6 +193,8 @@ static void where(const struct ctx *x, const char *path, int *line, int *col)
  * Errors
  */
 
+static void report(struct ctx *x, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void report(struct ctx *x, const char *path, const char *fmt, ...)
 {
 	char msg[512], key[KEY_PATH_MAX];

@@ -164,7 +164,11 @@ static long add_event(struct ringlog_meta *m, const struct ringlog_meta_entry *h
 	if (m->events[h->id]) {
 		const struct ringlog_event_desc *o = m->events[h->id];
 
-		if (o->raw_len == h->len && !memcmp(o->raw, h, h->len))
+		/* Identical means header and body: h is a copy of the header
+		 * only (comparing h->len bytes from it read past it, and made
+		 * identical repeats, as segments carry, look redefined). */
+		if (o->raw_len == h->len && !memcmp(o->raw, h, sizeof(*h)) &&
+		    !memcmp(o->raw + sizeof(*h), body, h->len - sizeof(*h)))
 			return h->len;
 		return *why = "event id redefined", -EEXIST;
 	}

@@ -6,6 +6,7 @@ RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
 # Optional: without them the user_events kernel test skips, saying why.
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"
+RINGLOG_FUZZ_PACKAGES="clang libclang-rt-14-dev"
 RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison cpio xz-utils file"
 
 step() { printf '\n==> %s\n' "$*"; }

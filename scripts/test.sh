@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
 
 ensure_packages $RINGLOG_BUILD_PACKAGES $RINGLOG_TEST_PACKAGES
-ensure_optional_packages $RINGLOG_KERNEL_TEST_PACKAGES
+ensure_optional_packages $RINGLOG_KERNEL_TEST_PACKAGES $RINGLOG_FUZZ_PACKAGES
 
 passed=0 failed=0 skipped=0
 run_suite() { # NAME DIR CMAKE_ARGS...
@@ -42,6 +42,39 @@ tests/kernel/build-kernel.sh || echo "(the user_events kernel test will skip)"
 run_suite "release (-O2, -Werror)" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run_suite "ASan + UBSan" build-asan -DCMAKE_BUILD_TYPE=Debug -DRINGLOG_SANITIZE=ON \
 	-DRINGLOG_BUILD_BENCH=OFF
+
+# Fuzzing: each libFuzzer target for RINGLOG_FUZZ_SECONDS (30) from its
+# committed corpus (tests/fuzz/corpus/<target>, which it only reads), with
+# ASan+UBSan. A crash or a hang fails; the input is kept under build-fuzz/.
+fuzz_seconds=${RINGLOG_FUZZ_SECONDS:-30}
+if command -v clang >/dev/null; then
+	step "build: fuzz targets (clang, libFuzzer + ASan + UBSan)"
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DRINGLOG_FUZZ=ON -DRINGLOG_WERROR=ON \
+		-DRINGLOG_BUILD_TESTS=OFF -DRINGLOG_BUILD_BENCH=OFF >/dev/null || die "cmake failed for build-fuzz"
+	cmake --build build-fuzz -j "$(nproc)" --target fuzz-ring fuzz-segment fuzz-config \
+		fuzz-eventheader -- --no-print-directory 2>&1 | grep -vE '^\[ *[0-9]+%\]' | grep -v '^$'
+	step "fuzz: ${fuzz_seconds} s per target"
+	for t in ring segment config eventheader; do
+		work=build-fuzz/run-$t
+		rm -rf "$work" && mkdir -p "$work/corpus"
+		( cd "$work" && ../tests/fuzz/fuzz-$t -max_total_time="$fuzz_seconds" -timeout=10 \
+			-print_final_stats=1 corpus ../../tests/fuzz/corpus/$t ) >"$work/log" 2>&1
+		rc=$?
+		runs=$(grep -o 'number_of_executed_units: [0-9]*' "$work/log" | grep -o '[0-9]*$')
+		if [ $rc -eq 0 ]; then
+			printf '  fuzz-%-12s passed: %s executions, nothing found\n' "$t" "${runs:-?}"
+			passed=$((passed + 1))
+		else
+			printf '  fuzz-%-12s FAILED (exit %d): see %s/log; the input is in %s/\n' \
+				"$t" "$rc" "$work" "$work"
+			grep -E 'ERROR|SUMMARY|deadly|timeout' "$work/log" | head -5
+			failed=$((failed + 1))
+		fi
+	done
+else
+	echo "  skipped: fuzzing needs clang (apt-get install clang, as root)"
+	skipped=$((skipped + 1))
+fi
 
 echo
 echo "tests: $passed passed, $failed failed, $skipped test cases skipped (reasons above)"
