@@ -139,9 +139,10 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 			skip_ws(x, i);
 			if (*i < x->len && x->text[*i] == ',')
 				(*i)++;
-			/* A stray closer of the other kind ("[}") stops nothing
-			 * above: step over it, or this loop never ends (found by
-			 * the fuzzer: a config file that hung the daemon). */
+			/* Every iteration consumes input, whatever the text: the
+			 * fuzzer once hung here (the input was not kept), and a
+			 * config that hangs this loop hangs the daemon at start
+			 * or on SIGHUP. */
 			if (*i == was)
 				(*i)++;
 		}

@@ -252,3 +252,26 @@ Test(config, missing_file_says_which_and_why)
 	cr_assert_str_eq(err, "config: /nonexistent/ringlogd.json: cannot open: No such file or directory");
 	free(c);
 }
+
+/* Deep nesting with brackets inside strings, past the position scanner's
+ * depth limit: refused (unknown key), with a message, and promptly (the
+ * fuzzer once hung in that scanner; the input was not kept). */
+Test(config, deep_nesting_is_refused_promptly, .timeout = 10)
+{
+	/* valid JSON (the scanner runs after jansson accepted it), nested past
+	 * the scanner's depth limit, with closers inside strings */
+	static const char *const nests[] = {
+		"{\"a\":[[[[[[[[[[[[[[[[[[\"}\"]]]]]]]]]]]]]]]]]]}",
+		"{\"a\":[[[[[[[[[[[[[[[[[[\"]]\"]]]]]]]]]]]]]]]]]]}",
+		"{\"a\":[[[[[[[[[[[[[[[[[[{\"k\":\"}}}\"}]]]]]]]]]]]]]]]]]]}",
+	};
+	struct ringlog_config c;
+	char err[2048];
+
+	for (size_t i = 0; i < sizeof(nests) / sizeof(nests[0]); i++) {
+		ringlog_config_defaults(&c);
+		cr_expect_eq(parse(&c, nests[i], err, sizeof(err)), -EINVAL, "accepted: %s", nests[i]);
+		/* refused for the unknown key "a", with a position */
+		cr_expect(err[0], "no message for %s", nests[i]);
+	}
+}
