@@ -277,8 +277,10 @@ void drain_start(struct daemon *d);
 /* segment.c */
 int seg_init(struct daemon *d);
 void seg_fini(struct daemon *d);
-int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
-		     const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
+/* A LOSS record of ring r's stream (its events go by runs, below). 0,
+ * -EAGAIN (no room now: it stays in the ring) or -errno. */
+int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
+			 const struct ringlog_rec_loss *l);
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 		    uint32_t reason);
 /* A run of consecutive event records of one ring, copied as one (the

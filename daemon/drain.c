@@ -113,22 +113,21 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		x->why = "record type not defined by proto/event.h";
 		return -EBADMSG;
 	}
-	/* A LOSS record: in stream order, after the run before it. */
+	/* A LOSS record (a validated private copy, proto/ringbuf.h): in stream
+	 * order, after the run before it. */
+	struct ringlog_rec_loss l;
+
+	memcpy(&l, payload, sizeof(l));
 	flush_run(x);
-	err = seg_append_event(x->d, r, type, aux, payload, len, NULL);
+	err = seg_append_ring_loss(x->d, r, aux, &l);
 	if (err == -EAGAIN)
 		return 1; /* no room now: the record stays in the ring */
 	if (err < 0)
 		return err;
-	{
-		struct ringlog_rec_loss l;
-
-		memcpy(&l, payload, sizeof(l));
-		c->lost_ring += l.records;
-		x->d->lost_ring += l.records;
-		if (x->d->ntails)
-			tail_loss(x->d, r, l.records, RINGLOG_LOSS_RING);
-	}
+	c->lost_ring += l.records;
+	x->d->lost_ring += l.records;
+	if (x->d->ntails)
+		tail_loss(x->d, r, l.records, RINGLOG_LOSS_RING);
 	return 0;
 }
 

@@ -300,7 +300,7 @@ static int who_reserve(struct chunk *c)
 }
 
 /* Note that c holds r's record ending at ring position end. */
-static void who_add(struct chunk *c, struct ring *r, bool event, uint64_t end,
+static void who_add(struct chunk *c, struct ring *r, uint32_t events, uint64_t end,
 		    uint64_t seen_records, uint64_t seen_bytes)
 {
 	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
@@ -312,7 +312,7 @@ static void who_add(struct chunk *c, struct ring *r, bool event, uint64_t end,
 		w->loss = 0;
 		r->held++;
 	}
-	w->events += event;
+	w->events += events;
 	w->end = end;
 	w->seen_records = seen_records;
 	w->seen_bytes = seen_bytes;
@@ -415,87 +415,6 @@ int seg_settle_loss(struct daemon *d, struct ring *r)
 	return put_loss_pending(d, r);
 }
 
-int seg_append_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
-		     const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
-{
-	size_t total = ringlog_rec_total(len);
-	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
-	struct chunk *c;
-	uint8_t *p;
-	int err;
-
-	(void)e;
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
-	uint64_t at = r->cons.rec_end - total; /* ring position of this record */
-
-	for (int tries = 0;; tries++) {
-		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
-					     .type = RINGLOG_SEG_REC_SPAN,
-					     .flags = RINGLOG_SPAN_POS, .id = r->id };
-		struct ringlog_seg_span sp = { .pos = at };
-		uint32_t gen = d->seg_gen;
-
-		if ((err = describe(d, r)))
-			return err;
-		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
-			return err;
-		c = d->open;
-		/* A span continues only while the ring positions do: a PAD
-		 * (not copied) or a resumed ring starts a new one. */
-		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
-		    c->span_next == at && c->len + total <= body_cap(c))
-			break;
-		if (!(c = room(d, h.len + total)))
-			return -EAGAIN;
-		/* Sealing may have failed a write, which restarts the
-		 * description: describe again before the span. */
-		if (gen != d->seg_gen) {
-			if (tries > 2)
-				return -EAGAIN;
-			continue;
-		}
-		memcpy(body(c) + c->len, &h, sizeof(h));
-		memcpy(body(c) + c->len + sizeof(h), &sp, sizeof(sp));
-		c->span_off = c->len;
-		c->span_stream = r->id;
-		c->len += h.len;
-		break;
-	}
-	if (who_reserve(c))
-		return -EAGAIN; /* the open SPAN stays valid, just longer later */
-	p = body(c) + c->len;
-	memcpy(p, &rh, sizeof(rh));
-	memcpy(p + sizeof(rh), payload, len);
-	memset(p + sizeof(rh) + len, 0, total - sizeof(rh) - len);
-	c->len += total;
-	c->span_next = at + total;
-	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
-
-	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
-		unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
-		uint64_t ts;
-
-		/* Raw clock values here, wall time once per chunk at sealing:
-		 * the conversion (a 128-bit division) per event cost more than
-		 * the copy. The conversion is monotonic, so min/max carry over. */
-		memcpy(&ts, payload, 8);
-		if (ts < c->ts_min[k])
-			c->ts_min[k] = ts;
-		if (ts > c->ts_max[k])
-			c->ts_max[k] = ts;
-		c->events++;
-		who_add(c, r, true, r->cons.rec_end, r->cons.seen.total_records,
-			r->cons.seen.total_bytes);
-	} else if (type == RINGLOG_REC_LOSS) {
-		struct ringlog_rec_loss l;
-
-		memcpy(&l, payload, sizeof(l));
-		who_add(c, r, false, r->cons.rec_end, l.total_records, l.total_bytes);
-	}
-	return 0;
-}
-
 /* Runs: the drain's fast path. Consecutive event records of one ring sit
  * back to back in the ring exactly as a SPAN holds them (header, payload,
  * padding), so a run of them is copied with one memcpy and accounted once,
@@ -560,8 +479,30 @@ void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
 	if (run->ts_max > c->ts_max[k])
 		c->ts_max[k] = run->ts_max;
 	c->events += run->events;
-	who_add(c, r, false, run->end, r->cons.seen.total_records, r->cons.seen.total_bytes);
-	c->who[c->nwho - 1].events += run->events;
+	who_add(c, r, run->events, run->end, r->cons.seen.total_records, r->cons.seen.total_bytes);
+}
+
+int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
+			 const struct ringlog_rec_loss *l)
+{
+	size_t total = ringlog_rec_total(sizeof(*l));
+	struct ringlog_rec_hdr rh = { .len = sizeof(*l), .type = RINGLOG_REC_LOSS, .aux = aux };
+	long room = seg_run_ready(d, r, r->cons.rec_end - total, total);
+	struct chunk *c = d->open;
+	uint8_t *p;
+
+	if (room < 0)
+		return (int)room;
+	/* In the SPAN, in ring order, as the producer wrote it */
+	p = body(c) + c->len;
+	memcpy(p, &rh, sizeof(rh));
+	memcpy(p + sizeof(rh), l, sizeof(*l));
+	memset(p + sizeof(rh) + sizeof(*l), 0, total - sizeof(rh) - sizeof(*l));
+	c->len += total;
+	c->span_next += total;
+	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
+	who_add(c, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
+	return 0;
 }
 
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,

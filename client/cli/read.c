@@ -202,6 +202,23 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 	return 0;
 }
 
+/* Print the collected lines in time order (only the last `last` when it is
+ * not 0), then free them, the reader's dedup state and the file list. */
+static void print_and_free(struct rd *r, size_t last, char **files, size_t nf)
+{
+	if (r->n)
+		qsort(r->lines, r->n, sizeof(*r->lines), cmp_line);
+	for (size_t i = last && r->n > last ? r->n - last : 0; i < r->n; i++)
+		fputs(r->lines[i].text, stdout);
+	for (size_t i = 0; i < r->n; i++)
+		free(r->lines[i].text);
+	free(r->lines);
+	ringlog_dedup_free(&r->dedup);
+	for (size_t i = 0; i < nf; i++)
+		free(files[i]);
+	free(files);
+}
+
 /* Used by tail -n: the last n events of the newest segments. */
 int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n);
 int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n)
@@ -215,17 +232,7 @@ int read_backlog(const char *dir, const struct filter *f, const struct printer *
 	/* Newest first until there are enough; then print in time order. */
 	for (size_t i = nf; i-- > 0 && r.n < n;)
 		read_file(&r, files[i]);
-	if (r.n)
-		qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
-	for (size_t i = r.n > n ? r.n - n : 0; i < r.n; i++)
-		fputs(r.lines[i].text, stdout);
-	for (size_t i = 0; i < r.n; i++)
-		free(r.lines[i].text);
-	for (size_t i = 0; i < nf; i++)
-		free(files[i]);
-	free(files);
-	free(r.lines);
-	ringlog_dedup_free(&r.dedup);
+	print_and_free(&r, n, files, nf);
 	fflush(stdout);
 	return 0;
 }
@@ -288,16 +295,6 @@ int cmd_read(int argc, char **argv)
 			read_file(&r, argv[i]);
 		}
 	}
-	if (r.n)
-		qsort(r.lines, r.n, sizeof(*r.lines), cmp_line);
-	for (size_t i = 0; i < r.n; i++) {
-		fputs(r.lines[i].text, stdout);
-		free(r.lines[i].text);
-	}
-	for (size_t i = 0; i < nf; i++)
-		free(files[i]);
-	free(files);
-	free(r.lines);
-	ringlog_dedup_free(&r.dedup);
+	print_and_free(&r, 0, files, nf);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
 }
