@@ -7,7 +7,8 @@ RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"
 RINGLOG_FUZZ_PACKAGES="clang libclang-rt-14-dev"
-RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison cpio xz-utils file"
+# libelf-dev: the kernel builds objtool; libssl-dev: its host tools
+RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison libelf-dev libssl-dev cpio xz-utils file"
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

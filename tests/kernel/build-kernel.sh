@@ -17,6 +17,7 @@ skip() { echo "build-kernel: $*" >&2; exit 77; }
 for t in make gcc flex bison bc; do
 	command -v $t >/dev/null || skip "$t is missing (needed to build the test kernel)"
 done
+[ -r /usr/include/libelf.h ] || skip "libelf.h is missing: the kernel's objtool needs it (apt-get install libelf-dev)"
 
 key=$( (cat "$here/config.fragment"; stat -c '%s %Y' "$src") | sha256sum | cut -c1-16)
 out=$cache/$key

@@ -1,11 +1,12 @@
 #!/bin/sh
-# tests/kernel/guest-test.sh BUILD_DIR - runs inside the test kernel (chroot
-# of the host's root over 9p, fresh tmpfs on /tmp, tracefs mounted):
+# tests/kernel/guest-test.sh BUILD_DIR [TRACEFS] - runs inside the test
+# kernel (chroot of the host's root over 9p, fresh tmpfs on /tmp, tracefs
+# mounted at TRACEFS, not where ringlogd looks first):
 # ringlogd forwards to user_events while a tracer enables and disables the
 # tracepoints through tracefs. One line per check: "ok ..." or "FAIL ...";
 # the last line is "RESULT pass" or "RESULT fail".
 B=$1
-tr=/sys/kernel/tracing
+tr=${2:-/sys/kernel/tracing} # where init.sh mounted tracefs
 ue=$tr/events/user_events
 T=/tmp/rl
 fails=0
@@ -19,6 +20,9 @@ count() { grep -c "$1" $tr/trace; }
 
 mkdir -p $T
 [ -e $tr/user_events_data ] || { echo "FAIL no user_events_data in tracefs"; echo "RESULT fail"; exit 1; }
+[ "$tr" = /sys/kernel/tracing ] ||
+	check "tracefs only at $tr: ringlogd has to find it through /proc/mounts" \
+		test ! -e /sys/kernel/tracing/user_events_data
 echo 0 > $tr/tracing_on
 echo > $tr/trace
 echo 1 > $tr/tracing_on

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # tests/kernel/init.sh - /init of the test kernel's initramfs (busybox):
 # mount the host's root read-only over 9p, give it /proc, /sys, /dev,
-# tracefs and a fresh /tmp, run guest-test.sh in it, stop.
+# tracefs (at /mnt) and a fresh /tmp, run guest-test.sh in it, stop.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -17,10 +17,11 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host; t
 	mount -t proc proc /host/proc
 	mount -t sysfs sys /host/sys
 	mount -t devtmpfs dev /host/dev
-	mount -t tracefs nodev /host/sys/kernel/tracing
+	# Not at /sys/kernel/tracing: ringlogd must find it through /proc/mounts
+	mount -t tracefs nodev /host/mnt
 	mount -t tmpfs tmp /host/tmp
 	echo "RINGLOG-GUEST-START"
-	chroot /host /bin/sh "$src/tests/kernel/guest-test.sh" "$build" 2>&1
+	chroot /host /bin/sh "$src/tests/kernel/guest-test.sh" "$build" /mnt 2>&1
 else
 	echo "FAIL cannot mount the host's root over 9p"
 	echo "RESULT fail"
