@@ -322,6 +322,8 @@ void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reas
 void tail_raise(struct daemon *d, struct provider *p);
 /* Events dropped for slow readers: told and not yet told. */
 uint64_t tail_lost_total(const struct daemon *d);
+/* Answer the tails waiting for their backlog to reach the disk. */
+void tail_flushed(struct daemon *d);
 
 /* forward.c: events to the OS tracer (forward.h) */
 void fwd_apply(struct daemon *d);   /* start or stop as the config says */

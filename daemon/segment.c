@@ -346,6 +346,8 @@ static void release_ready(struct daemon *d)
 			more = true;
 		}
 	}
+	if (d->tails)
+		tail_flushed(d);
 }
 
 /* The chunk leaves the open slot for good: written or counted lost. */
@@ -661,6 +663,8 @@ void seg_tick(struct daemon *d)
 {
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
+	if (d->tails)
+		tail_flushed(d); /* those whose backlog write is slow */
 	if (d->open && d->open->len &&
 	    now - d->open->opened_mono_ns >= d->cfg.flush_interval_ns / 2)
 		seg_seal(d);

@@ -9,6 +9,12 @@
  *
  * A tail asking for more than is enabled (a higher level, other keywords)
  * raises enablement for the providers it matches while it runs.
+ *
+ * `tail -n` reads the newest segments itself. So that they hold everything
+ * emitted before the tail began, the daemon drains every ring, seals the
+ * open chunk, and answers only once those writes have completed; live
+ * events drained meanwhile are held back for that reader until then, so
+ * its output has no gap, no duplicate and no reordering at the seam.
  */
 #define _GNU_SOURCE
 #include "daemon.h"
@@ -20,6 +26,9 @@
 #include <string.h>
 
 #define TAIL_QUEUE_LIMIT (8u << 20)
+/* A write that takes longer than this must not hold a tail back forever:
+ * it answers anyway, and its backlog may then miss what was in flight. */
+#define TAIL_FLUSH_WAIT_NS (2000000000ull)
 
 struct tail {
 	struct tail *next;
@@ -34,8 +43,14 @@ struct tail {
 	uint8_t *stream_sent;   /* by stream id */
 	uint32_t nstreams;
 	uint64_t dropped;       /* events not sent since the last report */
-	uint8_t *frame;         /* DATA frame being built */
+	uint8_t *frame;         /* DATA frame being built; until answered,
+	                         * every live record held back */
 	size_t flen, fcap;
+	bool answered;          /* TAIL reply sent */
+	uint64_t answer_after;  /* seal number every chunk before which must be
+	                         * on disk before the reply */
+	uint64_t start_ns;      /* CLOCK_MONOTONIC */
+	uint64_t held;          /* events in the frame before the reply */
 };
 
 static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t alen,
@@ -65,9 +80,14 @@ static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t
 	return 0;
 }
 
-/* Queue the built frame, or count its events as dropped for this reader. */
+/* Queue the built frame, or count its events as dropped for this reader.
+ * Before the reply, the frame keeps growing instead. */
 static void send_frame(struct tail *t, uint64_t events)
 {
+	if (!t->answered) {
+		t->held += events;
+		return;
+	}
 	if (t->flen && client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) < 0)
 		t->dropped += events;
 	t->flen = 0;
@@ -77,7 +97,7 @@ static void report_dropped(struct daemon *d, struct tail *t)
 {
 	struct ringlog_seg_loss l = { .records = t->dropped, .reason = RINGLOG_LOSS_READER };
 
-	if (!t->dropped || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
+	if (!t->dropped || !t->answered || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
 		return;
 	rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0);
 	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
@@ -165,7 +185,7 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 	for (struct tail *t = d->tails; t; t = t->next) {
 		if (t->c->gone || !matches(t, r, e, provider))
 			continue;
-		if (t->c->tx.len > TAIL_QUEUE_LIMIT) {
+		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
 			t->dropped++;
 			continue;
 		}
@@ -234,6 +254,45 @@ void tool_error(struct client *c, const char *msg)
 	json_decref(j);
 }
 
+/* The reply, the clock, then what was held back, to every tail whose
+ * backlog is on disk (or that waited too long). */
+void tail_flushed(struct daemon *d)
+{
+	uint64_t now = 0;
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		struct client *c = t->c;
+
+		if (t->answered || c->gone)
+			continue;
+		if (d->release_next < t->answer_after) {
+			if (!now)
+				now = d_now(CLOCK_MONOTONIC);
+			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
+				continue;
+			d_log(LOG_WARNING, "tail (pid %llu): segment writes still in flight after 2 s; its "
+			      "backlog may miss them", (unsigned long long)c->pid);
+		}
+		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
+				      (json_int_t)(d->cur ? d->cur->seq : d->next_seq));
+		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+					     .type = RINGLOG_SEG_REC_CLOCK };
+		uint8_t b[sizeof(h) + sizeof(d->clock)];
+
+		if (s)
+			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
+		free(s);
+		json_decref(r);
+		memcpy(b, &h, sizeof(h));
+		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
+		t->answered = true;
+		send_frame(t, t->held);
+		t->held = 0;
+	}
+}
+
 int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 {
 	struct daemon *d = c->d;
@@ -273,35 +332,19 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 		tool_error(c, "level must be 1..5");
 		return 0;
 	}
+	/* Everything emitted before this point goes to the segments (the
+	 * backlog): drain it all before the tail joins, seal the open chunk,
+	 * and answer once it is written. Events drained from here on are live. */
+	drain_all(d);
+	seg_seal(d);
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
+	t->answer_after = d->seal_next;
+	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
 	d->ntails++;
-
-	/* Everything drained before this point is in segments: seal the open
-	 * chunk so a backlog reader finds it on disk, then follow. */
-	drain_all(d);
-	seg_seal(d);
-	{
-		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->cur ? d->cur->seq : d->next_seq));
-		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-
-		if (s)
-			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
-		free(s);
-		json_decref(r);
-	}
-	{
-		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
-					     .type = RINGLOG_SEG_REC_CLOCK };
-		uint8_t b[sizeof(h) + sizeof(d->clock)];
-
-		memcpy(b, &h, sizeof(h));
-		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
-		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
-	}
 	reg_enable_recompute(d);
+	tail_flushed(d);
 	return 0;
 }

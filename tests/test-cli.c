@@ -153,6 +153,53 @@ Test(cli, golden_text_and_json_for_every_field_type)
 	live_cleanup(&e);
 }
 
+/* The edges `emit` can reach: an over-long string (cut at 4096 bytes and
+ * flagged), an empty one, blobs empty, small, of the largest size and over
+ * it (cut at 8192 bytes), in text and in JSON. */
+Test(cli, golden_text_and_json_for_strings_and_blobs_at_their_limits)
+{
+	static char out[200000], want[200000], arg[40000], longs[5001], hex8k[16385];
+	struct live e;
+	char cmd[800];
+	pid_t d;
+	size_t n;
+
+	memset(longs, 'a', 5000);
+	for (int i = 0; i < 8192; i++)
+		snprintf(hex8k + 2 * i, 3, "%02x", (i * 7) & 0xff);
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(arg, sizeof(arg), CLI " emit Golden.Edge Strs 'long=%s' e:str= 'q=a b' d:blob=00ff10 "
+		 "z:blob=", longs);
+	must_run(arg);
+	snprintf(arg, sizeof(arg), CLI " emit Golden.Edge Max m:blob=%s", hex8k);
+	must_run(arg);
+	snprintf(arg, sizeof(arg), CLI " emit Golden.Edge Over o:blob=%sabcdef", hex8k);
+	must_run(arg);
+	live_daemon_stop(d);
+
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s'", e.store);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	subst(out, sizeof(out), "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\\.[0-9]{6}", "TIME");
+	subst(out, sizeof(out), "\\[[0-9]+/[0-9]+\\]", "[PID/TID]");
+	n = (size_t)snprintf(want, sizeof(want), "TIME info    Golden.Edge Strs [PID/TID] long=\"%.4096s\""
+			     "...(truncated) e=\"\" q=\"a b\" d=\"00ff10\" z=\"\"\n", longs);
+	n += (size_t)snprintf(want + n, sizeof(want) - n,
+			      "TIME info    Golden.Edge Max [PID/TID] m=\"%s\"\n", hex8k);
+	snprintf(want + n, sizeof(want) - n, "TIME info    Golden.Edge Over [PID/TID] o=\"%s\"\n", hex8k);
+	cr_expect_str_eq(out, want);
+
+	snprintf(cmd, sizeof(cmd), CLI " read --json --dir '%s'", e.store);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	subst(out, sizeof(out), "^.*\"fields\":", "");
+	n = (size_t)snprintf(want, sizeof(want), "{\"long\":\"%.4096s\",\"e\":\"\",\"q\":\"a b\","
+			     "\"d\":\"00ff10\",\"z\":\"\"},\"truncated\":[\"long\"]}\n", longs);
+	n += (size_t)snprintf(want + n, sizeof(want) - n, "{\"m\":\"%s\"}}\n", hex8k);
+	snprintf(want + n, sizeof(want) - n, "{\"o\":\"%s\"}}\n", hex8k);
+	cr_expect_str_eq(out, want);
+	live_cleanup(&e);
+}
+
 Test(cli, emit_refuses_bad_input_with_the_reason_and_stores_nothing)
 {
 	static const char *const bad[][2] = {
@@ -161,6 +208,8 @@ Test(cli, emit_refuses_bad_input_with_the_reason_and_stores_nothing)
 		{ "n:zz=3", "unknown type \"zz\"" },
 		{ "n:bool=maybe", "expected true or false" },
 		{ "n:f64=1.5x", "not a valid value" },
+		{ "d:blob=abc", "even number of hex digits" },
+		{ "d:blob=zz", "even number of hex digits" },
 		{ "--level 9", "expected 1..5 or a level name" },
 		{ "--keyword zz", "keyword" },
 		{ "noequals", "name=value" },
@@ -237,7 +286,7 @@ Test(cli, tail_filters_each_and_combined)
 	live_cleanup(&e);
 }
 
-Test(cli, tail_n_prints_the_newest_stored_events_then_follows)
+Test(cli, tail_n_prints_the_newest_events_unflushed_ones_included_then_follows)
 {
 	struct live e;
 	char path[400], out[16384], cmd[300];
@@ -245,12 +294,21 @@ Test(cli, tail_n_prints_the_newest_stored_events_then_follows)
 	int i;
 
 	live_init(&e);
-	d = live_daemon(&e, NULL);
+	/* Nothing reaches the disk by the timer during the test: the backlog
+	 * is what the tail request itself drains and writes. */
+	snprintf(path, sizeof(path), "%s/cfg.json", e.dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		cr_assert(f);
+		fputs("{\"flush_interval\": \"1h\"}\n", f);
+		fclose(f);
+	}
+	d = live_daemon(&e, "--config", path, NULL);
 	for (i = 0; i < 30; i++) {
 		snprintf(cmd, sizeof(cmd), CLI " emit Back.Log Ev seq=%d", i);
 		must_run(cmd);
 	}
-	sleep_ms(1300); /* flush_interval: on disk */
 	snprintf(path, sizeof(path), "%s/tail", e.dir);
 	tp = tail_start("-n 5 --provider Back.Log", path);
 	must_run(CLI " emit Back.Log Ev seq=100");

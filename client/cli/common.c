@@ -283,12 +283,15 @@ void print_event(const struct printer *p, const struct ringlog_dec_event *e)
 			put_value(&e->values[i], true);
 		}
 		printf("}");
+		/* Which strings lost their tail at the source, by name. */
+		unsigned ntrunc = 0;
+
 		for (unsigned i = 0; i < d->nfields; i++)
 			if (e->values[i].truncated) {
-				printf(",\"truncated\":true");
-				break;
+				fputs(ntrunc++ ? "," : ",\"truncated\":[", stdout);
+				put_json_str((const uint8_t *)d->fields[i].name, strlen(d->fields[i].name));
 			}
-		printf("}\n");
+		printf("%s}\n", ntrunc ? "]" : "");
 		return;
 	}
 	time_t t = (time_t)(e->real_ns / 1000000000u);
