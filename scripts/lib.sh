@@ -3,12 +3,12 @@
 
 RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
 RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
-# Optional: without them the user_events kernel test skips, saying why.
+# Optional: without them the kernel tests (user_events, slow disk) skip, saying why.
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"
 RINGLOG_FUZZ_PACKAGES="clang libclang-rt-14-dev"
 # libelf-dev: the kernel builds objtool; libssl-dev: its host tools
-RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison libelf-dev libssl-dev cpio xz-utils file"
+RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison libelf-dev libssl-dev cpio xz-utils file dmsetup e2fsprogs"
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

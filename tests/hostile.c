@@ -10,6 +10,13 @@
  *   ring-flood      10,000 RING frames on one connection
  *   connect-flood   10,000 connections, each a HELLO, most left open
  *   frame-lies      a frame longer than the protocol allows
+ *   huge-ring       a sealed ring memfd of 2 GiB (sparse), past ring_size limits
+ *   scribble-ring   a valid ring that a second thread overwrites with random
+ *                   bytes, header and data, while the daemon drains it
+ *   bad-frames      one connection per malformed frame: unknown type, short
+ *                   HELLO, RING before HELLO, a SYNC of the wrong length, a
+ *                   frame cut off by the peer hanging up
+ *   deaf            asks for status 20,000 times and never reads a reply
  *
  * It prints every REFUSE message it gets, one per line ("refused: ..."),
  * and exits 0 when it got at least one (or, for connect-flood, when it
@@ -18,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +169,46 @@ static int collect(int fd, int ms)
 	return refused;
 }
 
+/* Wait (2 s at most) for the daemon to hang up; "refused: ..." if it did. */
+static int expect_hangup(int fd, const char *what)
+{
+	char b[4096];
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	while (poll(&pf, 1, 2000) == 1) {
+		ssize_t n = read(fd, b, sizeof(b));
+
+		if (n == 0) {
+			printf("refused: connection closed (%s)\n", what);
+			return 0;
+		}
+		if (n < 0)
+			break;
+	}
+	printf("still connected after %s\n", what);
+	return 1;
+}
+
+struct scribble {
+	uint8_t *mem;
+	size_t size;
+	volatile int stop;
+};
+
+static void *scribbler(void *arg)
+{
+	struct scribble *s = arg;
+	uint64_t seed = 12345;
+
+	while (!s->stop) {
+		uint64_t r = th_rand(&seed);
+		size_t at = (size_t)(r % (s->size / 8)) * 8;
+
+		memcpy(s->mem + at, &r, 8);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -187,6 +235,64 @@ int main(int argc, char **argv)
 				close(fds[i - 1000]);
 		}
 		printf("connections: 10000 (%d hung up by the daemon)\n", closed);
+		return 0;
+	}
+	if (!strcmp(mode, "bad-frames")) {
+		struct ringlog_ctl_hello h = { .version = RINGLOG_CTL_VERSION };
+		struct ringlog_ctl_ring r = { .handle = 1 };
+		uint8_t junk[64] = { 1, 2, 3 };
+		int bad = 0;
+
+		fd = connect_daemon();
+		send_frame(fd, 999, junk, sizeof(junk), -1);
+		bad += expect_hangup(fd, "unknown frame type 999");
+		close(fd);
+		fd = connect_daemon();
+		send_frame(fd, RINGLOG_CTL_HELLO, &h, 5, make_meta(1, &mh));
+		bad += expect_hangup(fd, "HELLO of 5 bytes");
+		close(fd);
+		fd = connect_daemon();
+		send_frame(fd, RINGLOG_CTL_RING, &r, sizeof(r), make_memfd(RINGLOG_RING_HEADER_SIZE + 8192, 1, &mem));
+		bad += expect_hangup(fd, "RING before HELLO");
+		close(fd);
+		fd = connect_daemon();
+		hello(fd, make_meta(1, &mh));
+		send_frame(fd, RINGLOG_CTL_SYNC, junk, 3, -1);
+		bad += expect_hangup(fd, "SYNC of 3 bytes");
+		close(fd);
+		/* Half a frame, then gone: the daemon just forgets it. */
+		fd = connect_daemon();
+		{
+			struct ringlog_ctl_frame f = { .len = 4096, .type = RINGLOG_CTL_STATUS };
+
+			if (write(fd, &f, sizeof(f)) != sizeof(f) || write(fd, junk, 10) != 10)
+				bad++;
+		}
+		close(fd);
+		return bad ? 1 : 0;
+	}
+	if (!strcmp(mode, "deaf")) {
+		int sent = 0;
+
+		fd = connect_daemon();
+		/* Non-blocking: when the daemon stops reading us (its queue
+		 * for us is full and the socket too), stop instead of hanging. */
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		for (int i = 0; i < 20000; i++) {
+			struct ringlog_ctl_frame f = { .len = 0, .type = RINGLOG_CTL_STATUS };
+
+			if (write(fd, &f, sizeof(f)) != sizeof(f)) {
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+				if (poll(&pf, 1, 500) != 1)
+					break;
+				i--;
+				continue;
+			}
+			sent++;
+		}
+		printf("refused: nothing; sent %d status requests, read no reply\n", sent);
+		sleep(1);
 		return 0;
 	}
 	fd = connect_daemon();
@@ -217,6 +323,27 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "unsealed-ring")) {
 		send_ring(fd, 1, make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 0, &mem));
+	} else if (!strcmp(mode, "huge-ring")) {
+		struct ringlog_producer p;
+		int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + (2ull << 30), 1, &mem);
+
+		ringlog_prod_init(&p, mem, 2ull << 30, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+		send_ring(fd, 3, rfd);
+	} else if (!strcmp(mode, "scribble-ring")) {
+		struct ringlog_producer p;
+		struct scribble sc = { .size = RINGLOG_RING_HEADER_SIZE + 65536 };
+		int rfd = make_memfd(sc.size, 1, &mem);
+		pthread_t th;
+
+		ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+		send_ring(fd, 9, rfd);
+		collect(fd, 200); /* attached and draining */
+		sc.mem = mem;
+		pthread_create(&th, NULL, scribbler, &sc);
+		for (int i = 0; i < 30 && !refused; i++)
+			collect(fd, 100);
+		sc.stop = 1;
+		pthread_join(th, NULL);
 	} else if (!strcmp(mode, "garbage-ring")) {
 		struct ringlog_producer p;
 		int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);

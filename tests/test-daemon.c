@@ -528,6 +528,10 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		{ "garbage-ring", "refused: ring corrupt" },
 		{ "ring-flood", "refused: limits.rings_per_process (1024) reached" },
 		{ "frame-lies", "refused: connection closed" },
+		{ "huge-ring", "refused: ring of 2147487744 bytes is outside 8 KiB .. 1 GiB" },
+		{ "scribble-ring", "refused: ring corrupt" },
+		{ "bad-frames", "refused: connection closed (SYNC of 3 bytes)" },
+		{ "deaf", "sent 20000 status requests, read no reply" },
 		{ "connect-flood", "connections: 10000" },
 	};
 	struct live e;

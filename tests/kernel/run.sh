@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# tests/kernel/run.sh BUILD_DIR - the user_events test on a real kernel:
-# build (or take from the cache) the small kernel of build-kernel.sh, boot
-# it under qemu (TCG, so no KVM needed) with a busybox initramfs and the
-# host's root filesystem over virtio-9p, and run guest-test.sh inside.
+# tests/kernel/run.sh BUILD_DIR [SCRIPT] - a test on a real kernel: build
+# (or take from the cache) the small kernel of build-kernel.sh, boot it
+# under qemu (TCG, so no KVM needed) with a busybox initramfs and the host's
+# root filesystem over virtio-9p, and run SCRIPT (in tests/kernel; default
+# guest-test.sh, the user_events test; guest-slow-disk.sh) inside.
 # Exit 0: passed; 77: cannot run here (the reason is printed); else failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: run.sh BUILD_DIR [SCRIPT]}" && pwd)
+script=${2:-guest-test.sh}
 skip() { echo "SKIP: $*"; exit 77; }
 
-for f in daemon/ringlogd client/ringlog tests/test-fwd-client; do
+[ -r "$here/$script" ] || { echo "FAIL: no $here/$script"; exit 1; }
+for f in daemon/ringlogd client/ringlog tests/test-fwd-client tests/test-emitter; do
 	[ -x "$build/$f" ] || { echo "FAIL: $build/$f is not built"; exit 1; }
 done
 if ! command -v qemu-system-x86_64 >/dev/null || [ ! -x /bin/busybox ] ||
@@ -25,6 +28,12 @@ command -v qemu-system-x86_64 >/dev/null ||
 file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' ||
 	skip "/bin/busybox is not the static one (apt-get install busybox-static, as root)"
 case $src$build in *' '*) skip "paths with spaces cannot go on a kernel command line";; esac
+if [ "$script" = guest-slow-disk.sh ]; then
+	for t in losetup mke2fs dmsetup blockdev; do
+		PATH=$PATH:/usr/sbin:/sbin command -v $t >/dev/null ||
+			skip "$t is missing in the host's root, which the guest runs from (apt-get install dmsetup e2fsprogs util-linux, as root)"
+	done
+fi
 
 kernel=$("$here/build-kernel.sh")
 rc=$?
@@ -40,7 +49,7 @@ chmod +x "$work/root/init"
 
 timeout 600 qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet ringlog.src=$src ringlog.build=$build" \
+	-append "console=ttyS0 panic=-1 quiet ringlog.src=$src ringlog.build=$build ringlog.script=$script" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	</dev/null >"$work/console.log" 2>&1
 q=$?
