@@ -11,6 +11,14 @@
 
 #include <time.h>
 
+uint64_t d_now(int clock_id)
+{
+	struct timespec ts;
+
+	clock_gettime(clock_id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 static bool invariant_tsc(void)

@@ -1,5 +1,6 @@
 /* daemon/daemon.h - ringlogd's internal interfaces.
  *
+ * lifecycle.c starts and stops it; main.c only parses the options.
  * One thread runs a libuv loop: the control socket (ctl.c), clients and
  * their rings (registry.c), draining (drain.c), segment files (segment.c),
  * the disk budget (retention.c), live tails (tail.c), status (status.c).
@@ -241,8 +242,14 @@ void access_resolve(struct daemon *d);
 unsigned access_peer(const struct daemon *d, int fd, uid_t uid, gid_t gid);
 void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf, size_t len);
 
-/* main.c */
+/* clock.c */
 uint64_t d_now(int clock_id);
+
+/* lifecycle.c: d->cfg is set; start everything the loop runs (0 or -1,
+ * logged), and after the loop ends, close it all (d itself is the
+ * caller's). */
+int daemon_start(struct daemon *d);
+void daemon_finish(struct daemon *d);
 void d_status_notify(struct daemon *d);
 
 /* notify.c: the sd_notify protocol, without libsystemd */

@@ -1,0 +1,260 @@
+/* daemon/lifecycle.c - bring the daemon up on its configuration (identity,
+ * clock, I/O backend, storage, access, forwarding, the control socket,
+ * timers, signals, readiness), the loop's periodic work, SIGHUP reload,
+ * the draining shutdown, and tearing everything down. main.c only parses
+ * options; the fuzz targets start the same daemon in-process. */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void read_identity(struct daemon *d)
+{
+	char buf[64];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		int k = 0;
+
+		close(fd);
+		for (ssize_t i = 0; i + 1 < n && k < 16; i++) {
+			unsigned v;
+
+			if (buf[i] == '-')
+				continue;
+			if (sscanf(buf + i, "%2x", &v) == 1) {
+				d->boot_id[k++] = (uint8_t)v;
+				i++;
+			}
+		}
+	}
+	gethostname(d->host, sizeof(d->host) - 1);
+}
+
+static void open_backend(struct daemon *d)
+{
+	enum ringlog_io_backend want = d->cfg.io_backend;
+
+	if (want != RINGLOG_IO_POOL) {
+		d->io = io_uring_ops.open(d->loop);
+		if (d->io) {
+			d->io_name = io_uring_ops.name;
+			snprintf(d->io_note, sizeof(d->io_note), "%s",
+				 want == RINGLOG_IO_URING ? "forced by configuration" : "auto");
+			return;
+		}
+		snprintf(d->io_note, sizeof(d->io_note), "io_uring refused (%s): fell back to the thread pool",
+			 strerror(errno));
+		d_log(LOG_INFO, "%s", d->io_note);
+	} else {
+		snprintf(d->io_note, sizeof(d->io_note), "forced by configuration");
+	}
+	d->io = io_pool_ops.open(d->loop);
+	d->io_name = io_pool_ops.name;
+}
+
+void d_status_notify(struct daemon *d)
+{
+	char msg[256];
+
+	if (!d->notify)
+		return;
+	snprintf(msg, sizeof(msg), "STATUS=%u clients, %llu events stored, %llu MiB of %llu MiB used",
+		 d->nclients, (unsigned long long)d->stored,
+		 (unsigned long long)(d->used_bytes >> 20), (unsigned long long)(d->cfg.max_disk >> 20));
+	sd_notify_send(msg);
+}
+
+static void on_flush_timer(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+	uint64_t now = d_now(CLOCK_MONOTONIC);
+
+	seg_tick(d);
+	fwd_tick(d);
+	if (now - d->rate_prev_ns >= 1000000000u) {
+		double s = (double)(now - d->rate_prev_ns) / 1e9;
+
+		/* Smoothed over ~5 s: a user reading status wants the trend. */
+		d->rate_events = (uint64_t)(0.8 * (double)d->rate_events +
+					    0.2 * (double)(d->stored - d->rate_prev_events) / s);
+		d->rate_bytes = (uint64_t)(0.8 * (double)d->rate_bytes +
+					   0.2 * (double)(d->stored_bytes - d->rate_prev_bytes) / s);
+		d->rate_prev_events = d->stored;
+		d->rate_prev_bytes = d->stored_bytes;
+		d->rate_prev_ns = now;
+		d_status_notify(d);
+	}
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	(void)t;
+	sd_notify_send("WATCHDOG=1");
+}
+
+static void finish_stop(struct daemon *d)
+{
+	uv_timer_stop(&d->drain_timer);
+	uv_timer_stop(&d->flush_timer);
+	uv_timer_stop(&d->watchdog_timer);
+	uv_timer_stop(&d->stop_timer);
+	uv_signal_stop(&d->sig_term);
+	uv_signal_stop(&d->sig_int);
+	uv_signal_stop(&d->sig_hup);
+	seg_close_current(d);
+	uv_stop(d->loop);
+}
+
+/* Shutdown: stop accepting, drain every ring until empty, write the last
+ * chunk, wait for the writes, seal the segment. Bounded by stop_timer. */
+static void on_stop_step(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+	uint64_t moved = drain_all(d);
+
+	if (!moved)
+		seg_seal(d);
+	if (!moved && seg_idle(d)) {
+		finish_stop(d);
+		return;
+	}
+	if (d_now(CLOCK_MONOTONIC) - d->rate_prev_ns > 10000000000ull) {
+		d_log(LOG_WARNING, "shutdown: gave up waiting for writes after 10 s");
+		finish_stop(d);
+		return;
+	}
+	uv_timer_start(t, on_stop_step, 1, 0);
+}
+
+static void on_stop_signal(uv_signal_t *s, int sig)
+{
+	struct daemon *d = s->data;
+
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	d_log(LOG_NOTICE, "signal %d: draining every ring and stopping", sig);
+	sd_notify_send("STOPPING=1");
+	ctl_close_listen(d);
+	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
+	d->stop_timer.data = d;
+	uv_timer_start(&d->stop_timer, on_stop_step, 0, 0);
+}
+
+static void on_hup(uv_signal_t *s, int sig)
+{
+	struct daemon *d = s->data;
+	struct ringlog_config c;
+	char err[4096];
+
+	(void)sig;
+	if (!d->have_config_path) {
+		d_log(LOG_INFO, "SIGHUP: no --config file; nothing to reload");
+		return;
+	}
+	ringlog_config_defaults(&c);
+	if (ringlog_config_load(&c, d->config_path, err, sizeof(err)) < 0) {
+		d_log(LOG_WARNING, "SIGHUP: keeping the running configuration: %s", err);
+		return;
+	}
+	/* Paths are fixed for the life of the process. */
+	memcpy(c.storage_dir, d->cfg.storage_dir, sizeof(c.storage_dir));
+	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
+	c.io_backend = d->cfg.io_backend;
+	d->cfg = c;
+	access_resolve(d);
+	fwd_apply(d);
+	reg_enable_recompute(d);
+	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
+}
+
+int daemon_start(struct daemon *d)
+{
+	d->loop = uv_default_loop();
+	d->notify = getenv("NOTIFY_SOCKET") != NULL;
+	d->start_real_ns = d_now(CLOCK_REALTIME);
+	read_identity(d);
+	clock_calibrate_start(d);
+	open_backend(d);
+	if (!d->io || d->cfg.io_backend == RINGLOG_IO_URING) {
+		if (!d->io || strcmp(d->io_name, "io_uring")) {
+			d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
+			return -1;
+		}
+	}
+	if (seg_init(d) < 0)
+		return -1;
+	access_resolve(d);
+	fwd_apply(d);
+	if (ctl_listen(d) < 0)
+		return -1;
+	uv_timer_init(d->loop, &d->drain_timer);
+	uv_timer_init(d->loop, &d->flush_timer);
+	uv_timer_init(d->loop, &d->watchdog_timer);
+	uv_timer_init(d->loop, &d->stop_timer);
+	uv_timer_init(d->loop, &d->accept_timer);
+	d->flush_timer.data = d;
+	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
+	uv_timer_start(&d->flush_timer, on_flush_timer, 50, d->cfg.flush_interval_ns / 10000000 ?
+		       d->cfg.flush_interval_ns / 10000000 : 1);
+	drain_start(d);
+	uv_signal_init(d->loop, &d->sig_term);
+	uv_signal_init(d->loop, &d->sig_int);
+	uv_signal_init(d->loop, &d->sig_hup);
+	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+	uv_signal_start(&d->sig_term, on_stop_signal, SIGTERM);
+	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
+	uv_signal_start(&d->sig_hup, on_hup, SIGHUP);
+	{
+		const char *wd = getenv("WATCHDOG_USEC");
+		unsigned long long usec = wd ? strtoull(wd, NULL, 10) : 0;
+
+		if (usec) {
+			d->watchdog_timer.data = d;
+			uv_timer_start(&d->watchdog_timer, on_watchdog, 0, usec / 2000 ? usec / 2000 : 1);
+		}
+	}
+	d_log(LOG_NOTICE, "listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
+	      d->cfg.storage_dir, d->io_name, (unsigned long long)d->cfg.max_disk);
+	sd_notify_send("READY=1\nSTATUS=collecting");
+	return 0;
+}
+
+void daemon_finish(struct daemon *d)
+{
+	/* Close what is left so the loop can end cleanly. */
+	for (struct client *c = d->clients, *n; c; c = n) {
+		n = c->next;
+		while (c->rings)
+			reg_ring_release(c->rings);
+		client_close(c);
+	}
+	fwd_stop(d);
+	d->io->ops->close(d->io);
+	uv_close((uv_handle_t *)&d->drain_timer, NULL);
+	uv_close((uv_handle_t *)&d->flush_timer, NULL);
+	uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+	uv_close((uv_handle_t *)&d->stop_timer, NULL);
+	uv_close((uv_handle_t *)&d->accept_timer, NULL);
+	uv_close((uv_handle_t *)&d->sig_term, NULL);
+	uv_close((uv_handle_t *)&d->sig_int, NULL);
+	uv_close((uv_handle_t *)&d->sig_hup, NULL);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	seg_fini(d);
+	while (d->providers) {
+		struct provider *p = d->providers;
+
+		d->providers = p->next;
+		free(p->name);
+		free(p);
+	}
+	uv_loop_close(d->loop);
+}
