@@ -40,6 +40,13 @@ step "test kernel for user_events (tests/kernel/build-kernel.sh)"
 tests/kernel/build-kernel.sh || echo "(the user_events kernel test will skip)"
 
 run_suite "release (-O2, -Werror)" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# The memory soak (RINGLOG_SOAK_SECONDS, 600) needs time, not CPU: it runs
+# in the background beside the sanitizer suite and the fuzzers.
+soak_seconds=${RINGLOG_SOAK_SECONDS:-600}
+step "memory soak: ${soak_seconds} s in the background (build/soak.log)"
+RINGLOG_SOAK_SECONDS=$soak_seconds build/tests/test-soak --verbose >build/soak.log 2>&1 &
+soak_pid=$!
 run_suite "ASan + UBSan" build-asan -DCMAKE_BUILD_TYPE=Debug -DRINGLOG_SANITIZE=ON \
 	-DRINGLOG_BUILD_BENCH=OFF
 
@@ -75,6 +82,16 @@ else
 	echo "  skipped: fuzzing needs clang (apt-get install clang, as root)"
 	skipped=$((skipped + 1))
 fi
+
+step "memory soak: waiting for it"
+if wait $soak_pid; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	echo "  FAILED:"
+	grep -vE '^soak: +[0-9]+ s' build/soak.log | tail -20
+fi
+grep -E '^soak: [0-9.]+ s,' build/soak.log | sed 's/^/  /'
 
 echo
 echo "tests: $passed passed, $failed failed, $skipped test cases skipped (reasons above)"
