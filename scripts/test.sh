@@ -19,8 +19,10 @@ run_suite() { # NAME DIR CMAKE_ARGS...
 		--output-log "$dir/ctest-output.log" 2>&1)
 	printf '%s\n' "$out" | grep -vE '^(Test project|\s*$)'
 	# Criterion hides skips from its summary: show each with its reason.
+	# (LastTest.log has every test's output; --output-log only failures'.)
 	local s
-	s=$(grep -ah '\[SKIP\]' "$dir/ctest-output.log" | sed -E 's/^.*\[SKIP\] /  skipped: /' | sort -u)
+	s=$(grep -ah '\[SKIP\]' "$dir/Testing/Temporary/LastTest.log" |
+		sed -E 's/^.*\[SKIP\] /  skipped: /' | sort -u)
 	if [ -n "$s" ]; then
 		printf '%s\n' "$s"
 		skipped=$((skipped + $(printf '%s\n' "$s" | wc -l)))
