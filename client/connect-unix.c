@@ -10,6 +10,7 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -202,16 +203,53 @@ struct rxbuf {
 	size_t len;
 };
 
+/* The daemon's eventfd came with WELCOME. The first one takes a number for
+ * good; a later daemon's replaces the file behind that number atomically
+ * (dup3), so a thread writing to it concurrently never hits a closed or
+ * reused descriptor. */
+static void take_daemon_wake_fd(int fd)
+{
+	int cur = __atomic_load_n(&lib.daemon_wake_fd, __ATOMIC_ACQUIRE);
+
+	if (cur < 0) {
+		__atomic_store_n(&lib.daemon_wake_fd, fd, __ATOMIC_RELEASE);
+		return;
+	}
+	if (dup3(fd, cur, O_CLOEXEC) < 0)
+		lib_diag("cannot take ringlogd's wakeup eventfd: %s", strerror(errno));
+	close(fd);
+}
+
 /* Read what the daemon sent; returns 0, or -errno / -EPIPE on EOF. */
 static int receive(int fd, struct rxbuf *rx)
 {
-	ssize_t n = recv(fd, rx->buf + rx->len, sizeof(rx->buf) - rx->len, MSG_DONTWAIT);
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { rx->buf + rx->len, sizeof(rx->buf) - rx->len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	size_t off = 0;
 
 	if (n == 0)
 		return -EPIPE;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int rfd;
+
+			memcpy(&rfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (i == 0)
+				take_daemon_wake_fd(rfd);
+			else
+				close(rfd);
+		}
+	}
 	rx->len += (size_t)n;
 	pthread_mutex_lock(&lib.lock);
 	while (rx->len - off >= sizeof(struct ringlog_ctl_frame)) {

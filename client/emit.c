@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The thread's ring, shared with the inline fast path in ringlog.h.
  * initial-exec: a thread-pointer-relative load instead of __tls_get_addr,
@@ -81,6 +82,17 @@ static void drop(uint64_t *counter)
 	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
+/* The ring passed its high-water mark while the daemon sleeps: the one
+ * system call an emit may make. */
+static void wake_daemon(void)
+{
+	int fd = __atomic_load_n(&lib.daemon_wake_fd, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) == sizeof(one))
+		__atomic_fetch_add(&lib.stats.daemon_wakeups, 1, __ATOMIC_RELAXED);
+}
+
 /* First event of this thread, or an unregistered event. */
 static struct lib_ring *slow_ring(struct ringlog_event *e)
 {
@@ -134,6 +146,10 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	}
 	p = ringlog_prod_reserve(&r->prod, len + head,
 				 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
+	if (__builtin_expect(r->prod.wake, 0)) {
+		r->prod.wake = false;
+		wake_daemon();
+	}
 	if (__builtin_expect(!p, 0)) {
 		drop(&lib.stats.dropped_full);
 		goto fail;

@@ -17,6 +17,7 @@ struct lib lib = {
 	.cond = PTHREAD_COND_INITIALIZER,
 	.meta_fd = -1,
 	.wake_fd = -1,
+	.daemon_wake_fd = -1,
 	.sock = -1,
 };
 
@@ -250,5 +251,6 @@ void ringlog_get_stats(struct ringlog_stats *s)
 	s->dropped_full = __atomic_load_n(&lib.stats.dropped_full, __ATOMIC_RELAXED);
 	s->dropped_other = __atomic_load_n(&lib.stats.dropped_other, __ATOMIC_RELAXED);
 	s->connected = lib.connected;
+	s->daemon_wakeups = __atomic_load_n(&lib.stats.daemon_wakeups, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lib.lock);
 }

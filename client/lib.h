@@ -54,6 +54,10 @@ struct lib {
 	bool thread_running;
 	bool stop;
 	int wake_fd;                /* eventfd: rings, metadata, sync, stop */
+	int daemon_wake_fd;         /* the daemon's eventfd (WELCOME), or -1.
+	                             * Emitting threads read it unlocked: once
+	                             * set, it is only ever replaced by dup3()
+	                             * onto the same number, never closed */
 	int sock;
 	bool connected;
 	bool tried;                 /* a connection attempt has failed since start */

@@ -176,6 +176,12 @@ struct daemon {
 	int listen_fd;
 	uv_poll_t listen_poll;
 	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
+	/* Producers wake a sleeping daemon through this eventfd (handed to
+	 * each client with WELCOME) when a ring passes its high-water mark. */
+	int wake_efd;
+	uv_poll_t wake_poll;
+	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
+	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;
 
@@ -264,6 +270,9 @@ uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t t
 int ctl_listen(struct daemon *d);
 void ctl_close_listen(struct daemon *d);
 int client_send(struct client *c, uint16_t type, const void *payload, uint32_t len);
+/* The same, with fd riding on the frame when it can go out at once (the
+ * queue is empty); otherwise the frame goes without it. */
+int client_send_fd(struct client *c, uint16_t type, const void *payload, uint32_t len, int fd);
 void client_close(struct client *c);
 void client_maybe_free(struct client *c);
 
@@ -280,6 +289,8 @@ struct provider *reg_provider(struct daemon *d, const char *name);
 /* drain.c */
 uint64_t drain_all(struct daemon *d);
 void drain_start(struct daemon *d);
+/* d->wake_efd is readable: a producer passed its high-water mark. */
+void drain_woken(struct daemon *d);
 
 /* segment.c */
 int seg_init(struct daemon *d);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define DRAIN_BUSY_MS 1
 #define DRAIN_IDLE_MS 10
@@ -228,12 +229,45 @@ uint64_t drain_all(struct daemon *d)
 	return moved;
 }
 
+/* Flag every ring as asleep or awake. A producer that sees the flag once
+ * its ring is past the high-water mark signals d->wake_efd. */
+static void set_sleeping(struct daemon *d, bool on)
+{
+	if (d->sleeping == on)
+		return;
+	d->sleeping = on;
+	for (struct client *c = d->clients; c; c = c->next)
+		for (struct ring *r = c->rings; r; r = r->next)
+			if (!r->dead)
+				__atomic_store_n(&r->cons.hdr->consumer_flags,
+						 on ? RINGLOG_CONS_SLEEPING : 0u, __ATOMIC_RELEASE);
+}
+
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
-	uint64_t moved = drain_all(d);
+	uint64_t moved;
 
+	set_sleeping(d, false);
+	moved = drain_all(d);
+	/* Idle: sleep the long interval, flagged, so that a burst wakes us
+	 * at once; then drain once more, for what came before the flag. */
+	if (!moved) {
+		set_sleeping(d, true);
+		moved = drain_all(d);
+		if (moved)
+			set_sleeping(d, false);
+	}
 	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
+}
+
+void drain_woken(struct daemon *d)
+{
+	uint64_t v;
+
+	if (read(d->wake_efd, &v, sizeof(v)) == sizeof(v))
+		d->wakeups += v;
+	drain_start(d);
 }
 
 void drain_start(struct daemon *d)

@@ -253,7 +253,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd)
 			return 0;
 		}
 	}
-	client_send(c, RINGLOG_CTL_WELCOME, &w, sizeof(w));
+	client_send_fd(c, RINGLOG_CTL_WELCOME, &w, sizeof(w), c->d->wake_efd);
 	return reg_meta_sync(c);
 refuse:
 	close(fd);
@@ -343,6 +343,10 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
 	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
 	r->ring_id = r->cons.hdr->created_ns;
 	r->cons.defer = true; /* space goes back once stored: segment.c */
+	/* Half the ring: woken then, a sleeping daemon has the other half's
+	 * worth of time before the producer drops. */
+	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2 < UINT32_MAX ?
+				r->cons.size / 2 : UINT32_MAX), __ATOMIC_RELAXED);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

@@ -74,7 +74,7 @@ int status_reply(struct client *c, bool detail)
 			room = fs_free - floor;
 		left = (double)room / (double)d->rate_bytes;
 	}
-	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:f,"
+	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:f,"
 		      "s:s,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:b,s:s}",
 		"version", "0.1.0",
 		"storage_dir", d->cfg.storage_dir,
@@ -90,6 +90,7 @@ int status_reply(struct client *c, bool detail)
 		"rate_events_per_s", (json_int_t)d->rate_events,
 		"rate_bytes_per_s", (json_int_t)d->rate_bytes,
 		"stored_events", (json_int_t)d->stored,
+		"producer_wakeups", (json_int_t)d->wakeups,
 		"seconds_until_oldest_deleted", left,
 		"backend", d->io_name,
 		"backend_note", d->io_note,

@@ -14,7 +14,8 @@
  *
  * Programs (libringlog), binary payloads:
  *   C->D HELLO   struct ringlog_ctl_hello + fd: the metadata region (event.h)
- *   D->C WELCOME struct ringlog_ctl_welcome
+ *   D->C WELCOME struct ringlog_ctl_welcome [+ fd: the daemon's eventfd, which a
+ *                producer past its ring's high-water mark signals (ring.h)]
  *   C->D RING    struct ringlog_ctl_ring + fd: one ring (ring.h)
  *   C->D META    no payload: the metadata region grew, read it
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level

@@ -27,11 +27,12 @@ static void set_limit(struct ringlog_producer *p)
 {
 	uint64_t lap_end = (p->pos | p->mask) + 1;
 	uint64_t room_end = p->cached_cons + p->size;
+	uint64_t lim = lap_end < room_end ? lap_end : room_end;
 
 	if (loss_pending(p))
 		p->limit = p->pos;
 	else
-		p->limit = lap_end < room_end ? lap_end : room_end;
+		p->limit = lim < p->wake_check ? lim : p->wake_check;
 }
 
 /* Pairs with the release store of cons_pos in publish(). A value that is
@@ -43,6 +44,23 @@ static void refresh_cons(struct ringlog_producer *p)
 
 	if (c >= p->cached_cons && c <= p->pos)
 		p->cached_cons = c;
+}
+
+/* The high-water wakeup (ring.h: consumer_flags, wake_bytes). Reached from
+ * the slow path about once per wake_bytes written, so the fast path never
+ * reads the consumer's cache line: with the consumer at least that far
+ * behind and asleep, ask the caller to wake it. Then look again wake_bytes
+ * later, whether it woke or not. */
+static void check_wake(struct ringlog_producer *p)
+{
+	uint32_t wb = __atomic_load_n(&p->hdr->wake_bytes, __ATOMIC_RELAXED);
+	uint64_t step = wb && wb <= p->size ? wb : p->size / 2;
+
+	refresh_cons(p);
+	if (wb && p->pos - p->cached_cons >= wb &&
+	    (__atomic_load_n(&p->hdr->consumer_flags, __ATOMIC_ACQUIRE) & RINGLOG_CONS_SLEEPING))
+		p->wake = true;
+	p->wake_check = (p->cached_cons + step > p->pos ? p->cached_cons : p->pos) + step;
 }
 
 /* Make room for a record of total bytes at p->pos: if it would cross the end
@@ -117,6 +135,8 @@ void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
 
 	if (len > p->max_len)
 		return NULL; /* refused: the caller bounds its payloads */
+	if (p->pos + total > p->wake_check)
+		check_wake(p);
 	if ((loss_pending(p) && !write_loss(p)) || !place(p, total)) {
 		count_drop(p, len);
 		set_limit(p);
@@ -154,6 +174,7 @@ int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
 	p->size = data_size;
 	p->mask = data_size - 1;
 	p->max_len = ringlog_ring_max_len(data_size);
+	p->wake_check = data_size / 2;
 	set_limit(p);
 	return 0;
 }

@@ -42,14 +42,20 @@ struct ringlog_producer {
 	uint64_t next;        /* pos after the reservation in progress */
 	uint64_t limit;       /* a record ending at or below this position fits
 	                       * without any check: min(cached cons + size, end
-	                       * of the current lap); == pos while a LOSS record
-	                       * is pending, to force the slow path */
+	                       * of the current lap, wake_check); == pos while a
+	                       * LOSS record is pending, to force the slow path */
 	uint32_t max_len;     /* ringlog_ring_max_len(size) */
 	uint32_t reserved;
 	/* Cold: only the slow path. */
 	struct ringlog_ring_hdr *hdr;
 	uint64_t size;        /* data_size */
 	uint64_t cached_cons; /* last cons_pos read from the consumer block */
+	uint64_t wake_check;  /* past this position the slow path looks whether
+	                       * the consumer sleeps beyond its high-water mark
+	                       * (about once per wake_bytes written) */
+	bool wake;            /* it does: the caller signals the consumer (the
+	                       * producer itself never calls the kernel) and
+	                       * clears this */
 	uint64_t lost_records;     /* private copies of the header totals */
 	uint64_t lost_bytes;
 	uint64_t reported_records; /* totals carried by the last LOSS record */

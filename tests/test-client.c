@@ -131,6 +131,49 @@ Test(client, disabled_events_are_not_stored_and_take_no_ring)
 	live_cleanup(&e);
 }
 
+/* A ring past its high-water mark wakes a sleeping daemon (one write to
+ * the daemon's eventfd); a steady stream that keeps it awake costs no
+ * system call at all. How many events a burst would have lost without the
+ * wakeup depends on timing, so it is printed, not asserted. */
+Test(client, a_burst_wakes_a_sleeping_daemon_and_steady_emitting_makes_no_system_call)
+{
+	struct live e;
+	pid_t d;
+	char out[4096];
+	unsigned long long wakeups = 99, dropped = 0, emitted = 0;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	setenv("RINGLOG_RING_SIZE", "64K", 1);
+	run_ok(TYPES_PATH " burst", out, sizeof(out));
+	unsetenv("RINGLOG_RING_SIZE");
+	cr_assert_eq(sscanf(out, "wakeups=%llu dropped=%llu emitted=%llu", &wakeups, &dropped, &emitted),
+		     3, "%s", out);
+	fprintf(stderr, "client: 5 bursts of 2,000 events into a 64 KiB ring after 300 ms idle: %llu "
+		"wakeups, %llu of %llu dropped\n", wakeups, dropped, emitted);
+	cr_expect_geq(wakeups, 1, "no burst woke the daemon: %s", out);
+	cr_expect_leq(wakeups, 10, "woken more than twice per burst: %s", out);
+	{
+		static char st[1 << 16];
+		char cmd[600];
+		const char *p;
+
+		snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " status --json --socket '%s' 2>&1", e.sock);
+		cr_assert_eq(live_run(cmd, st, sizeof(st)), 0, "%.500s", st);
+		p = strstr(st, "\"producer_wakeups\":");
+		cr_assert(p, "status has no producer_wakeups");
+		cr_expect_geq(strtoull(p + 19, NULL, 10), 1, "the daemon counted no wakeup: %.300s", p);
+	}
+	run_ok(TYPES_PATH " steady", out, sizeof(out));
+	cr_assert_eq(sscanf(out, "wakeups=%llu dropped=%llu emitted=%llu", &wakeups, &dropped, &emitted),
+		     3, "%s", out);
+	fprintf(stderr, "client: 2 s steady at 100 events/ms: %llu wakeups, %llu of %llu dropped\n",
+		wakeups, dropped, emitted);
+	cr_expect_eq(wakeups, 0, "steady emitting made system calls: %s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 Test(client, ten_thousand_threads_leave_no_fds_and_no_rings_behind)
 {
 	struct live e;

@@ -10,6 +10,12 @@
  *              the process's open fds and rings before and after
  *   fork       emits, forks: the child emits into its own ring and execs
  *              `ls -l /proc/self/fd` (no ringlog fd may survive exec)
+ *   burst      (run with a 64 KiB ring) one event, then 5 times: 300 ms idle
+ *              (the daemon goes to sleep), then 2,000 events at about 1 MB/s,
+ *              past the ring's high-water mark within a millisecond
+ *   steady     2 s at about 6 MB/s (100 events per millisecond): the daemon
+ *              stays awake draining, nobody needs waking
+ *              (both print "wakeups=N dropped=N emitted=N")
  *   signal     the main thread emits 300,000 events while a 20 us timer's
  *              handler emits on the same thread, often between the inline
  *              reserve and publish; prints what was emitted and dropped
@@ -94,6 +100,28 @@ int main(int argc, char **argv)
 			      RINGLOG_BLOB("none", NULL, 0), RINGLOG_BLOB("big", blob, sizeof(blob)));
 		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, &act, "Begin",
 				 RINGLOG_LEVEL_CRITICAL, 0x1, RINGLOG_U32("n", 7));
+		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "burst") || !strcmp(mode, "steady")) {
+		int burst = !strcmp(mode, "burst");
+		uint64_t n = 0;
+
+		RINGLOG_EVENT(types_provider, "Pace", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U64("i", n++));
+		if (ringlog_flush(5000) < 0)
+			return 3;
+		for (int round = 0; round < (burst ? 5 : 1); round++) {
+			if (burst)
+				usleep(300000);
+			for (int k = 0; k < (burst ? 20 : 2000); k++) {
+				for (int i = 0; i < 100; i++)
+					RINGLOG_EVENT(types_provider, "Pace", RINGLOG_LEVEL_INFO, 0x1,
+						      RINGLOG_U64("i", n++));
+				usleep(burst ? 50 : 1000);
+			}
+		}
+		ringlog_get_stats(&st);
+		printf("wakeups=%llu dropped=%llu emitted=%llu\n", (unsigned long long)st.daemon_wakeups,
+		       (unsigned long long)st.dropped_full, (unsigned long long)n);
 		return ringlog_flush(5000) == 0 ? 0 : 3;
 	}
 	if (!strcmp(mode, "disabled")) {

@@ -253,6 +253,8 @@ struct ringlog_stats {
 	uint64_t dropped_other;     /* no memory for a ring, reentrancy, ... */
 	uint64_t connects;          /* successful connections to the daemon */
 	int connected;
+	uint64_t daemon_wakeups;    /* system calls made to wake a sleeping daemon
+	                             * (a ring past its high-water mark) */
 };
 RINGLOG_API void ringlog_get_stats(struct ringlog_stats *s);
 
