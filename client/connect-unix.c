@@ -29,38 +29,16 @@ static const char *socket_path(void)
 
 static int send_frame(int fd, uint16_t type, const void *payload, uint32_t len, int pass_fd)
 {
-	struct ringlog_ctl_frame f = { .len = len, .type = type };
-	struct iovec iov[2] = {
-		{ .iov_base = &f, .iov_len = sizeof(f) },
-		{ .iov_base = (void *)payload, .iov_len = len },
-	};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	ssize_t n;
+	long n;
 
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		msg.msg_control = u.buf;
-		msg.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-	}
 	do
-		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+		n = ringlog_ctl_send(fd, type, payload, len, pass_fd, 0);
+	while (n == -EINTR);
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	/* Frames are small and the socket is blocking (with a send timeout):
 	 * a short write means the daemon is not reading; drop the link. */
-	return (size_t)n == sizeof(f) + len ? 0 : -EPIPE;
+	return (size_t)n == sizeof(struct ringlog_ctl_frame) + len ? 0 : -EPIPE;
 }
 
 static int try_connect(void)

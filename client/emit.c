@@ -102,8 +102,8 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 		return NULL;
 	if (!__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) && ringlog_event_register(e) < 0)
 		return NULL;
-	if (thread_ring())
-		return thread_ring();
+	if ((r = thread_ring()))
+		return r;
 	pthread_once(&exit_once, make_key);
 	r = lib_ring_create();
 	if (!r)

@@ -97,34 +97,26 @@ int client_send(struct client *c, uint16_t type, const void *payload, uint32_t l
 int client_send_fd(struct client *c, uint16_t type, const void *payload, uint32_t len, int fd)
 {
 	struct ringlog_ctl_frame f = { .len = len, .type = type };
-	struct iovec iov[2] = { { &f, sizeof(f) }, { (void *)payload, len } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct cmsghdr *cm;
-	ssize_t n;
+	size_t n;
+	long sent;
+	int err;
 
 	if (c->fd < 0 || fd < 0 || c->tx.len)
 		return client_send(c, type, payload, len);
-	memset(&u, 0, sizeof(u));
-	msg.msg_control = u.buf;
-	msg.msg_controllen = sizeof(u.buf);
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (n < 0)
+	sent = ringlog_ctl_send(c->fd, type, payload, len, fd, MSG_DONTWAIT);
+	if (sent < 0)
 		return client_send(c, type, payload, len); /* EAGAIN: without the fd */
-	if ((size_t)n < sizeof(f))
-		return tx_append(&c->tx, (uint8_t *)&f + n, sizeof(f) - (size_t)n, payload, len);
-	if ((size_t)n < sizeof(f) + len)
-		return tx_append(&c->tx, (const uint8_t *)payload + (n - (ssize_t)sizeof(f)),
-				 sizeof(f) + len - (size_t)n, NULL, 0);
-	return 0;
+	/* What the socket did not take is queued like any reply. */
+	n = (size_t)sent;
+	if (n < sizeof(f))
+		err = tx_append(&c->tx, (uint8_t *)&f + n, sizeof(f) - n, payload, len);
+	else if (n < sizeof(f) + len)
+		err = tx_append(&c->tx, (const uint8_t *)payload + (n - sizeof(f)), sizeof(f) + len - n,
+				NULL, 0);
+	else
+		return 0;
+	flush_tx(c);
+	return err;
 }
 
 static void on_closed(uv_handle_t *h)

@@ -344,9 +344,9 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
 	r->ring_id = r->cons.hdr->created_ns;
 	r->cons.defer = true; /* space goes back once stored: segment.c */
 	/* Half the ring: woken then, a sleeping daemon has the other half's
-	 * worth of time before the producer drops. */
-	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2 < UINT32_MAX ?
-				r->cons.size / 2 : UINT32_MAX), __ATOMIC_RELAXED);
+	 * worth of time before the producer drops. (Rings are at most 1 GiB,
+	 * checked above, so this fits the u32.) */
+	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

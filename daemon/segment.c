@@ -725,7 +725,7 @@ int seg_init(struct daemon *d)
 			return -ENOMEM;
 	}
 	if (d->io->ops->register_buffers) {
-		static void *bufs[NCHUNKS];
+		static void *bufs[NCHUNKS]; /* the backend keeps this array */
 
 		for (unsigned i = 0; i < NCHUNKS; i++)
 			bufs[i] = d->chunks[i].mem;

@@ -111,4 +111,10 @@ static_assert(sizeof(struct ringlog_ctl_enable) == 72, "enable size");
 static_assert(offsetof(struct ringlog_ctl_enable, kw) == 8, "enable kw");
 static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");
 
+/* Send one frame on sock, with pass_fd (if >= 0) as SCM_RIGHTS on its first
+ * byte. flags are sendmsg()'s (MSG_NOSIGNAL is always added). Returns the
+ * bytes sent, which may be fewer than the frame, or -errno. */
+long ringlog_ctl_send(int sock, uint16_t type, const void *payload, uint32_t len, int pass_fd,
+		      int flags);
+
 #endif /* RINGLOG_PROTO_CTL_H */

@@ -13,13 +13,19 @@ RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 b
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# missing_packages PKG...: those of PKG that are not installed, on one line.
+missing_packages() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || printf '%s ' "$p"
+	done
+}
+
 # ensure_packages PKG...: install what is missing when root; otherwise print
 # the exact command to run and stop.
 ensure_packages() {
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-	done
+	local missing
+	read -ra missing <<<"$(missing_packages "$@")"
 	((${#missing[@]})) || return 0
 	if [ "$(id -u)" -ne 0 ]; then
 		printf 'Missing Debian packages: %s\nRun as root:\n  apt-get update && apt-get install -y %s\n' \
@@ -37,10 +43,8 @@ ensure_packages() {
 # ensure_optional_packages PKG...: install what is missing when root;
 # otherwise say what the tests that need them will skip.
 ensure_optional_packages() {
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-	done
+	local missing
+	read -ra missing <<<"$(missing_packages "$@")"
 	((${#missing[@]})) || return 0
 	if [ "$(id -u)" -ne 0 ]; then
 		printf 'Optional Debian packages missing (some tests will skip): %s\n' "${missing[*]}" >&2

@@ -41,27 +41,9 @@
 
 static int send_frame(int fd, uint16_t type, const void *p, uint32_t len, int pass_fd)
 {
-	struct ringlog_ctl_frame f = { .len = len, .type = type };
-	struct iovec iov[2] = { { &f, sizeof(f) }, { (void *)p, len } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
+	long n = ringlog_ctl_send(fd, type, p, len, pass_fd, 0);
 
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		msg.msg_control = u.buf;
-		msg.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-	}
-	return sendmsg(fd, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return n < 0 ? (int)n : 0;
 }
 
 static int connect_daemon(void)

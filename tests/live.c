@@ -268,3 +268,27 @@ int live_order_event(void *ctx, const struct ringlog_dec_event *e)
 	cr_assert_eq(e->values[2].len, 15);
 	return 0;
 }
+
+void live_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "cannot write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+int live_fd_count(pid_t pid)
+{
+	char path[64];
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n - 2;
+}

@@ -36,6 +36,11 @@ pid_t live_spawn(const char *const argv[], const char *const env[], const char *
 /* Wait for pid and expect exit status 0. */
 void live_wait_ok(pid_t pid, const char *what);
 
+/* Write text to path; the test fails if it cannot. */
+void live_write_file(const char *path, const char *text);
+/* How many descriptors pid has open, or -1 when it is gone. */
+int live_fd_count(pid_t pid);
+
 /* Run a shell command, capture at most cap-1 bytes of its stdout into out;
  * returns its exit status (or -1). */
 int live_run(const char *cmd, char *out, size_t cap);

@@ -297,13 +297,7 @@ Test(cli, tail_n_prints_the_newest_events_unflushed_ones_included_then_follows)
 	/* Nothing reaches the disk by the timer during the test: the backlog
 	 * is what the tail request itself drains and writes. */
 	snprintf(path, sizeof(path), "%s/cfg.json", e.dir);
-	{
-		FILE *f = fopen(path, "w");
-
-		cr_assert(f);
-		fputs("{\"flush_interval\": \"1h\"}\n", f);
-		fclose(f);
-	}
+	live_write_file(path, "{\"flush_interval\": \"1h\"}\n");
 	d = live_daemon(&e, "--config", path, NULL);
 	for (i = 0; i < 30; i++) {
 		snprintf(cmd, sizeof(cmd), CLI " emit Back.Log Ev seq=%d", i);

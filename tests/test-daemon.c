@@ -31,15 +31,6 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert(f, "cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* `ringlog status --json` parsed; NULL when it failed. */
 static json_t *status_json(void)
 {
@@ -74,14 +65,14 @@ Test(daemon, check_config_prints_the_effective_configuration_or_the_exact_error)
 
 	live_init(&e);
 	snprintf(cfg, sizeof(cfg), "%s/ringlogd.json", e.dir);
-	write_file(cfg, "{\n  \"max_disk\": \"2G\",\n  \"flush_interval\": \"250ms\"\n}\n");
+	live_write_file(cfg, "{\n  \"max_disk\": \"2G\",\n  \"flush_interval\": \"250ms\"\n}\n");
 	snprintf(cmd, sizeof(cmd), RINGLOGD_PATH " --check-config --config %s 2>&1", cfg);
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect(strstr(out, "\"max_disk\": \"2G\"") || strstr(out, "\"max_disk\": 2147483648"),
 		  "effective max_disk missing: %s", out);
 	cr_expect(strstr(out, "\"storage_dir\""), "defaults missing: %s", out);
 
-	write_file(cfg, "{\n  \"max_disk\": \"2G\",\n  \"flush_intervall\": \"1s\"\n}\n");
+	live_write_file(cfg, "{\n  \"max_disk\": \"2G\",\n  \"flush_intervall\": \"1s\"\n}\n");
 	cr_assert_neq(live_run(cmd, out, sizeof(out)), 0);
 	char want[600];
 
@@ -101,13 +92,13 @@ Test(daemon, sighup_with_a_bad_file_keeps_the_old_configuration)
 	live_init(&e);
 	snprintf(cfg, sizeof(cfg), "%s/ringlogd.json", e.dir);
 	snprintf(cfgarg, sizeof(cfgarg), "%s", cfg);
-	write_file(cfg, "{ \"max_disk\": \"64M\", \"min_free\": \"0\" }\n");
+	live_write_file(cfg, "{ \"max_disk\": \"64M\", \"min_free\": \"0\" }\n");
 	d = live_daemon(&e, "--config", cfgarg, NULL);
 	cr_assert((st = status_json()));
 	cr_expect_eq(json_integer_value(json_object_get(st, "max_disk")), 64 << 20);
 	json_decref(st);
 
-	write_file(cfg, "{ \"max_disk\": \"lots\" }\n");
+	live_write_file(cfg, "{ \"max_disk\": \"lots\" }\n");
 	kill(d, SIGHUP);
 	sleep_ms(300);
 	cr_assert_eq(waitpid(d, NULL, WNOHANG), 0, "ringlogd died on a bad reload");
@@ -121,7 +112,7 @@ Test(daemon, sighup_with_a_bad_file_keeps_the_old_configuration)
 	/* A client still gets its events stored on the old configuration. */
 	live_wait_ok(emit(1, 1000, "1M"), "emitter");
 
-	write_file(cfg, "{ \"max_disk\": \"128M\", \"min_free\": \"0\" }\n");
+	live_write_file(cfg, "{ \"max_disk\": \"128M\", \"min_free\": \"0\" }\n");
 	kill(d, SIGHUP);
 	sleep_ms(300);
 	cr_assert((st = status_json()));
@@ -276,7 +267,7 @@ Test(daemon, twenty_times_the_budget_never_exceeds_it_by_more_than_a_chunk)
 	live_init(&e);
 	snprintf(cfg, sizeof(cfg), "%s/ringlogd.json", e.dir);
 	/* Chunks of max_segment_size / 8 = 128 KiB. */
-	write_file(cfg, "{ \"max_disk\": \"4M\", \"max_segment_size\": \"1M\", \"min_free\": \"0\" }\n");
+	live_write_file(cfg, "{ \"max_disk\": \"4M\", \"max_segment_size\": \"1M\", \"min_free\": \"0\" }\n");
 	d = live_daemon(&e, "--config", cfg, NULL);
 	w.store = e.store;
 	pthread_create(&th, NULL, watch_run, &w);
@@ -307,7 +298,7 @@ Test(daemon, twenty_times_the_budget_never_exceeds_it_by_more_than_a_chunk)
 
 	/* Startup: a directory over a smaller budget is trimmed before the
 	 * daemon accepts a client. */
-	write_file(cfg, "{ \"max_disk\": \"1M\", \"max_segment_size\": \"256K\", \"min_free\": \"0\" }\n");
+	live_write_file(cfg, "{ \"max_disk\": \"1M\", \"max_segment_size\": \"256K\", \"min_free\": \"0\" }\n");
 	d = live_daemon(&e, "--config", cfg, NULL);
 	used = store_bytes(e.store, &min_seq, &max_seq, &count);
 	cr_expect_leq(used, 1u << 20, "startup left %llu bytes", (unsigned long long)used);
@@ -502,21 +493,6 @@ Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
  * Hostile clients
  */
 
-static int fd_count(pid_t pid)
-{
-	char path[64];
-	DIR *dir;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	if (!(dir = opendir(path)))
-		return -1;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n - 2;
-}
-
 Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 {
 	static const struct {
@@ -542,7 +518,7 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 
 	live_init(&e);
 	d = live_daemon(&e, NULL);
-	fds_before = fd_count(d);
+	fds_before = live_fd_count(d);
 	/* An honest program emits all along. */
 	{
 		const char *argv[] = { EMITTER_PATH, "4", "100000", "--pause-us", "100",
@@ -568,8 +544,8 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		sleep_ms(100);
 	cr_assert(st, "ringlogd stopped answering");
 	json_decref(st);
-	cr_expect_leq(fd_count(d), fds_before + 8, "ringlogd holds %d fds, %d before",
-		      fd_count(d), fds_before);
+	cr_expect_leq(live_fd_count(d), fds_before + 8, "ringlogd holds %d fds, %d before",
+		      live_fd_count(d), fds_before);
 	live_daemon_stop(d);
 
 	struct live_read rd = { 0 };
@@ -639,7 +615,7 @@ Test(daemon, forwarding_state_is_reported_and_never_blocks_storage)
 	live_daemon_stop(d);
 
 	snprintf(cfg, sizeof(cfg), "%s/off.json", e.dir);
-	write_file(cfg, "{ \"forward\": { \"user_events\": false } }\n");
+	live_write_file(cfg, "{ \"forward\": { \"user_events\": false } }\n");
 	d = live_daemon(&e, "--config", cfg, NULL);
 	j = status_json();
 	cr_assert(j);

@@ -349,13 +349,7 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 	 * the disk really fills instead of the budget stepping in. */
 	snprintf(e.store, sizeof(e.store), "%s/store", mnt);
 	snprintf(cfg, sizeof(cfg), "%s/full.json", e.dir);
-	{
-		FILE *f = fopen(cfg, "w");
-
-		cr_assert(f);
-		fputs("{ \"min_free\": \"0\", \"max_segment_size\": \"1M\", \"flush_interval\": \"100ms\" }\n", f);
-		fclose(f);
-	}
+	live_write_file(cfg, "{ \"min_free\": \"0\", \"max_segment_size\": \"1M\", \"flush_interval\": \"100ms\" }\n");
 	d = live_daemon(&e, "--config", cfg, NULL);
 	/* Phase 0: the daemon has written nothing yet and so has nothing of
 	 * its own to delete when the disk fills: a full disk is then a loss,

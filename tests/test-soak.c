@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,21 +41,6 @@ static long proc_kb(pid_t pid, const char *key)
 		}
 	fclose(f);
 	return v;
-}
-
-static int fd_count(pid_t pid)
-{
-	char path[64];
-	DIR *dir;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	if (!(dir = opendir(path)))
-		return -1;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n - 2;
 }
 
 static double now_s(void)
@@ -90,15 +74,9 @@ Test(soak, daemon_memory_and_fds_stay_flat_under_a_steady_load)
 		warm = 60;
 	live_init(&e);
 	snprintf(cfg, sizeof(cfg), "%s/soak.json", e.dir);
-	{
-		FILE *f = fopen(cfg, "w");
-
-		cr_assert(f);
-		/* A small budget: segments rotate and the oldest are deleted
-		 * every few seconds, the whole time. */
-		fputs("{ \"max_disk\": \"64M\", \"max_segment_size\": \"8M\", \"min_free\": \"0\" }\n", f);
-		fclose(f);
-	}
+	/* A small budget: segments rotate and the oldest are deleted every
+	 * few seconds, the whole time. */
+	live_write_file(cfg, "{ \"max_disk\": \"64M\", \"max_segment_size\": \"8M\", \"min_free\": \"0\" }\n");
 	snprintf(tailout, sizeof(tailout), "%s/tail.out", e.dir);
 	d = live_daemon(&e, "--config", cfg, NULL);
 	em[0] = steady_emitter();
@@ -111,7 +89,7 @@ Test(soak, daemon_memory_and_fds_stay_flat_under_a_steady_load)
 			break;
 		if (t >= next_sample) {
 			long rss = proc_kb(d, "RssAnon");
-			int fds = fd_count(d);
+			int fds = live_fd_count(d);
 
 			cr_assert(rss > 0 && fds > 0, "ringlogd is gone");
 			if (t >= warm && rss_warm < 0) {
@@ -169,7 +147,7 @@ Test(soak, daemon_memory_and_fds_stay_flat_under_a_steady_load)
 	}
 	usleep(1500000); /* the last rings drained and released */
 	rss_end = proc_kb(d, "RssAnon");
-	fds_end = fd_count(d);
+	fds_end = live_fd_count(d);
 	cr_assert(live_run(RINGLOG_CLI_PATH " status --json 2>&1", st, sizeof(st)) == 0);
 	{
 		const char *p = strstr(st, "\"stored_events\":");

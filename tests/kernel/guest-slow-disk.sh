@@ -15,18 +15,12 @@ B=$1
 T=/tmp/rl
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 DELAY_MS=300
-fails=0
-ok() { echo "ok $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-check() { # DESCRIPTION COMMAND...
-	d=$1; shift
-	if "$@"; then ok "$d"; else fail "$d"; fi
-}
+. "$(dirname "$0")/guest-lib.sh"
 field() { # FILE KEY: the number after "KEY:" in a /proc status file
 	awk -v k="$2:" '$1 == k { print $2 }' "$1"
 }
 end() {
-	if [ $fails -eq 0 ]; then echo "RESULT pass"; else echo "RESULT fail"; fi
+	result
 	exit 0
 }
 mkdir -p $T/store

@@ -9,13 +9,7 @@ B=$1
 tr=${2:-/sys/kernel/tracing} # where init.sh mounted tracefs
 ue=$tr/events/user_events
 T=/tmp/rl
-fails=0
-ok() { echo "ok $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-check() { # DESCRIPTION COMMAND...
-	d=$1; shift
-	if "$@"; then ok "$d"; else fail "$d"; fi
-}
+. "$(dirname "$0")/guest-lib.sh"
 count() { grep -c "$1" $tr/trace; }
 
 mkdir -p $T
@@ -117,4 +111,4 @@ check "store: 40 Info + 20 Detail ($n)" test "$n" -eq 60
 check "no tracepoint left behind" test ! -d $ue/Test_Fwd_L4K1
 sed 's/^/  daemon: /' $T/daemon.log | grep -v "^  daemon: $" | tail -20
 
-if [ $fails -eq 0 ]; then echo "RESULT pass"; else echo "RESULT fail"; fi
+result
