@@ -118,46 +118,6 @@ static int put(uint8_t *out, size_t cap, size_t *at, const void *p, size_t n)
 	return 0;
 }
 
-/* The fields of a ringlog payload in EventHeader order: the same bytes,
- * except that a string's length loses ringlog's truncation bit. */
-static long put_fields(uint8_t *out, size_t cap, size_t at, const struct ringlog_event_desc *e,
-		       const uint8_t *p, size_t len)
-{
-	static const uint8_t size[] = {
-		[RINGLOG_TYPE_I8] = 1, [RINGLOG_TYPE_I16] = 2, [RINGLOG_TYPE_I32] = 4,
-		[RINGLOG_TYPE_I64] = 8, [RINGLOG_TYPE_U8] = 1, [RINGLOG_TYPE_U16] = 2,
-		[RINGLOG_TYPE_U32] = 4, [RINGLOG_TYPE_U64] = 8, [RINGLOG_TYPE_F64] = 8,
-		[RINGLOG_TYPE_BOOL] = 1,
-	};
-	size_t off = 0;
-
-	for (uint16_t i = 0; i < e->nfields; i++) {
-		uint8_t t = e->fields[i].type;
-		uint16_t n;
-
-		if (t != RINGLOG_TYPE_STR && t != RINGLOG_TYPE_BLOB) {
-			if (t >= sizeof(size) || !size[t] || off + size[t] > len)
-				return -EBADMSG;
-			if (put(out, cap, &at, p + off, size[t]) < 0)
-				return -ENOSPC;
-			off += size[t];
-			continue;
-		}
-		if (off + 2 > len)
-			return -EBADMSG;
-		memcpy(&n, p + off, 2);
-		off += 2;
-		if (t == RINGLOG_TYPE_STR)
-			n &= (uint16_t)~RINGLOG_STR_TRUNCATED;
-		if (off + n > len)
-			return -EBADMSG;
-		if (put(out, cap, &at, &n, 2) < 0 || put(out, cap, &at, p + off, n) < 0)
-			return -ENOSPC;
-		off += n;
-	}
-	return off == len ? (long)at : -EBADMSG;
-}
-
 long ringlog_eh_event(uint8_t *out, size_t cap, const struct ringlog_event_desc *e,
 		      const uint8_t *meta, size_t meta_len, const uint8_t act[16],
 		      uint64_t emit_time_ns, const uint8_t *fields, size_t fields_len)
@@ -184,5 +144,5 @@ long ringlog_eh_event(uint8_t *out, size_t cap, const struct ringlog_event_desc 
 		return -ENOSPC;
 	if (put(out, cap, &at, &emit_time_ns, 8) < 0)
 		return -ENOSPC;
-	return put_fields(out, cap, at, e, fields, fields_len);
+	return ringlog_fields_plain(out, cap, at, e, fields, fields_len);
 }

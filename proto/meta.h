@@ -93,6 +93,16 @@ int ringlog_event_decode(const struct ringlog_event_desc *e, const uint8_t *p,
 			 size_t len, struct ringlog_value *out);
 
 /* Names for display and JSON. */
+/* The fields of a validated payload (p, len: the record's bytes after ts
+ * and activity) as the OS tracers' formats lay them out, appended to out at
+ * offset at: the same bytes, except that a string's u16 length loses
+ * ringlog's truncation bit. EventHeader and TraceLogging both count strings
+ * and blobs with a u16 before the bytes, so both encoders use this.
+ * Returns the new end offset, -ENOSPC when cap is too small, -EBADMSG when
+ * the bytes do not match e. */
+long ringlog_fields_plain(uint8_t *out, size_t cap, size_t at, const struct ringlog_event_desc *e,
+			  const uint8_t *p, size_t len);
+
 const char *ringlog_type_name(unsigned type);
 const char *ringlog_format_name(unsigned format);
 const char *ringlog_level_name(unsigned level);
