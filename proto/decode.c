@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compat-win.h"
+
 #include "event.h"
 #include "ring.h"
 

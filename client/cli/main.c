@@ -2,6 +2,10 @@
 #include "cli.h"
 
 #include <string.h>
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#endif
 
 static void usage(FILE *f)
 {
@@ -20,6 +24,18 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+#ifdef _WIN32
+	/* the same bytes as on Linux: no "\r\n" translation */
+	_setmode(1, _O_BINARY);
+	_setmode(2, _O_BINARY);
+	if (argc >= 2 && (!strcmp(argv[1], "tail") || !strcmp(argv[1], "status") ||
+			  !strcmp(argv[1], "emit"))) {
+		fprintf(stderr, "ringlog: \"%s\" is not in this Windows build yet: it talks to "
+			"ringlogd.exe, whose control pipe is not built; \"ringlog read\" works\n",
+			argv[1]);
+		return EXIT_FAIL;
+	}
+#endif
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;

@@ -4,6 +4,9 @@
 #include "cli.h"
 
 #include <dirent.h>
+#ifdef _WIN32
+#include <io.h>
+#endif
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +53,53 @@ static void add_line(struct rd *r, uint64_t ns, char *text)
 /* print_event() writes to stdout; read renders into memory first to sort. */
 struct capture {
 	FILE *saved;
+	int saved_fd; /* Windows */
 	char *buf;
 	size_t len;
 };
 
+#ifdef _WIN32
+/* No open_memstream, and stdout cannot be assigned: fd 1 is pointed at one
+ * temporary file for the duration of an event and read back. */
+static int capture_fd = -1;
+
+static void capture_begin(struct capture *c)
+{
+	c->buf = NULL;
+	c->saved_fd = -1;
+	if (capture_fd < 0) {
+		FILE *t = tmpfile();
+
+		capture_fd = t ? _fileno(t) : -1;
+	}
+	fflush(stdout);
+	if (capture_fd < 0 || _lseek(capture_fd, 0, SEEK_SET) < 0)
+		return;
+	c->saved_fd = _dup(1);
+	if (c->saved_fd >= 0 && _dup2(capture_fd, 1) < 0) {
+		_close(c->saved_fd);
+		c->saved_fd = -1;
+	}
+}
+
+static char *capture_end(struct capture *c)
+{
+	long n;
+
+	if (c->saved_fd < 0)
+		return NULL;
+	fflush(stdout);
+	_dup2(c->saved_fd, 1);
+	_close(c->saved_fd);
+	n = _lseek(capture_fd, 0, SEEK_CUR);
+	if (n < 0 || _lseek(capture_fd, 0, SEEK_SET) < 0 || !(c->buf = malloc((size_t)n + 1)))
+		return NULL;
+	n = _read(capture_fd, c->buf, (unsigned)n);
+	c->len = n < 0 ? 0 : (size_t)n;
+	c->buf[c->len] = 0;
+	return c->buf;
+}
+#else
 static void capture_begin(struct capture *c)
 {
 	FILE *m = open_memstream(&c->buf, &c->len);
@@ -71,6 +117,7 @@ static char *capture_end(struct capture *c)
 	}
 	return c->buf;
 }
+#endif
 
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
