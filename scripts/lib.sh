@@ -7,6 +7,8 @@ RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps"
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"
 RINGLOG_FUZZ_PACKAGES="clang libclang-rt-14-dev"
+# Optional: the Windows cross-build (scripts/win-build.sh) and Wine to run it.
+RINGLOG_WIN_PACKAGES="gcc-mingw-w64-x86-64 dpkg-dev wine wine64"
 # libelf-dev: the kernel builds objtool; libssl-dev: its host tools
 RINGLOG_KERNEL_TEST_PACKAGES="qemu-system-x86 busybox-static linux-source-6.12 bc flex bison libelf-dev libssl-dev cpio xz-utils file dmsetup e2fsprogs"
 

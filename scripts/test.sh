@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
 
 ensure_packages $RINGLOG_BUILD_PACKAGES $RINGLOG_TEST_PACKAGES
-ensure_optional_packages $RINGLOG_KERNEL_TEST_PACKAGES $RINGLOG_FUZZ_PACKAGES
+ensure_optional_packages $RINGLOG_KERNEL_TEST_PACKAGES $RINGLOG_FUZZ_PACKAGES $RINGLOG_WIN_PACKAGES
 
 passed=0 failed=0 skipped=0
 run_suite() { # NAME DIR CMAKE_ARGS...
@@ -40,6 +40,21 @@ run_suite() { # NAME DIR CMAKE_ARGS...
 # compiling do not run beside timing-sensitive tests.
 step "test kernel for user_events (tests/kernel/build-kernel.sh)"
 tests/kernel/build-kernel.sh || echo "(the user_events kernel test will skip)"
+
+# The Windows programs, cross-built with mingw-w64 for tests/test-windows.c
+# (run under Wine by the suites). With mingw installed a failed build fails
+# the run; without it the Windows tests skip and say why.
+rm -f build-win/client/ringlog.exe build-win/tests/win/test-win.exe
+if command -v x86_64-w64-mingw32-gcc >/dev/null; then
+	if scripts/win-build.sh; then
+		passed=$((passed + 1))
+	else
+		echo "  FAILED: the Windows cross-build"
+		failed=$((failed + 1))
+	fi
+else
+	step "build: Windows: skipped, gcc-mingw-w64-x86-64 is not installed"
+fi
 
 run_suite "release (-O2, -Werror)" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 

@@ -1,0 +1,146 @@
+/* tests/test-windows.c - the Windows build, run under Wine from the Linux
+ * suite. scripts/test.sh cross-builds it (scripts/win-build.sh) into
+ * build-win/ when gcc-mingw-w64-x86-64 is installed; without that build, or
+ * without wine, every test here skips and says which is missing.
+ *
+ * What runs: the Windows programs' own unit tests (tests/win/test-win.c:
+ * rings in duplicated file mappings, the TraceLogging encoder through the
+ * ETW calls, CRC32C), and ringlog.exe read on stores written by the Linux
+ * daemon, whose output must equal the Linux reader's byte for byte, damage
+ * reports and exit codes included.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "live.h"
+
+#define CLI RINGLOG_CLI_PATH
+#define WIN_BUILD RINGLOG_SOURCE_DIR "/build-win"
+#define WIN_READER WIN_BUILD "/client/ringlog.exe"
+#define WIN_TESTS WIN_BUILD "/tests/win/test-win.exe"
+/* One Wine prefix for the whole suite: creating one takes ~10 s. */
+#define WINE "TZ=UTC WINEDEBUG=-all WINEPREFIX=" WIN_BUILD "/wineprefix wine "
+
+static void need_windows_build(void)
+{
+	char out[256];
+
+	if (access(WIN_READER, R_OK) || access(WIN_TESTS, R_OK))
+		cr_skip_test("no Windows build in %s: install gcc-mingw-w64-x86-64 and run "
+			     "scripts/win-build.sh (scripts/test.sh does both as root)", WIN_BUILD);
+	if (live_run("command -v wine", out, sizeof(out)) != 0)
+		cr_skip_test("wine is not installed (Debian package wine): the Windows programs "
+			     "cannot run here");
+	mkdir(WIN_BUILD "/wineprefix", 0755);
+}
+
+static void must_run(const char *cmd)
+{
+	char out[4096];
+
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "`%s`:\n%s", cmd, out);
+}
+
+Test(windows, the_windows_unit_tests_pass_under_wine, .timeout = 300)
+{
+	static char out[16384];
+	int rc;
+
+	need_windows_build();
+	rc = live_run(WINE WIN_TESTS " 2>&1", out, sizeof(out));
+	cr_log_info("test-win.exe:\n%s", out);
+	cr_expect_eq(rc, 0, "test-win.exe exited %d:\n%s", rc, out);
+	cr_expect(strstr(out, " checks, 0 failed") != NULL, "%s", out);
+	cr_expect(strstr(out, "ring: 2000000 records through a duplicated file mapping, in order"),
+		  "%s", out);
+}
+
+/* Both readers on the same input: same stdout, stderr and exit status. */
+static void expect_same_reading(const char *args, int want_rc)
+{
+	static char lin[4 << 20], win[4 << 20], lerr[8192], werr[8192];
+	char cmd[1024];
+	int lrc, wrc;
+
+	snprintf(cmd, sizeof(cmd), "TZ=UTC " CLI " read %s 2>/tmp/ringlog-win-lerr", args);
+	lrc = live_run(cmd, lin, sizeof(lin));
+	snprintf(cmd, sizeof(cmd), WINE WIN_READER " read %s 2>/tmp/ringlog-win-werr", args);
+	wrc = live_run(cmd, win, sizeof(win));
+	live_run("cat /tmp/ringlog-win-lerr", lerr, sizeof(lerr));
+	live_run("cat /tmp/ringlog-win-werr", werr, sizeof(werr));
+	cr_expect_eq(lrc, want_rc, "linux reader exit %d for `read %s`: %s", lrc, args, lerr);
+	cr_expect_eq(wrc, lrc, "ringlog.exe exit %d, linux %d, for `read %s`: %s", wrc, lrc, args,
+		     werr);
+	cr_expect_gt(strlen(lin), 0);
+	cr_expect(strlen(lin) < sizeof(lin) - 1, "output larger than the test's buffer");
+	cr_expect_str_eq(win, lin, "stdout differs for `read %s`", args);
+	cr_expect_str_eq(werr, lerr, "stderr differs for `read %s`", args);
+}
+
+#define ALL_TYPES                                                                             \
+	"i8:i8=-8 i16:i16=-16 i32:i32=-32 i64:i64=-64 u8:u8=255 u16:u16=65535 u32:u32=32 "    \
+	"u64:u64=18446744073709551615 f:f64=1.5 nan:f64=nan b:bool=true "                     \
+	"s:str='hi \"there\" \xc3\xa9\t' h:hex=255 p:pid=42 e:errno=110 t:time=1700000000123456789 " \
+	"d:blob=00ff10 z:blob= n=5 x=2.25 w=word"
+
+Test(windows, the_windows_reader_prints_what_the_linux_reader_prints, .timeout = 600)
+{
+	struct live e;
+	char cmd[1400], seg[600], bad[600];
+	const char *emitter[] = { EMITTER_PATH, "4", "1500", NULL };
+	pid_t d, p;
+	FILE *f;
+
+	need_windows_build();
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(cmd, sizeof(cmd), CLI " emit Golden.Types All --level warning --keyword 0x4 "
+		 ALL_TYPES);
+	must_run(cmd);
+	p = live_spawn(emitter, NULL, "/dev/null");
+	live_wait_ok(p, "test-emitter");
+	must_run(CLI " emit Golden.Types Last why=done");
+	live_daemon_stop(d);
+
+	/* the whole store, text and JSON, and filters (globs, level, time) */
+	snprintf(cmd, sizeof(cmd), "--dir '%s'", e.store);
+	expect_same_reading(cmd, 0);
+	snprintf(cmd, sizeof(cmd), "--json --dir '%s'", e.store);
+	expect_same_reading(cmd, 0);
+	snprintf(cmd, sizeof(cmd), "--provider 'Golden.*' --level warn --dir '%s'", e.store);
+	expect_same_reading(cmd, 0);
+	snprintf(cmd, sizeof(cmd), "--event Tick --since 2000-01-01T00:00:00Z --json --dir '%s'",
+		 e.store);
+	expect_same_reading(cmd, 0);
+
+	/* a damaged copy: a flipped byte in the middle, the end cut off */
+	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e.store);
+	cr_assert_eq(live_run(cmd, seg, sizeof(seg)), 0);
+	seg[strcspn(seg, "\n")] = 0;
+	snprintf(bad, sizeof(bad), "%s/damaged.rlseg", e.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg, bad);
+	must_run(cmd);
+	f = fopen(bad, "r+b");
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	{
+		long size = ftell(f);
+		int ch;
+
+		fseek(f, size / 2, SEEK_SET);
+		ch = fgetc(f);
+		fseek(f, size / 2, SEEK_SET);
+		fputc(ch ^ 0x40, f);
+		fclose(f);
+		cr_assert_eq(truncate(bad, size - 1000), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s'", bad);
+	expect_same_reading(cmd, 4);
+	live_cleanup(&e);
+}
