@@ -88,9 +88,12 @@ enum {
 	RINGLOG_TLG_OUT_PID = 5,
 	RINGLOG_TLG_OUT_UTF8 = 35,
 
-	/* EVENT_DATA_DESCRIPTOR.Type */
+	/* EVENT_DATA_DESCRIPTOR.Type: the low byte of the field mingw-w64's
+	 * older evntprov.h still calls Reserved */
 	RINGLOG_TLG_DESC_EVENT_METADATA = 1,
 	RINGLOG_TLG_DESC_PROVIDER_METADATA = 2,
+	/* EVENT_INFO_CLASS EventProviderSetTraits, missing from mingw-w64 */
+	RINGLOG_TLG_INFO_SET_TRAITS = 2,
 };
 
 #define RINGLOG_TLG_TIME_FIELD "emit_time_ns"
