@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eventheader.h"
+#include "fuzz-meta.h"
 #include "meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
@@ -13,27 +14,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
 	static uint8_t meta[RINGLOG_EH_META_MAX], out[1 << 17];
 	struct ringlog_meta m;
-	size_t mlen, off = 0;
+	size_t mlen;
+	long got;
 	char name[RINGLOG_EH_NAME_MAX], cmd[RINGLOG_EH_COMMAND_MAX];
 	const uint8_t act[16] = { 1 };
 
-	if (n < 2)
+	got = fuzz_meta(&d, &n, &m);
+	if (got < 0)
 		return 0;
-	/* first two bytes: how much of the input is metadata */
-	mlen = (size_t)(d[0] | d[1] << 8);
-	d += 2;
-	n -= 2;
-	if (mlen > n)
-		mlen = n;
-	ringlog_meta_init(&m);
-	while (off + 8 <= mlen) {
-		const char *why;
-		long k = ringlog_meta_add(&m, d + off, mlen - off, &why);
-
-		if (k <= 0)
-			break;
-		off += (size_t)k;
-	}
+	mlen = (size_t)got;
 	for (uint32_t i = 0; i < m.nprov; i++)
 		if (m.providers[i] && ringlog_eh_name(name, sizeof(name), m.providers[i], 5, 0x1f) > 0)
 			ringlog_eh_command(cmd, sizeof(cmd), name);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-meta.h"
 #include "meta.h"
 #include "tracelogging.h"
 
@@ -45,24 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	uint8_t traits[RINGLOG_TLG_TRAITS_MAX], guid[16];
 	char gs[39];
 	struct ringlog_meta m;
-	size_t mlen, off = 0;
+	size_t mlen;
+	long got;
 
-	if (n < 2)
+	got = fuzz_meta(&d, &n, &m);
+	if (got < 0)
 		return 0;
-	mlen = (size_t)(d[0] | d[1] << 8);
-	d += 2;
-	n -= 2;
-	if (mlen > n)
-		mlen = n;
-	ringlog_meta_init(&m);
-	while (off + 8 <= mlen) {
-		const char *why;
-		long k = ringlog_meta_add(&m, d + off, mlen - off, &why);
-
-		if (k <= 0)
-			break;
-		off += (size_t)k;
-	}
+	mlen = (size_t)got;
 	for (uint32_t i = 0; i < m.nprov; i++) {
 		if (!m.providers[i])
 			continue;
