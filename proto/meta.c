@@ -309,41 +309,32 @@ int ringlog_event_decode(const struct ringlog_event_desc *e, const uint8_t *p,
 long ringlog_fields_plain(uint8_t *out, size_t cap, size_t at, const struct ringlog_event_desc *e,
 			  const uint8_t *p, size_t len)
 {
-	static const uint8_t size[] = {
-		[RINGLOG_TYPE_I8] = 1, [RINGLOG_TYPE_I16] = 2, [RINGLOG_TYPE_I32] = 4,
-		[RINGLOG_TYPE_I64] = 8, [RINGLOG_TYPE_U8] = 1, [RINGLOG_TYPE_U16] = 2,
-		[RINGLOG_TYPE_U32] = 4, [RINGLOG_TYPE_U64] = 8, [RINGLOG_TYPE_F64] = 8,
-		[RINGLOG_TYPE_BOOL] = 1,
-	};
 	size_t off = 0;
 
 	for (uint16_t i = 0; i < e->nfields; i++) {
 		uint8_t t = e->fields[i].type;
-		uint16_t n;
+		size_t n = fixed_size(t);
+		uint16_t l;
 
-		if (t != RINGLOG_TYPE_STR && t != RINGLOG_TYPE_BLOB) {
-			if (t >= sizeof(size) || !size[t] || off + size[t] > len)
+		if (t < RINGLOG_TYPE_I8 || t > RINGLOG_TYPE_MAX_ || off + n > len)
+			return -EBADMSG;
+		if (t == RINGLOG_TYPE_STR || t == RINGLOG_TYPE_BLOB) {
+			memcpy(&l, p + off, 2);
+			if (t == RINGLOG_TYPE_STR)
+				l &= (uint16_t)~RINGLOG_STR_TRUNCATED;
+			if (off + 2 + l > len)
 				return -EBADMSG;
-			if (at + size[t] > cap)
+			if (at + 2 + l > cap)
 				return -ENOSPC;
-			memcpy(out + at, p + off, size[t]);
-			at += size[t];
-			off += size[t];
-			continue;
+			memcpy(out + at, &l, 2);
+			memcpy(out + at + 2, p + off + 2, l);
+			n = 2u + l;
+		} else {
+			if (at + n > cap)
+				return -ENOSPC;
+			memcpy(out + at, p + off, n);
 		}
-		if (off + 2 > len)
-			return -EBADMSG;
-		memcpy(&n, p + off, 2);
-		off += 2;
-		if (t == RINGLOG_TYPE_STR)
-			n &= (uint16_t)~RINGLOG_STR_TRUNCATED;
-		if (off + n > len)
-			return -EBADMSG;
-		if (at + 2 + n > cap)
-			return -ENOSPC;
-		memcpy(out + at, &n, 2);
-		memcpy(out + at + 2, p + off, n);
-		at += 2 + (size_t)n;
+		at += n;
 		off += n;
 	}
 	return off == len ? (long)at : -EBADMSG;

@@ -62,18 +62,20 @@ Test(windows, the_windows_unit_tests_pass_under_wine, .timeout = 300)
 }
 
 /* Both readers on the same input: same stdout, stderr and exit status. */
-static void expect_same_reading(const char *args, int want_rc)
+static void expect_same_reading(const struct live *e, const char *args, int want_rc)
 {
 	static char lin[4 << 20], win[4 << 20], lerr[8192], werr[8192];
-	char cmd[1024];
+	char cmd[2048];
 	int lrc, wrc;
 
-	snprintf(cmd, sizeof(cmd), "TZ=UTC " CLI " read %s 2>/tmp/ringlog-win-lerr", args);
+	snprintf(cmd, sizeof(cmd), "TZ=UTC " CLI " read %s 2>'%s/lerr'", args, e->dir);
 	lrc = live_run(cmd, lin, sizeof(lin));
-	snprintf(cmd, sizeof(cmd), WINE WIN_READER " read %s 2>/tmp/ringlog-win-werr", args);
+	snprintf(cmd, sizeof(cmd), WINE WIN_READER " read %s 2>'%s/werr'", args, e->dir);
 	wrc = live_run(cmd, win, sizeof(win));
-	live_run("cat /tmp/ringlog-win-lerr", lerr, sizeof(lerr));
-	live_run("cat /tmp/ringlog-win-werr", werr, sizeof(werr));
+	snprintf(cmd, sizeof(cmd), "cat '%s/lerr'", e->dir);
+	live_run(cmd, lerr, sizeof(lerr));
+	snprintf(cmd, sizeof(cmd), "cat '%s/werr'", e->dir);
+	live_run(cmd, werr, sizeof(werr));
 	cr_expect_eq(lrc, want_rc, "linux reader exit %d for `read %s`: %s", lrc, args, lerr);
 	cr_expect_eq(wrc, lrc, "ringlog.exe exit %d, linux %d, for `read %s`: %s", wrc, lrc, args,
 		     werr);
@@ -110,14 +112,14 @@ Test(windows, the_windows_reader_prints_what_the_linux_reader_prints, .timeout =
 
 	/* the whole store, text and JSON, and filters (globs, level, time) */
 	snprintf(cmd, sizeof(cmd), "--dir '%s'", e.store);
-	expect_same_reading(cmd, 0);
+	expect_same_reading(&e, cmd, 0);
 	snprintf(cmd, sizeof(cmd), "--json --dir '%s'", e.store);
-	expect_same_reading(cmd, 0);
+	expect_same_reading(&e, cmd, 0);
 	snprintf(cmd, sizeof(cmd), "--provider 'Golden.*' --level warn --dir '%s'", e.store);
-	expect_same_reading(cmd, 0);
+	expect_same_reading(&e, cmd, 0);
 	snprintf(cmd, sizeof(cmd), "--event Tick --since 2000-01-01T00:00:00Z --json --dir '%s'",
 		 e.store);
-	expect_same_reading(cmd, 0);
+	expect_same_reading(&e, cmd, 0);
 
 	/* a damaged copy: a flipped byte in the middle, the end cut off */
 	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e.store);
@@ -141,6 +143,6 @@ Test(windows, the_windows_reader_prints_what_the_linux_reader_prints, .timeout =
 		cr_assert_eq(truncate(bad, size - 1000), 0);
 	}
 	snprintf(cmd, sizeof(cmd), "'%s'", bad);
-	expect_same_reading(cmd, 4);
+	expect_same_reading(&e, cmd, 4);
 	live_cleanup(&e);
 }
