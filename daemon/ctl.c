@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +175,11 @@ void client_maybe_free(struct client *c)
 	free(c->exe);
 	free(c->tx.buf);
 	free(c);
+#ifdef __GLIBC__
+	/* Programs come and go over months: hand the pages their buffers
+	 * used back to the system now rather than keep them as free heap. */
+	malloc_trim(0);
+#endif
 }
 
 static int take_fd(struct client *c)

@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +66,14 @@ int main(int argc, char **argv)
 
 	if (!d)
 		return 1;
+#ifdef __GLIBC__
+	/* A fixed threshold turns off glibc's dynamic one, which after the
+	 * first free of a large block serves every later one from the heap:
+	 * each connection's 1 MiB receive buffer and a slow tail's queue
+	 * would then stay in the daemon for good, fragmenting it, instead of
+	 * going back to the system when the connection closes. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
 	the_daemon = d;
 	d->listen_fd = -1;
 	ringlog_config_defaults(&d->cfg);

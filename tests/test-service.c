@@ -264,7 +264,7 @@ static int cli_as(const struct live *e, const char *user, const char *args, char
 	return live_run(cmd, out, cap);
 }
 
-Test(service, writers_and_readers_are_told_apart_by_their_groups)
+Test(service, writers_and_readers_are_told_apart_by_their_groups, .timeout = 180)
 {
 	struct live e;
 	char conf[400], cmd[1200], out[8192];
@@ -318,7 +318,7 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups)
 	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " status --json", out, sizeof(out));
 	cr_expect_eq(rc, 0, "a reader could not read the status: %s", out);
 	cr_expect(strstr(out, "\"storage_dir\""), "%s", out);
-	rc = cli_as(&e, "rltest-reader", "timeout --preserve-status -s INT 3 " RINGLOG_CLI_PATH
+	rc = cli_as(&e, "rltest-reader", "timeout --preserve-status -s INT -k 10 3 " RINGLOG_CLI_PATH
 		    " tail --json", out, sizeof(out));
 	cr_expect_eq(rc, 0, "a reader could not tail (exit %d): %s", rc, out);
 	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " emit Test.Access FromReader n=3", out,

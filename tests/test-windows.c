@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,7 +27,37 @@
 #define WIN_READER WIN_BUILD "/client/ringlog.exe"
 #define WIN_TESTS WIN_BUILD "/tests/win/test-win.exe"
 /* One Wine prefix for the whole suite: creating one takes ~10 s. */
-#define WINE "TZ=UTC WINEDEBUG=-all WINEPREFIX=" WIN_BUILD "/wineprefix wine "
+#define WINE_ENV "TZ=UTC WINEDEBUG=-all WINEPREFIX=" WIN_BUILD "/wineprefix "
+#define WINE WINE_ENV "wine "
+
+/* The tests run in parallel, and a Wine prefix's first use creates it:
+ * two programs doing that at once restart each other's wineserver
+ * ("recvmsg: Connection reset by peer") and print "configuration has been
+ * updated" into the output under test. So the prefix is made once, under a
+ * lock, before any test program runs; then one wineserver is kept up for
+ * the run, so that it does not exit, idle, just as the next program
+ * connects. */
+static void wine_prefix_ready(void)
+{
+	char out[4096];
+	int lock;
+
+	mkdir(WIN_BUILD "/wineprefix", 0755);
+	lock = open(WIN_BUILD "/wineprefix.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(lock, 0, "cannot open %s/wineprefix.lock", WIN_BUILD);
+	cr_assert_eq(flock(lock, LOCK_EX), 0);
+	if (access(WIN_BUILD "/wineprefix/.ringlog-ready", F_OK)) {
+		cr_assert_eq(live_run(WINE_ENV "wineboot --init 2>&1 && " WINE_ENV "wineserver -w "
+				      "2>&1", out, sizeof(out)), 0,
+			     "creating the Wine prefix %s/wineprefix failed:\n%s", WIN_BUILD, out);
+		close(open(WIN_BUILD "/wineprefix/.ringlog-ready", O_WRONLY | O_CREAT | O_CLOEXEC,
+			   0644));
+	}
+	/* exits 2, harmlessly, when the other test already started it */
+	live_run(WINE_ENV "wineserver -p30 >/dev/null 2>&1 </dev/null", out, sizeof(out));
+	flock(lock, LOCK_UN);
+	close(lock);
+}
 
 static void need_windows_build(void)
 {
@@ -37,7 +69,7 @@ static void need_windows_build(void)
 	if (live_run("command -v wine", out, sizeof(out)) != 0)
 		cr_skip_test("wine is not installed (Debian package wine): the Windows programs "
 			     "cannot run here");
-	mkdir(WIN_BUILD "/wineprefix", 0755);
+	wine_prefix_ready();
 }
 
 static void must_run(const char *cmd)

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -15,11 +16,17 @@
 int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n);
 
 static volatile sig_atomic_t stop;
+static volatile sig_atomic_t conn_fd = -1;
 
+/* A flag alone would race: a signal landing between the loop's check and
+ * its read() would leave tail blocked in read() forever. Shutting the
+ * socket's read side (async-signal-safe) makes that read return at once. */
 static void on_sigint(int sig)
 {
 	(void)sig;
 	stop = 1;
+	if (conn_fd >= 0)
+		shutdown(conn_fd, SHUT_RD);
 }
 
 struct tl {
@@ -90,8 +97,15 @@ int cmd_tail(int argc, char **argv)
 		fprintf(stderr, "ringlog tail: -n must be 0 or more\n");
 		return EXIT_USAGE;
 	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if ((fd = cli_connect(socket_path(sock), false)) < 0)
-		return EXIT_NODAEMON;
+		return stop ? EXIT_OK : EXIT_NODAEMON;
+	conn_fd = fd;
+	if (stop) { /* interrupted while connecting */
+		close(fd);
+		return EXIT_OK;
+	}
 	req = json_object();
 	json_object_set_new(req, "backlog", json_integer(backlog));
 	if (t.f.provider)
@@ -113,8 +127,6 @@ int cmd_tail(int argc, char **argv)
 		return EXIT_NODAEMON;
 	}
 	free(js);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ringlog_dec_init(&d, NULL);
 	d.ctx = &t;
@@ -155,6 +167,7 @@ int cmd_tail(int argc, char **argv)
 		free(p);
 	}
 	ringlog_dec_free(&d);
+	conn_fd = -1;
 	close(fd);
 	return rc;
 }
