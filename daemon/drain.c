@@ -1,6 +1,7 @@
 /* daemon/drain.c - move records from every ring into the open chunk.
  *
- * Runs on a timer: 1 ms while data flows, 10 ms when the rings were empty
+ * Runs on a timer: at once while rings fill fast, 1 ms while data flows,
+ * 10 ms when the rings were empty
  * (the rings absorb what arrives in between; DESIGN.md sizes them by
  * "rate x worst drain delay"). Each record is validated by the consumer
  * (proto/ringbuf.c) and here against the writer's metadata: an event id
@@ -216,6 +217,8 @@ uint64_t drain_all(struct daemon *d)
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 			flush_run(&x); /* before anything else writes to the chunk */
 			moved += r->cons.pos - before;
+			if (r->cons.pos - before >= r->cons.size / 8)
+				d->drain_hot = true;
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
 				continue;
@@ -243,17 +246,28 @@ static void set_sleeping(struct daemon *d, bool on)
 						 on ? RINGLOG_CONS_SLEEPING : 0u, __ATOMIC_RELEASE);
 }
 
+/* Three paces. Hot (a ring came in at least an eighth full): drain again
+ * on the loop's next turn, after the write completions that give ring space
+ * back, because a producer at tens of millions of events per second fills a
+ * 1 MiB ring in well under a millisecond. Busy: wait DRAIN_BUSY_MS, flagged
+ * asleep, so that a ring passing its high-water mark meanwhile wakes us
+ * early; below that rate no producer ever makes a system call. Idle: the
+ * long interval, flagged; then drain once more, for what came before the
+ * flag. */
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
 	uint64_t moved;
 
 	set_sleeping(d, false);
+	d->drain_hot = false;
 	moved = drain_all(d);
-	/* Idle: sleep the long interval, flagged, so that a burst wakes us
-	 * at once; then drain once more, for what came before the flag. */
+	if (d->drain_hot) {
+		uv_timer_start(t, on_drain_timer, 0, 0);
+		return;
+	}
+	set_sleeping(d, true);
 	if (!moved) {
-		set_sleeping(d, true);
 		moved = drain_all(d);
 		if (moved)
 			set_sleeping(d, false);

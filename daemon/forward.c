@@ -12,13 +12,19 @@
 
 #if defined(__linux__)
 static const struct fwd_ops *const backend = &fwd_user_events_ops;
+#elif defined(_WIN32)
+static const struct fwd_ops *const backend = &fwd_etw_ops;
 #else
 static const struct fwd_ops *const backend = NULL;
 #endif
 
 static bool wanted(const struct daemon *d)
 {
+#ifdef _WIN32
+	return backend && d->cfg.forward.etw;
+#else
 	return backend && d->cfg.forward.user_events;
+#endif
 }
 
 static void event_seen(struct client *c, const struct ringlog_event_desc *e)
@@ -30,7 +36,7 @@ static void event_seen(struct client *c, const struct ringlog_event_desc *e)
 		return;
 	if (ringlog_grow(&c->fwd_ev, &c->nfwd_ev, e->id, sizeof(*c->fwd_ev)) < 0)
 		return;
-	c->fwd_ev[e->id] = f->ops->event_new(f, p, e);
+	c->fwd_ev[e->id] = f->ops->event_new(f, p->name, e);
 }
 
 /* Ids are dense and handed out in order, so "not offered yet" is the
@@ -164,7 +170,11 @@ json_t *fwd_status(struct daemon *d)
 	if (f)
 		f->ops->count(d->fwd, &targets, &enabled);
 	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
+#ifdef _WIN32
+		"user_events", "unsupported on this system", "etw", d->fwd_state,
+#else
 		"user_events", d->fwd_state, "etw", "unsupported on this system",
+#endif
 		"backend", backend ? backend->name : "",
 		"targets", (json_int_t)targets, "enabled", (json_int_t)enabled,
 		"forwarded", (json_int_t)(f ? f->forwarded : d->fwd_forwarded),

@@ -19,7 +19,6 @@
 #include "meta.h"
 
 struct fwd;
-struct provider;
 
 /* What an event costs the tracer's side: counted per reason. */
 enum fwd_loss {
@@ -35,9 +34,9 @@ struct fwd_ops {
 	 * tracer; EACCES: not allowed). */
 	int (*open)(struct fwd *f, char *why, size_t len);
 	void (*close)(struct fwd *f);
-	/* A writer defined event e of provider p: a handle kept per (writer,
-	 * event id), or NULL when the event cannot be forwarded (logged). */
-	void *(*event_new)(struct fwd *f, struct provider *p, const struct ringlog_event_desc *e);
+	/* A writer defined event e of the provider named so: a handle kept
+	 * per (writer, event id), or NULL when it cannot be forwarded (logged). */
+	void *(*event_new)(struct fwd *f, const char *provider, const struct ringlog_event_desc *e);
 	void (*event_free)(void *ev);
 	/* Whether a tracer listens to ev's target now: a memory load. */
 	bool (*event_enabled)(const void *ev);
@@ -61,5 +60,6 @@ struct fwd {
 };
 
 extern const struct fwd_ops fwd_user_events_ops;
+extern const struct fwd_ops fwd_etw_ops;
 
 #endif /* RINGLOG_DAEMON_FORWARD_H */

@@ -220,12 +220,12 @@ static struct tp *tracepoint(struct ue *u, const char *provider, uint8_t level, 
 	return t;
 }
 
-static void *ue_event_new(struct fwd *f, struct provider *p, const struct ringlog_event_desc *e)
+static void *ue_event_new(struct fwd *f, const char *provider, const struct ringlog_event_desc *e)
 {
 	struct ue *u = f->priv;
 	uint8_t meta[RINGLOG_EH_META_MAX];
 	long n = ringlog_eh_metadata(meta, sizeof(meta), e);
-	struct tp *t = tracepoint(u, p->name, e->level, e->keyword);
+	struct tp *t = tracepoint(u, provider, e->level, e->keyword);
 	struct ue_ev *ev;
 
 	if (!t || n < 0 || n > UINT16_MAX || !(ev = malloc(sizeof(*ev) + (size_t)n)))

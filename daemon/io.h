@@ -18,7 +18,7 @@ struct io;
 typedef void (*io_done_fn)(void *arg, long res);
 
 struct io_ops {
-	const char *name;  /* "io_uring", "thread pool" */
+	const char *name;  /* "io_uring", "thread pool", "IOCP" */
 	/* Returns a backend, or NULL with errno set (EPERM/ENOSYS: refused
 	 * by the kernel or its policy; the caller may fall back). */
 	struct io *(*open)(uv_loop_t *loop);
@@ -37,5 +37,6 @@ struct io {
 
 extern const struct io_ops io_uring_ops;
 extern const struct io_ops io_pool_ops;
+extern const struct io_ops io_iocp_ops;
 
 #endif /* RINGLOG_DAEMON_IO_H */

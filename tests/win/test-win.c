@@ -13,11 +13,24 @@
  *   EventSetInformation, EventWriteTransfer). Wine implements ETW as stubs:
  *   this shows only that the calls are accepted and disturb nothing.
  * - crc32c: the segment checksum gives the standard check value.
+ * - iocp: the daemon's IOCP write backend (daemon/io-iocp.c) on a file
+ *   opened unbuffered and overlapped: 32 chunks of 64 KiB issued at once in
+ *   reverse order, every completion back on the libuv loop, the file read
+ *   back; a write the system refuses comes back as an error, not a crash.
+ * - etw forwarder: daemon/fwd-etw.c registers one provider per ringlog
+ *   provider name, shared by that provider's events and unregistered with
+ *   the last of them; under Wine nothing is enabled, so nothing is written
+ *   and nothing is disturbed.
  */
+#include "io.h" /* first: libuv wants winsock2.h before windows.h */
+#include "forward.h"
+
 #include <windows.h>
 #include <evntprov.h>
+#include <malloc.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ring.h"
@@ -173,10 +186,159 @@ static void test_crc32c_check_value(void)
 	      ringlog_crc32c(0, "123456789", 9));
 }
 
+#define IOCP_CHUNKS 32
+#define IOCP_CHUNK (64 * 1024)
+
+struct iocp_result {
+	int done;
+	long res[IOCP_CHUNKS];
+};
+
+static struct iocp_result iocp_r;
+
+static void on_iocp_done(void *arg, long res)
+{
+	iocp_r.res[(intptr_t)arg] = res;
+	iocp_r.done++;
+}
+
+/* The C runtime's _close, reached through libuv: the daemon's io.h hides
+ * the system's <io.h> on this target's include path. */
+static void close_fd(uv_loop_t *loop, int fd)
+{
+	uv_fs_t req;
+
+	uv_fs_close(loop, &req, fd, NULL);
+	uv_fs_req_cleanup(&req);
+}
+
+static void test_iocp_backend(void)
+{
+	char path[MAX_PATH], dir[MAX_PATH];
+	uv_loop_t loop;
+	struct io *io;
+	uint8_t *bufs[IOCP_CHUNKS];
+	HANDLE h;
+	int fd, bad = 0, err;
+	FILE *f;
+
+	GetTempPathA(sizeof(dir), dir);
+	snprintf(path, sizeof(path), "%sringlog-iocp-%lu.bin", dir, GetCurrentProcessId());
+	h = CreateFileA(path, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ, NULL, CREATE_ALWAYS,
+			FILE_FLAG_OVERLAPPED | FILE_FLAG_NO_BUFFERING, NULL);
+	CHECK(h != INVALID_HANDLE_VALUE, "CreateFile %s: %lu", path, GetLastError());
+	if (h == INVALID_HANDLE_VALUE)
+		return;
+	fd = uv_open_osfhandle(h);
+	uv_loop_init(&loop);
+	io = io_iocp_ops.open(&loop);
+	CHECK(io != NULL, "open: errno %d", errno);
+	if (!io)
+		return;
+	for (int i = 0; i < IOCP_CHUNKS; i++) {
+		bufs[i] = _aligned_malloc(IOCP_CHUNK, 4096);
+		for (int j = 0; j < IOCP_CHUNK; j++)
+			bufs[i][j] = (uint8_t)(i * 7 + j);
+	}
+	/* all in flight at once, last offset first */
+	for (int i = IOCP_CHUNKS - 1; i >= 0; i--) {
+		err = io->ops->write(io, fd, bufs[i], IOCP_CHUNK, (uint64_t)i * IOCP_CHUNK, on_iocp_done,
+				     (void *)(intptr_t)i);
+		CHECK(err == 0, "write %d: %d", i, err);
+	}
+	while (iocp_r.done < IOCP_CHUNKS && uv_run(&loop, UV_RUN_ONCE))
+		;
+	CHECK(iocp_r.done == IOCP_CHUNKS, "%d of %d completions", iocp_r.done, IOCP_CHUNKS);
+	for (int i = 0; i < IOCP_CHUNKS; i++)
+		bad += iocp_r.res[i] != IOCP_CHUNK;
+	CHECK(bad == 0, "%d writes did not report %d bytes", bad, IOCP_CHUNK);
+	close_fd(&loop, fd);
+
+	/* a handle opened for reading only: the system refuses the write */
+	h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+			FILE_FLAG_OVERLAPPED, NULL);
+	fd = uv_open_osfhandle(h);
+	iocp_r.done = 0;
+	iocp_r.res[0] = 1;
+	err = io->ops->write(io, fd, bufs[0], IOCP_CHUNK, 0, on_iocp_done, (void *)(intptr_t)0);
+	while (!err && iocp_r.done < 1 && uv_run(&loop, UV_RUN_ONCE))
+		;
+	CHECK(err < 0 || iocp_r.res[0] < 0, "a write on a read-only handle: %d, %ld", err, iocp_r.res[0]);
+	close_fd(&loop, fd);
+	io->ops->close(io);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK(uv_loop_close(&loop) == 0, "the backend left handles on the loop");
+
+	/* what the disk holds */
+	f = fopen(path, "rb");
+	bad = 0;
+	for (int i = 0; f && i < IOCP_CHUNKS; i++) {
+		static uint8_t got[IOCP_CHUNK];
+
+		if (fread(got, 1, IOCP_CHUNK, f) != IOCP_CHUNK || memcmp(got, bufs[i], IOCP_CHUNK))
+			bad++;
+	}
+	CHECK(f && bad == 0, "%d chunks differ on disk", bad);
+	if (f)
+		fclose(f);
+	for (int i = 0; i < IOCP_CHUNKS; i++)
+		_aligned_free(bufs[i]);
+	DeleteFileA(path);
+	printf("iocp: %d chunks of %d KiB written out of order, read back intact\n", IOCP_CHUNKS,
+	       IOCP_CHUNK / 1024);
+}
+
+static void test_etw_forwarder(void)
+{
+	static struct ringlog_field_desc fl[] = {
+		{ RINGLOG_TYPE_U16, RINGLOG_FMT_DEFAULT, (char *)"port" },
+		{ RINGLOG_TYPE_STR, RINGLOG_FMT_DEFAULT, (char *)"host" },
+	};
+	struct ringlog_event_desc e = { .name = (char *)"Connect", .level = 4, .keyword = 1,
+					.fields = fl, .nfields = 2 };
+	struct ringlog_event_desc e2 = e;
+	static const uint8_t fields[] = { 0x90, 0x1f, 3, 0, 'a', 'b', 'c' };
+	struct fwd f = { .ops = &fwd_etw_ops };
+	char why[128];
+	unsigned targets = 9, enabled = 9;
+	uint64_t kw[8] = { 0 };
+	enum fwd_loss loss;
+	void *a, *b, *c;
+
+	e2.name = (char *)"Close";
+	CHECK(f.ops->open(&f, why, sizeof(why)) == 0, "open: %s", why);
+	a = f.ops->event_new(&f, "Acme.Net", &e);
+	b = f.ops->event_new(&f, "Acme.Net", &e2);
+	c = f.ops->event_new(&f, "Acme.Disk", &e);
+	CHECK(a && b && c, "event_new %p %p %p", a, b, c);
+	f.ops->count(&f, &targets, &enabled);
+	CHECK(targets == 2 && enabled == 0, "%u providers (want 2), %u enabled (want 0: Wine)",
+	      targets, enabled);
+	CHECK(!f.ops->event_enabled(a), "enabled with no session");
+	CHECK(!f.ops->changed(&f), "changed with no session");
+	f.ops->raise(&f, "Acme.Net", kw);
+	CHECK(kw[4] == 0, "raised keywords with no session: %llx", (unsigned long long)kw[4]);
+	/* written anyway (the loop would not, being disabled): the stub takes it */
+	CHECK(f.ops->event_write(&f, a, NULL, 42, fields, sizeof(fields), &loss) == 0, "write");
+	CHECK(f.ops->event_write(&f, a, NULL, 42, fields, 3, &loss) < 0 && loss == FWD_LOST_OTHER,
+	      "a payload shorter than its fields was not refused");
+	f.ops->event_free(a);
+	f.ops->count(&f, &targets, &enabled);
+	CHECK(targets == 2, "the provider went with one of its two events");
+	f.ops->event_free(b);
+	f.ops->event_free(c);
+	f.ops->count(&f, &targets, &enabled);
+	CHECK(targets == 0, "%u providers left registered", targets);
+	f.ops->close(&f);
+	printf("etw forwarder: providers shared by their events and unregistered with the last\n");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_crc32c_check_value();
+	test_iocp_backend();
+	test_etw_forwarder();
 	test_tracelogging_through_the_etw_api();
 	test_ring_over_a_duplicated_file_mapping();
 	printf("%d checks, %d failed\n", checks, failures);
