@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
-#include <unistd.h>
+#include "transport.h"
 
 /* The thread's ring, shared with the inline fast path in ringlog.h.
  * initial-exec: a thread-pointer-relative load instead of __tls_get_addr,
@@ -45,16 +45,28 @@ static struct lib_ring *thread_ring(void)
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static bool exit_key_made;
 
+static void finish_ring(struct lib_ring *r)
+{
+	pthread_mutex_lock(&lib.lock);
+	ringlog_prod_finish(&r->prod);
+	r->finished = true;
+	pthread_mutex_unlock(&lib.lock);
+	lib_wake();
+}
+
+/* At thread exit the key's value is the ring. Not thread_ring(): the
+ * thread's own TLS may already be gone (emulated TLS, as on Windows, frees
+ * its block in a destructor of its own that can run first). */
 static void on_thread_exit(void *arg)
 {
-	(void)arg;
-	lib_thread_ring_finish();
+	finish_ring(arg);
 }
 
 static void make_key(void)
 {
-	pthread_key_create(&exit_key, on_thread_exit);
+	exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0;
 }
 
 void lib_thread_ring_finish(void)
@@ -64,17 +76,19 @@ void lib_thread_ring_finish(void)
 	if (!r)
 		return;
 	ringlog__thread_v1.hot = NULL;
-	pthread_mutex_lock(&lib.lock);
-	ringlog_prod_finish(&r->prod);
-	r->finished = true;
-	pthread_mutex_unlock(&lib.lock);
-	lib_wake();
+	/* finished now: the exit destructor must not see it again, by when
+	 * the library may have freed it */
+	if (exit_key_made)
+		pthread_setspecific(exit_key, NULL);
+	finish_ring(r);
 }
 
 /* After fork() in the child: the parent's rings are not ours. */
 void lib_forget_all_after_fork(void)
 {
 	ringlog__thread_v1.hot = NULL;
+	if (exit_key_made) /* the ring it names was the parent's, and is freed */
+		pthread_setspecific(exit_key, NULL);
 }
 
 static void drop(uint64_t *counter)
@@ -86,10 +100,7 @@ static void drop(uint64_t *counter)
  * system call an emit may make. */
 static void wake_daemon(void)
 {
-	int fd = __atomic_load_n(&lib.daemon_wake_fd, __ATOMIC_ACQUIRE);
-	uint64_t one = 1;
-
-	if (fd >= 0 && write(fd, &one, sizeof(one)) == sizeof(one))
+	if (tr_signal(__atomic_load_n(&lib.daemon_wake, __ATOMIC_ACQUIRE)))
 		__atomic_fetch_add(&lib.stats.daemon_wakeups, 1, __ATOMIC_RELAXED);
 }
 

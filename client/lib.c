@@ -7,18 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "transport.h"
 
 struct lib lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
-	.meta_fd = -1,
-	.wake_fd = -1,
-	.daemon_wake_fd = -1,
-	.sock = -1,
+	.meta_obj = LIB_OBJ_NONE,
+	.daemon_wake = LIB_OBJ_NONE,
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -74,6 +71,7 @@ static void at_exit(void)
 	ringlog_flush(500);
 }
 
+#ifndef _WIN32
 static void before_fork(void)
 {
 	pthread_mutex_lock(&lib.lock);
@@ -104,24 +102,25 @@ static void after_fork_child(void)
 	lib_forget_all_after_fork();
 	lib_meta_reopen_after_fork();
 	lib.meta_dirty = true;
-	if (lib.sock >= 0)
-		close(lib.sock);
-	if (lib.wake_fd >= 0)
-		close(lib.wake_fd);
-	lib.sock = lib.wake_fd = -1;
+	tr_close(lib.conn);
+	lib.conn = NULL;
+	tr_wake_reset_after_fork();
 	lib.connected = false;
 	lib.tried = false;
 	lib.thread_running = false;
 	lib.stop = false;
 	lib.sync_want = lib.sync_acked = 0;
-	lib.pid = getpid();
+	lib.pid = lib_pid();
 	__atomic_store_n(&lib.started, false, __ATOMIC_RELEASE);
 }
+#endif
 
 static void init_once(void)
 {
 	lib_clock_init();
+#ifndef _WIN32
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+#endif
 	atexit(at_exit);
 }
 
@@ -135,20 +134,15 @@ int lib_start(void)
 	pthread_mutex_lock(&lib.lock);
 	if (lib.started)
 		goto out;
-	lib.pid = getpid();
+	lib.pid = lib_pid();
 	if (!lib.ring_size) {
 		lib.ring_size = env_size("RINGLOG_RING_SIZE");
 		lib.ring_size_from_env = lib.ring_size != 0;
 	}
 	if (!lib.meta && (err = lib_meta_create()) < 0)
 		goto out;
-	if (lib.wake_fd < 0) {
-		lib.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (lib.wake_fd < 0) {
-			err = -errno;
-			goto out;
-		}
-	}
+	if ((err = tr_wake_init()) < 0)
+		goto out;
 	if ((err = lib_thread_start_locked()) < 0)
 		goto out;
 	__atomic_store_n(&lib.started, true, __ATOMIC_RELEASE);
@@ -164,11 +158,7 @@ int ringlog_open(void)
 
 void lib_wake(void)
 {
-	uint64_t one = 1;
-
-	if (lib.wake_fd >= 0 && write(lib.wake_fd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, the thread is awake anyway */
-	}
+	tr_wake_signal();
 }
 
 static void deadline_after(struct timespec *ts, int ms)

@@ -12,7 +12,19 @@
 #include "ringbuf.h"
 #include "ringlog.h"
 
+#ifdef _WIN32
+#define LIB_HIDDEN
+/* A system object the daemon is handed: a HANDLE here, a descriptor on
+ * Unix (os-*.c, transport-*.c). */
+typedef void *lib_obj_t;
+#define LIB_OBJ_NONE NULL
+#else
 #define LIB_HIDDEN __attribute__((visibility("hidden")))
+typedef int lib_obj_t;
+#define LIB_OBJ_NONE (-1)
+#endif
+
+struct transport;
 #define LIB_META_SIZE (256u << 10)   /* metadata region: ~2000 events */
 #define LIB_RING_DEFAULT (1u << 20)  /* see lib_ring_size() */
 
@@ -22,7 +34,7 @@ struct lib_ring {
 	struct ringlog_producer prod;
 	void *mem;
 	size_t map_size;
-	int fd;
+	lib_obj_t obj;  /* the shared memory, handed to the daemon */
 	uint32_t tid;
 	uint64_t handle;
 	bool sent;      /* handed to the current daemon connection */
@@ -34,11 +46,11 @@ struct lib {
 	pthread_mutex_t lock;       /* everything below except the atomics */
 	pthread_cond_t cond;        /* sync_acked moved, or the thread stopped */
 	bool started;
-	pid_t pid;                  /* of the process that started us (fork) */
+	uint32_t pid;               /* of the process that started us (fork) */
 	bool tsc;                   /* the hot-path clock is the TSC */
 
 	/* metadata region (event.h) */
-	int meta_fd;
+	lib_obj_t meta_obj;
 	struct ringlog_meta_hdr *meta;
 	bool meta_dirty;            /* grew since the daemon last heard */
 	struct ringlog_provider *providers;
@@ -53,12 +65,11 @@ struct lib {
 	pthread_t thread;
 	bool thread_running;
 	bool stop;
-	int wake_fd;                /* eventfd: rings, metadata, sync, stop */
-	int daemon_wake_fd;         /* the daemon's eventfd (WELCOME), or -1.
-	                             * Emitting threads read it unlocked: once
-	                             * set, it is only ever replaced by dup3()
-	                             * onto the same number, never closed */
-	int sock;
+	lib_obj_t daemon_wake;      /* the daemon's wake object (WELCOME), or
+	                             * LIB_OBJ_NONE. Emitting threads read it
+	                             * unlocked: once set it stays valid
+	                             * (tr_take_daemon_wake) */
+	struct transport *conn;     /* while connected */
 	bool connected;
 	bool tried;                 /* a connection attempt has failed since start */
 	bool refused_all;           /* the daemon refused this process (access) */
@@ -90,7 +101,15 @@ void lib_rings_gc_locked(void) LIB_HIDDEN;
 void lib_thread_ring_finish(void) LIB_HIDDEN;
 void lib_forget_all_after_fork(void) LIB_HIDDEN;
 
-/* connect-unix.c */
+/* os-unix.c, os-win.c: shared memory the daemon maps (size bytes, zeroed;
+ * populate: fault it all in now), and ids */
+int lib_shm_create(const char *name, size_t size, bool populate, lib_obj_t *obj, void **mem)
+	LIB_HIDDEN;
+void lib_shm_destroy(lib_obj_t obj, void *mem, size_t size) LIB_HIDDEN;
+uint32_t lib_tid(void) LIB_HIDDEN;
+uint32_t lib_pid(void) LIB_HIDDEN;
+
+/* connect.c */
 int lib_thread_start_locked(void) LIB_HIDDEN;
 void lib_thread_stop(void) LIB_HIDDEN;
 void lib_wake(void) LIB_HIDDEN;

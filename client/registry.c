@@ -1,6 +1,7 @@
 /* client/registry.c - providers and events in the metadata region.
  *
- * The region is a sealed memfd (proto/event.h) the daemon maps read-only.
+ * The region is shared memory (os-*.c; proto/event.h) the daemon maps
+ * read-only.
  * Entries are appended under lib.lock and published by a release store of
  * `used`; an event's id becomes visible to emitting threads only after its
  * entry is published, so the daemon can always resolve an id it reads from
@@ -10,77 +11,50 @@
 #include "lib.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-static int map_region(int fd)
+static void init_header(void)
 {
-	void *m = mmap(NULL, LIB_META_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-	if (m == MAP_FAILED)
-		return -errno;
-	lib.meta = m;
-	lib.meta_fd = fd;
-	return 0;
-}
-
-static int new_memfd(void)
-{
-	int fd = memfd_create("ringlog-meta", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, LIB_META_SIZE) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-int lib_meta_create(void)
-{
-	int fd = new_memfd(), err;
-
-	if (fd < 0)
-		return fd;
-	if ((err = map_region(fd)) < 0) {
-		close(fd);
-		return err;
-	}
 	lib.meta->magic = RINGLOG_META_MAGIC;
 	lib.meta->version = RINGLOG_META_VERSION;
 	lib.meta->header_size = RINGLOG_META_HEADER_SIZE;
 	lib.meta->size = LIB_META_SIZE;
+}
+
+int lib_meta_create(void)
+{
+	void *m;
+	int err = lib_shm_create("ringlog-meta", LIB_META_SIZE, false, &lib.meta_obj, &m);
+
+	if (err < 0)
+		return err;
+	lib.meta = m;
+	init_header();
 	return 0;
 }
 
+#ifndef _WIN32
 /* The child of fork() shares the parent's region (MAP_SHARED): give it a
  * private copy so that its new events do not land in the parent's. */
 int lib_meta_reopen_after_fork(void)
 {
 	struct ringlog_meta_hdr *old = lib.meta;
-	int oldfd = lib.meta_fd, fd, err;
+	lib_obj_t old_obj = lib.meta_obj;
+	void *m;
+	int err;
 
 	if (!old)
 		return 0;
-	if ((fd = new_memfd()) < 0)
-		return fd;
-	if ((err = map_region(fd)) < 0) {
-		close(fd);
-		lib.meta = old;
-		lib.meta_fd = oldfd;
+	if ((err = lib_shm_create("ringlog-meta", LIB_META_SIZE, false, &lib.meta_obj, &m)) < 0) {
+		lib.meta_obj = old_obj;
 		return err;
 	}
+	lib.meta = m;
 	memcpy(lib.meta, old, RINGLOG_META_HEADER_SIZE + old->used);
-	munmap(old, LIB_META_SIZE);
-	close(oldfd);
+	lib_shm_destroy(old_obj, old, LIB_META_SIZE);
 	return 0;
 }
+#endif
 
 static bool valid_name(const char *s)
 {

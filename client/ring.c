@@ -1,8 +1,7 @@
 /* client/ring.c - creating, handing over and releasing per-thread rings.
  *
- * A ring is a memfd sealed against shrinking and growing, so the daemon can
- * map it and know that no access inside the mapping can fault with SIGBUS
- * because the client truncated the file under it. Rings stay on lib.rings
+ * A ring is shared memory the daemon can map without fear of faults (a
+ * sealed memfd, a pagefile section: os-*.c). Rings stay on lib.rings
  * until their thread has exited *and* the daemon has consumed everything:
  * a finished ring whose daemon died must survive to be handed to the next
  * daemon.
@@ -11,12 +10,9 @@
 #include "lib.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 static uint64_t ring_size(void)
 {
@@ -40,26 +36,26 @@ struct lib_ring *lib_ring_create(void)
 	size = ring_size();
 	pthread_mutex_unlock(&lib.lock);
 	r->map_size = RINGLOG_RING_HEADER_SIZE + size;
-	r->tid = (uint32_t)gettid();
-	r->fd = memfd_create("ringlog-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->fd < 0)
-		goto fail_free;
-	if (ftruncate(r->fd, (off_t)r->map_size) < 0 ||
-	    fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		goto fail_close;
-	/* MAP_POPULATE: fault the whole ring in now, on the thread's first
-	 * event (which creates the ring anyway), instead of one page at a time
+	r->tid = lib_tid();
+	/* populate: fault the whole ring in now, on the thread's first event
+	 * (which creates the ring anyway), instead of one page at a time
 	 * during its first lap: a page fault can sleep, and an emit must not.
 	 * The price is that a thread's ring is resident from its first event,
 	 * as LTTng's buffers are. */
-	r->mem = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		      r->fd, 0);
-	if (r->mem == MAP_FAILED)
-		goto fail_close;
-	err = ringlog_prod_init(&r->prod, r->mem, size, (uint32_t)getpid(), r->tid,
+	err = lib_shm_create("ringlog-ring", r->map_size, true, &r->obj, &r->mem);
+	if (err < 0) {
+		lib_diag("cannot create a %llu-byte ring: %s", (unsigned long long)r->map_size,
+			 strerror(-err));
+		free(r);
+		return NULL;
+	}
+	err = ringlog_prod_init(&r->prod, r->mem, size, lib_pid(), r->tid,
 				lib_now_ns(CLOCK_REALTIME));
-	if (err < 0)
-		goto fail_unmap;
+	if (err < 0) {
+		lib_diag("cannot set up a ring: %s", strerror(-err));
+		lib_ring_free(r);
+		return NULL;
+	}
 	if (lib.tsc)
 		r->prod.hdr->compat_flags |= RINGLOG_RING_CLOCK_TSC;
 
@@ -72,22 +68,11 @@ struct lib_ring *lib_ring_create(void)
 	pthread_mutex_unlock(&lib.lock);
 	lib_wake();
 	return r;
-
-fail_unmap:
-	munmap(r->mem, r->map_size);
-fail_close:
-	lib_diag("cannot create a %llu-byte ring: %s", (unsigned long long)r->map_size,
-		 strerror(errno));
-	close(r->fd);
-fail_free:
-	free(r);
-	return NULL;
 }
 
 void lib_ring_free(struct lib_ring *r)
 {
-	munmap(r->mem, r->map_size);
-	close(r->fd);
+	lib_shm_destroy(r->obj, r->mem, r->map_size);
 	free(r);
 }
 

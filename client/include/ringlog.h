@@ -51,8 +51,10 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#define RINGLOG_API
+#if defined(_WIN32) && defined(RINGLOG_BUILDING_DLL)
+#define RINGLOG_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define RINGLOG_API /* functions import through ringlog.lib's thunks */
 #else
 #define RINGLOG_API __attribute__((visibility("default")))
 #endif

@@ -17,6 +17,20 @@
  *   opened unbuffered and overlapped: 32 chunks of 64 KiB issued at once in
  *   reverse order, every completion back on the libuv loop, the file read
  *   back; a write the system refuses comes back as an error, not a crash.
+ * - peer: the control pipe's handover between two processes, this program
+ *   and a copy of itself as the client: the pipe made with its security
+ *   descriptor, the client's pid, image and user taken from the pipe and
+ *   its token, its ring section taken by DuplicateHandle and mapped (and
+ *   a bogus handle value, a handle that is not a section, and a section
+ *   of the wrong size refused), the daemon's wake event given to the
+ *   client, which signals it once 1,000 of its 10,000 records are in; the
+ *   daemon side reads them all, in order, from its own view.
+ * - dll: emit-win.exe, linked with ringlog.dll through ringlog.lib, emits
+ *   4 threads x 20,000 events to the least daemon that speaks the pipe
+ *   protocol (here): its metadata and four rings arrive as handle values,
+ *   taken with DuplicateHandle; WELCOME gives it the wake event; its
+ *   ringlog_flush() gets the SYNC answer; every event arrives once, in
+ *   order per thread.
  * - etw forwarder: daemon/fwd-etw.c registers one provider per ringlog
  *   provider name, shared by that provider's events and unregistered with
  *   the last of them; under Wine nothing is enabled, so nothing is written
@@ -24,6 +38,7 @@
  */
 #include "io.h" /* first: libuv wants winsock2.h before windows.h */
 #include "forward.h"
+#include "peer-win.h"
 
 #include <windows.h>
 #include <evntprov.h>
@@ -33,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
+#include "event.h"
 #include "ring.h"
 #include "ringbuf.h"
 #include "segment.h"
@@ -333,9 +350,348 @@ static void test_etw_forwarder(void)
 	printf("etw forwarder: providers shared by their events and unregistered with the last\n");
 }
 
-int main(void)
+#define PEER_DATA (64 * 1024)
+#define PEER_RECORDS 10000
+
+static int peer_child(const char *pipe_name)
 {
+	uint64_t size = RINGLOG_RING_HEADER_SIZE + PEER_DATA, msg[3], wake = 0;
+	struct ringlog_producer p;
+	HANDLE map, pipe;
+	DWORD n;
+	char bye;
+	void *mem;
+
+	map = CreateFileMappingA(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE, 0, (DWORD)size, NULL);
+	mem = map ? MapViewOfFile(map, FILE_MAP_ALL_ACCESS, 0, 0, (SIZE_T)size) : NULL;
+	if (!mem || ringlog_prod_init(&p, mem, PEER_DATA, GetCurrentProcessId(),
+				      GetCurrentThreadId(), 1) != 0)
+		return 10;
+	for (int i = 0; i < 100; i++) {
+		pipe = CreateFileA(pipe_name, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0,
+				   NULL);
+		if (pipe != INVALID_HANDLE_VALUE)
+			break;
+		WaitNamedPipeA(pipe_name, 100);
+	}
+	if (pipe == INVALID_HANDLE_VALUE)
+		return 11;
+	/* the ring, a number that is no handle, and a handle that is no section */
+	msg[0] = (uint64_t)(uintptr_t)map;
+	msg[1] = 0x7ff0;
+	msg[2] = (uint64_t)(uintptr_t)pipe;
+	if (!WriteFile(pipe, msg, sizeof(msg), &n, NULL) || n != sizeof(msg))
+		return 12;
+	if (!ReadFile(pipe, &wake, sizeof(wake), &n, NULL) || n != sizeof(wake))
+		return 13;
+	/* 1,000 records, the wakeup (as a producer past its high-water mark
+	 * gives it), then the rest as the reader makes room */
+	for (uint64_t seq = 0; seq < PEER_RECORDS; seq++) {
+		uint64_t rec[3] = { seq, seq * 0x9e3779b97f4a7c15ull, ~seq };
+
+		for (int spin = 0; ringlog_prod_free(&p) < 64; spin++)
+			if (spin > 2000000)
+				return 14;
+			else
+				SwitchToThread();
+		if (ringlog_prod_write(&p, RINGLOG_REC_USER_MIN, 7, rec, sizeof(rec)) < 0)
+			return 14;
+		if (seq == 999 && !SetEvent((HANDLE)(uintptr_t)wake))
+			return 15;
+	}
+	ringlog_prod_finish(&p);
+	ReadFile(pipe, &bye, 1, &n, NULL); /* the daemon side has read the ring */
+	return 0;
+}
+
+static void test_peer_handover(void)
+{
+	char self[MAX_PATH];
+	static struct ring_run r;
+	char name[64], cmd[MAX_PATH + 100], err[256];
+	PSECURITY_DESCRIPTOR sd = NULL;
+	SECURITY_ATTRIBUTES sa = { sizeof(sa), NULL, FALSE };
+	STARTUPINFOA si = { .cb = sizeof(si) };
+	PROCESS_INFORMATION pi;
+	struct peer_id id;
+	struct ringlog_consumer c;
+	uint64_t msg[3], remote = 0;
+	HANDLE pipe, wake;
+	void *view = NULL, *v2 = NULL;
+	size_t size = 0, s2 = 0;
+	DWORD n, code = 99;
+	int rc;
+
+	GetModuleFileNameA(NULL, self, sizeof(self));
+	CHECK(peer_pipe_security("no-such-group-ringlog", &sd, err, sizeof(err)) < 0 &&
+	      strstr(err, "no-such-group-ringlog"), "an unknown socket_group: %s", err);
+	rc = peer_pipe_security(NULL, &sd, err, sizeof(err));
+	CHECK(rc == 0 && sd, "security descriptor: %s", err);
+	sa.lpSecurityDescriptor = sd;
+	snprintf(name, sizeof(name), "\\\\.\\pipe\\ringlog-test-%lu", GetCurrentProcessId());
+	pipe = CreateNamedPipeA(name, PIPE_ACCESS_DUPLEX,
+				PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS,
+				1, 4096, 4096, 0, &sa);
+	CHECK(pipe != INVALID_HANDLE_VALUE, "CreateNamedPipe: %lu", GetLastError());
+	if (pipe == INVALID_HANDLE_VALUE)
+		return;
+	snprintf(cmd, sizeof(cmd), "\"%s\" --peer-child %s", self, name);
+	if (!CreateProcessA(NULL, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi)) {
+		CHECK(0, "CreateProcess %s: %lu", cmd, GetLastError());
+		return;
+	}
+	CHECK(ConnectNamedPipe(pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED, "connect: %lu",
+	      GetLastError());
+	CHECK(ReadFile(pipe, msg, sizeof(msg), &n, NULL) && n == sizeof(msg), "read the handles");
+	rc = peer_identify(pipe, &id);
+	CHECK(rc == 0, "peer_identify: %d", rc);
+	if (rc)
+		return;
+	CHECK(id.pid == pi.dwProcessId, "pid %u from the pipe, %lu created", id.pid, pi.dwProcessId);
+	CHECK(strstr(id.exe, "test-win") != NULL, "image %s", id.exe);
+	CHECK(!strncmp(id.user, "S-1-", 4), "user %s", id.user);
+
+	rc = peer_take_section(&id, msg[1], RINGLOG_RING_HEADER_SIZE, 1u << 30, &v2, &s2);
+	CHECK(rc == -EBADF && !v2, "a made-up handle value: %d", rc);
+	rc = peer_take_section(&id, msg[2], RINGLOG_RING_HEADER_SIZE, 1u << 30, &v2, &s2);
+	CHECK(rc == -EBADF && !v2, "the client's pipe handle (no section): %d", rc);
+	rc = peer_take_section(&id, msg[0], RINGLOG_RING_HEADER_SIZE, PEER_DATA, &v2, &s2);
+	CHECK(rc == -EINVAL && !v2, "a section larger than allowed: %d", rc);
+	rc = peer_take_section(&id, msg[0], RINGLOG_RING_HEADER_SIZE, 1u << 30, &view, &size);
+	CHECK(rc == 0 && size == RINGLOG_RING_HEADER_SIZE + PEER_DATA, "the ring: %d, %zu bytes", rc,
+	      size);
+
+	wake = CreateEventA(NULL, FALSE, FALSE, NULL);
+	rc = peer_give_handle(&id, wake, EVENT_MODIFY_STATE, &remote);
+	CHECK(rc == 0 && remote, "give the wake event: %d", rc);
+	WriteFile(pipe, &remote, sizeof(remote), &n, NULL);
+	CHECK(WaitForSingleObject(wake, 20000) == WAIT_OBJECT_0, "the client never woke us");
+	if (view && ringlog_cons_attach(&c, view, size) == 0) {
+		ULONGLONG until = GetTickCount64() + 20000;
+
+		while (!ringlog_cons_done(&c) && GetTickCount64() < until) {
+			long k = ringlog_cons_drain(&c, size, consume, &r);
+
+			if (k < 0)
+				break;
+			if (k == 0)
+				SwitchToThread();
+		}
+		CHECK(r.next == PEER_RECORDS && r.bad == 0, "read %llu of %u records, %llu bad",
+		      (unsigned long long)r.next, PEER_RECORDS, (unsigned long long)r.bad);
+	} else {
+		CHECK(0, "cons_attach on the taken section");
+	}
+	WriteFile(pipe, "x", 1, &n, NULL);
+	WaitForSingleObject(pi.hProcess, 20000);
+	GetExitCodeProcess(pi.hProcess, &code);
+	CHECK(code == 0, "the client exited %lu", code);
+	if (view)
+		UnmapViewOfFile(view);
+	CloseHandle(wake);
+	peer_release(&id);
+	CloseHandle(pi.hProcess);
+	CloseHandle(pi.hThread);
+	CloseHandle(pipe);
+	LocalFree(sd);
+	printf("peer: pid %u (%s, %s) handed over a ring by handle; 3 bad handovers refused\n",
+	       id.pid, id.exe, id.user);
+}
+
+#define DLL_THREADS 4
+#define DLL_EVENTS 20000
+
+struct mock {
+	HANDLE pipe;
+	struct peer_id id;
+	void *meta;
+	size_t meta_size;
+	struct ringlog_consumer rings[16];
+	void *views[16];
+	int nrings;
+	uint64_t next[DLL_THREADS], events, bad, lost, unknown_frames;
+	HANDLE wake;
+	uint8_t rx[1 << 16];
+	size_t rx_len;
+};
+
+static int mock_event(void *ctx, uint16_t type, uint16_t aux, const uint8_t *p, uint32_t len)
+{
+	struct mock *m = ctx;
+	uint32_t thread;
+	uint64_t seq;
+
+	(void)aux;
+	if (type == RINGLOG_REC_LOSS) {
+		struct ringlog_rec_loss l;
+
+		memcpy(&l, p, sizeof(l));
+		m->lost += l.records;
+		return 0;
+	}
+	if (type != RINGLOG_REC_EVENT || len != RINGLOG_EVENT_HDR_SIZE + 4 + 8) {
+		m->bad++;
+		return 0;
+	}
+	memcpy(&thread, p + RINGLOG_EVENT_HDR_SIZE, 4);
+	memcpy(&seq, p + RINGLOG_EVENT_HDR_SIZE + 4, 8);
+	if (thread >= DLL_THREADS || seq != m->next[thread])
+		m->bad++;
+	else
+		m->next[thread]++;
+	m->events++;
+	return 0;
+}
+
+static void mock_send(struct mock *m, uint16_t type, const void *p, uint32_t len)
+{
+	struct ringlog_ctl_frame f = { .len = len, .type = type };
+	DWORD n;
+
+	WriteFile(m->pipe, &f, sizeof(f), &n, NULL);
+	if (len)
+		WriteFile(m->pipe, p, len, &n, NULL);
+}
+
+static void mock_frame(struct mock *m, uint16_t type, const uint8_t *p, uint32_t len)
+{
+	uint64_t h;
+	void *v;
+	size_t size;
+
+	switch (type) {
+	case RINGLOG_CTL_HELLO: {
+		uint8_t w[sizeof(struct ringlog_ctl_welcome) + 8];
+		struct ringlog_ctl_welcome wel = { .version = RINGLOG_CTL_VERSION, .ring_size = 1 << 20 };
+
+		CHECK(len == sizeof(struct ringlog_ctl_hello) + 8, "HELLO of %u bytes", len);
+		memcpy(&h, p + len - 8, 8);
+		CHECK(peer_take_section(&m->id, h, RINGLOG_META_HEADER_SIZE, 64u << 20, &m->meta,
+					&m->meta_size) == 0, "the metadata section");
+		memcpy(w, &wel, sizeof(wel));
+		h = 0;
+		CHECK(peer_give_handle(&m->id, m->wake, EVENT_MODIFY_STATE, &h) == 0, "wake handle");
+		memcpy(w + sizeof(wel), &h, 8);
+		mock_send(m, RINGLOG_CTL_WELCOME, w, sizeof(w));
+		break;
+	}
+	case RINGLOG_CTL_RING:
+		CHECK(len == sizeof(struct ringlog_ctl_ring) + 8 && m->nrings < 16, "RING of %u bytes", len);
+		memcpy(&h, p + len - 8, 8);
+		if (peer_take_section(&m->id, h, RINGLOG_RING_HEADER_SIZE, 256u << 20, &v, &size) == 0 &&
+		    ringlog_cons_attach(&m->rings[m->nrings], v, size) == 0)
+			m->views[m->nrings++] = v;
+		else
+			CHECK(0, "a ring section that does not map or attach");
+		break;
+	case RINGLOG_CTL_SYNC:
+		mock_send(m, RINGLOG_CTL_SYNC, p, len);
+		break;
+	case RINGLOG_CTL_META:
+		break;
+	default:
+		m->unknown_frames++;
+	}
+}
+
+static void mock_read(struct mock *m)
+{
+	DWORD avail = 0, n = 0;
+	size_t off = 0;
+
+	if (!PeekNamedPipe(m->pipe, NULL, 0, NULL, &avail, NULL) || !avail)
+		return;
+	if (avail > sizeof(m->rx) - m->rx_len)
+		avail = (DWORD)(sizeof(m->rx) - m->rx_len);
+	if (!ReadFile(m->pipe, m->rx + m->rx_len, avail, &n, NULL))
+		return;
+	m->rx_len += n;
+	while (m->rx_len - off >= sizeof(struct ringlog_ctl_frame)) {
+		struct ringlog_ctl_frame f;
+
+		memcpy(&f, m->rx + off, sizeof(f));
+		if (m->rx_len - off < sizeof(f) + f.len)
+			break;
+		mock_frame(m, f.type, m->rx + off + sizeof(f), f.len);
+		off += sizeof(f) + f.len;
+	}
+	memmove(m->rx, m->rx + off, m->rx_len - off);
+	m->rx_len -= off;
+}
+
+static void test_dll_against_a_pipe_server(void)
+{
+	static struct mock m;
+	char name[64], self[MAX_PATH], cmd[MAX_PATH + 64], err[256], *slash;
+	PSECURITY_DESCRIPTOR sd = NULL;
+	SECURITY_ATTRIBUTES sa = { sizeof(sa), NULL, FALSE };
+	STARTUPINFOA si = { .cb = sizeof(si) };
+	PROCESS_INFORMATION pi;
+	ULONGLONG until = GetTickCount64() + 60000;
+	DWORD code = 99;
+
+	CHECK(peer_pipe_security(NULL, &sd, err, sizeof(err)) == 0, "%s", err);
+	sa.lpSecurityDescriptor = sd;
+	snprintf(name, sizeof(name), "\\\\.\\pipe\\ringlog-dll-%lu", GetCurrentProcessId());
+	m.pipe = CreateNamedPipeA(name, PIPE_ACCESS_DUPLEX, PIPE_TYPE_BYTE | PIPE_READMODE_BYTE |
+				  PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS, 1, 65536, 65536, 0, &sa);
+	m.wake = CreateEventA(NULL, FALSE, FALSE, NULL);
+	CHECK(m.pipe != INVALID_HANDLE_VALUE, "CreateNamedPipe: %lu", GetLastError());
+	SetEnvironmentVariableA("RINGLOG_SOCKET", name);
+	GetModuleFileNameA(NULL, self, sizeof(self));
+	if ((slash = strrchr(self, '\\')))
+		slash[1] = 0;
+	snprintf(cmd, sizeof(cmd), "\"%semit-win.exe\" %d %d", self, DLL_THREADS, DLL_EVENTS);
+	if (!CreateProcessA(NULL, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi)) {
+		CHECK(0, "CreateProcess %s: %lu", cmd, GetLastError());
+		return;
+	}
+	CHECK(ConnectNamedPipe(m.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED, "connect");
+	CHECK(peer_identify(m.pipe, &m.id) == 0 && m.id.pid == pi.dwProcessId,
+	      "the pipe's client is pid %u, emit-win.exe is %lu", m.id.pid, pi.dwProcessId);
+	for (;;) {
+		bool exited = WaitForSingleObject(pi.hProcess, 0) == WAIT_OBJECT_0;
+
+		mock_read(&m);
+		for (int i = 0; i < m.nrings; i++)
+			if (ringlog_cons_drain(&m.rings[i], m.rings[i].size, mock_event, &m) < 0)
+				m.bad++;
+		if (exited || GetTickCount64() > until)
+			break;
+		Sleep(1);
+	}
+	GetExitCodeProcess(pi.hProcess, &code);
+	CHECK(code == 0, "emit-win.exe exited %lu (1: its flush got no SYNC answer)", code);
+	CHECK(m.nrings == DLL_THREADS, "%d rings handed over, %d threads", m.nrings, DLL_THREADS);
+	CHECK(m.events == DLL_THREADS * DLL_EVENTS && m.bad == 0 && m.lost == 0,
+	      "%llu events of %d, %llu out of order or malformed, %llu lost",
+	      (unsigned long long)m.events, DLL_THREADS * DLL_EVENTS, (unsigned long long)m.bad,
+	      (unsigned long long)m.lost);
+	CHECK(m.unknown_frames == 0, "%llu frames of unknown types", (unsigned long long)m.unknown_frames);
+	CHECK(m.meta && m.meta_size >= RINGLOG_META_HEADER_SIZE &&
+	      ((struct ringlog_meta_hdr *)m.meta)->magic == RINGLOG_META_MAGIC,
+	      "the metadata region's header");
+	for (int i = 0; i < m.nrings; i++)
+		UnmapViewOfFile(m.views[i]);
+	if (m.meta)
+		UnmapViewOfFile(m.meta);
+	peer_release(&m.id);
+	CloseHandle(pi.hProcess);
+	CloseHandle(pi.hThread);
+	CloseHandle(m.pipe);
+	CloseHandle(m.wake);
+	LocalFree(sd);
+	printf("dll: emit-win.exe (ringlog.dll) handed over %d rings by handle; %llu events in order\n",
+	       m.nrings, (unsigned long long)m.events);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--peer-child"))
+		return peer_child(argv[2]);
 	setvbuf(stdout, NULL, _IONBF, 0);
+	test_peer_handover();
+	test_dll_against_a_pipe_server();
 	test_crc32c_check_value();
 	test_iocp_backend();
 	test_etw_forwarder();

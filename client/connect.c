@@ -1,70 +1,23 @@
-/* client/connect-unix.c - the library's only thread: find the daemon, hand
- * it the metadata region and every ring, apply its enablement, reconnect
- * after a restart, and release rings the daemon has finished with.
+/* client/connect.c - the library's only thread: find the daemon, hand it
+ * the metadata region and every ring, apply its enablement, reconnect after
+ * a restart, and release rings the daemon has finished with. The link
+ * itself is transport.h's (a Unix socket, or a named pipe on Windows).
  *
- * Nothing here is on an emitting thread's path: emitters only write to the
- * eventfd when they create a ring or register metadata.
+ * Nothing here is on an emitting thread's path: emitters only signal the
+ * thread's wake object when they create a ring or register metadata.
  */
 #define _GNU_SOURCE
 #include "lib.h"
 #include "ctl.h"
+#include "transport.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
-static const char *socket_path(void)
-{
-	const char *s = getenv("RINGLOG_SOCKET");
-
-	return s && *s ? s : RINGLOG_SOCKET_DEFAULT;
-}
-
-static int send_frame(int fd, uint16_t type, const void *payload, uint32_t len, int pass_fd)
-{
-	long n;
-
-	do
-		n = ringlog_ctl_send(fd, type, payload, len, pass_fd, 0);
-	while (n == -EINTR);
-	if (n < 0)
-		return (int)n;
-	/* Frames are small and the socket is blocking (with a send timeout):
-	 * a short write means the daemon is not reading; drop the link. */
-	return (size_t)n == sizeof(struct ringlog_ctl_frame) + len ? 0 : -EPIPE;
-}
-
-static int try_connect(void)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	const char *path = socket_path();
-	struct timeval tv = { .tv_sec = 2 };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-static int send_hello(int fd)
+static int send_hello(struct transport *t)
 {
 	struct ringlog_ctl_hello h = {
 		.version = RINGLOG_CTL_VERSION,
@@ -74,19 +27,18 @@ static int send_hello(int fd)
 		.real_ns = lib_now_ns(CLOCK_REALTIME),
 	};
 
-	return send_frame(fd, RINGLOG_CTL_HELLO, &h, sizeof(h), lib.meta_fd);
+	return tr_send(t, RINGLOG_CTL_HELLO, &h, sizeof(h), lib.meta_obj);
 }
 
 /* Send what the daemon does not have yet: metadata news, new rings, a sync
- * request. Called with lib.lock held; sendmsg() on a local socket with a
- * send timeout is bounded, and emitters never take this lock on their fast
- * path. */
-static int send_pending_locked(int fd)
+ * request. Called with lib.lock held; tr_send() is bounded by a send
+ * timeout, and emitters never take this lock on their fast path. */
+static int send_pending_locked(struct transport *t)
 {
 	int err;
 
 	if (lib.meta_dirty) {
-		if ((err = send_frame(fd, RINGLOG_CTL_META, NULL, 0, -1)) < 0)
+		if ((err = tr_send(t, RINGLOG_CTL_META, NULL, 0, LIB_OBJ_NONE)) < 0)
 			return err;
 		lib.meta_dirty = false;
 	}
@@ -95,14 +47,14 @@ static int send_pending_locked(int fd)
 
 		if (r->sent || r->refused)
 			continue;
-		if ((err = send_frame(fd, RINGLOG_CTL_RING, &m, sizeof(m), r->fd)) < 0)
+		if ((err = tr_send(t, RINGLOG_CTL_RING, &m, sizeof(m), r->obj)) < 0)
 			return err;
 		r->sent = true;
 	}
 	if (lib.sync_want > lib.sync_acked) {
-		uint64_t t = lib.sync_want;
+		uint64_t token = lib.sync_want;
 
-		if ((err = send_frame(fd, RINGLOG_CTL_SYNC, &t, sizeof(t), -1)) < 0)
+		if ((err = tr_send(t, RINGLOG_CTL_SYNC, &token, sizeof(token), LIB_OBJ_NONE)) < 0)
 			return err;
 	}
 	return 0;
@@ -121,7 +73,7 @@ static void apply_enable(const struct ringlog_ctl_enable *e)
 	}
 }
 
-static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len)
+static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, lib_obj_t *obj)
 {
 	switch (type) {
 	case RINGLOG_CTL_WELCOME: {
@@ -129,6 +81,8 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len)
 
 		if (len < sizeof(w))
 			return;
+		tr_take_daemon_wake(tr_frame_obj(p, len, sizeof(w), *obj));
+		*obj = LIB_OBJ_NONE;
 		memcpy(&w, p, sizeof(w));
 		if (!lib.ring_size_from_env && w.ring_size >= RINGLOG_RING_MIN_DATA &&
 		    w.ring_size <= RINGLOG_RING_MAX_DATA)
@@ -181,53 +135,15 @@ struct rxbuf {
 	size_t len;
 };
 
-/* The daemon's eventfd came with WELCOME. The first one takes a number for
- * good; a later daemon's replaces the file behind that number atomically
- * (dup3), so a thread writing to it concurrently never hits a closed or
- * reused descriptor. */
-static void take_daemon_wake_fd(int fd)
-{
-	int cur = __atomic_load_n(&lib.daemon_wake_fd, __ATOMIC_ACQUIRE);
-
-	if (cur < 0) {
-		__atomic_store_n(&lib.daemon_wake_fd, fd, __ATOMIC_RELEASE);
-		return;
-	}
-	if (dup3(fd, cur, O_CLOEXEC) < 0)
-		lib_diag("cannot take ringlogd's wakeup eventfd: %s", strerror(errno));
-	close(fd);
-}
-
 /* Read what the daemon sent; returns 0, or -errno / -EPIPE on EOF. */
-static int receive(int fd, struct rxbuf *rx)
+static int receive(struct transport *t, struct rxbuf *rx)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { rx->buf + rx->len, sizeof(rx->buf) - rx->len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	lib_obj_t obj;
+	long n = tr_recv(t, rx->buf + rx->len, sizeof(rx->buf) - rx->len, &obj);
 	size_t off = 0;
 
-	if (n == 0)
-		return -EPIPE;
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int rfd;
-
-			memcpy(&rfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (i == 0)
-				take_daemon_wake_fd(rfd);
-			else
-				close(rfd);
-		}
-	}
+	if (n <= 0)
+		return (int)n;
 	rx->len += (size_t)n;
 	pthread_mutex_lock(&lib.lock);
 	while (rx->len - off >= sizeof(struct ringlog_ctl_frame)) {
@@ -236,33 +152,25 @@ static int receive(int fd, struct rxbuf *rx)
 		memcpy(&f, rx->buf + off, sizeof(f));
 		if (f.len > sizeof(rx->buf) - sizeof(f)) {
 			pthread_mutex_unlock(&lib.lock);
+			tr_close_obj(obj);
 			return -EPROTO;
 		}
 		if (rx->len - off < sizeof(f) + f.len)
 			break;
-		handle_frame_locked(f.type, rx->buf + off + sizeof(f), f.len);
+		handle_frame_locked(f.type, rx->buf + off + sizeof(f), f.len, &obj);
 		off += sizeof(f) + f.len;
 	}
 	pthread_mutex_unlock(&lib.lock);
+	tr_close_obj(obj); /* one no frame wanted */
 	memmove(rx->buf, rx->buf + off, rx->len - off);
 	rx->len -= off;
 	return 0;
 }
 
-static void drain_wake(void)
+static void disconnect(struct transport *t)
 {
-	uint64_t v;
-
-	if (read(lib.wake_fd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing pending */
-	}
-}
-
-static void disconnect(int fd)
-{
-	close(fd);
 	pthread_mutex_lock(&lib.lock);
-	lib.sock = -1;
+	lib.conn = NULL;
 	lib.connected = false;
 	/* The next daemon gets every ring still here and all the metadata. */
 	for (struct lib_ring *r = lib.rings; r; r = r->next)
@@ -270,17 +178,18 @@ static void disconnect(int fd)
 	lib.meta_dirty = true;
 	pthread_cond_broadcast(&lib.cond);
 	pthread_mutex_unlock(&lib.lock);
+	tr_close(t);
 }
 
-static void session(int fd, struct rxbuf *rx)
+static void session(struct transport *t, struct rxbuf *rx)
 {
 	int err;
 
 	rx->len = 0;
 	pthread_mutex_lock(&lib.lock);
-	err = send_hello(fd);
+	err = send_hello(t);
 	if (!err) {
-		lib.sock = fd;
+		lib.conn = t;
 		lib.connected = true;
 		lib.stats.connects++;
 		pthread_cond_broadcast(&lib.cond); /* ringlog_flush() waits for it */
@@ -289,29 +198,25 @@ static void session(int fd, struct rxbuf *rx)
 	pthread_mutex_unlock(&lib.lock);
 
 	while (!err) {
-		struct pollfd pf[2] = {
-			{ .fd = fd, .events = POLLIN },
-			{ .fd = lib.wake_fd, .events = POLLIN },
-		};
+		int ev;
 
 		pthread_mutex_lock(&lib.lock);
 		if (lib.stop) {
 			pthread_mutex_unlock(&lib.lock);
 			break;
 		}
-		err = send_pending_locked(fd);
+		err = send_pending_locked(t);
 		lib_rings_gc_locked();
 		pthread_mutex_unlock(&lib.lock);
 		if (err)
 			break;
-		if (poll(pf, 2, 100) < 0 && errno != EINTR)
-			break;
-		if (pf[1].revents)
-			drain_wake();
-		if (pf[0].revents)
-			err = receive(fd, rx);
+		ev = tr_wait(t, 100);
+		if (ev & TR_WOKEN)
+			tr_wake_clear();
+		if (ev & TR_READABLE)
+			err = receive(t, rx);
 	}
-	disconnect(fd);
+	disconnect(t);
 }
 
 static void *thread_main(void *arg)
@@ -321,7 +226,8 @@ static void *thread_main(void *arg)
 
 	(void)arg;
 	while (rx) {
-		int fd;
+		struct transport *t;
+		int cerr = 0;
 
 		pthread_mutex_lock(&lib.lock);
 		lib_rings_gc_locked();
@@ -331,11 +237,11 @@ static void *thread_main(void *arg)
 		}
 		pthread_mutex_unlock(&lib.lock);
 
-		fd = try_connect();
-		if (fd >= 0) {
+		t = tr_connect(&cerr);
+		if (t) {
 			bool refused;
 
-			session(fd, rx);
+			session(t, rx);
 			pthread_mutex_lock(&lib.lock);
 			refused = lib.refused_all;
 			lib.refused_all = false;
@@ -354,10 +260,8 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&lib.lock);
 		/* No daemon yet: rings fill on their own; look again soon, but
 		 * back off so an absent daemon costs nearly nothing. */
-		struct pollfd pf = { .fd = lib.wake_fd, .events = POLLIN };
-
-		if (poll(&pf, 1, backoff) > 0)
-			drain_wake();
+		if (tr_wait(NULL, backoff) & TR_WOKEN)
+			tr_wake_clear();
 		if (backoff < 500)
 			backoff *= 2;
 	}
@@ -367,17 +271,22 @@ static void *thread_main(void *arg)
 
 int lib_thread_start_locked(void)
 {
-	sigset_t all, old;
 	int err;
 
 	if (lib.thread_running)
 		return 0;
 	lib.stop = false;
+#ifdef _WIN32
+	err = pthread_create(&lib.thread, NULL, thread_main, NULL);
+#else
+	sigset_t all, old;
+
 	/* The thread must never run the program's signal handlers. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&lib.thread, NULL, thread_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+#endif
 	if (err)
 		return -err;
 	lib.thread_running = true;

@@ -1,0 +1,53 @@
+/* client/os-unix.c - what libringlog needs from a Unix system besides the
+ * link to the daemon (transport-unix.c): shared memory and ids.
+ *
+ * Shared memory is a memfd sealed against shrinking and growing, so the
+ * daemon can map it and know that no access inside the mapping can fault
+ * with SIGBUS because the client truncated the file under it.
+ */
+#define _GNU_SOURCE
+#include "lib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int lib_shm_create(const char *name, size_t size, bool populate, lib_obj_t *obj, void **mem)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
+	void *m;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd,
+		 0);
+	if (m == MAP_FAILED)
+		goto fail;
+	*obj = fd;
+	*mem = m;
+	return 0;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+void lib_shm_destroy(lib_obj_t obj, void *mem, size_t size)
+{
+	munmap(mem, size);
+	close(obj);
+}
+
+uint32_t lib_tid(void)
+{
+	return (uint32_t)gettid();
+}
+
+uint32_t lib_pid(void)
+{
+	return (uint32_t)getpid();
+}
