@@ -10,6 +10,13 @@
  * larger or unknown frame. File descriptors travel as SCM_RIGHTS ancillary
  * data on the first byte of the frame that needs them (HELLO, RING).
  *
+ * On Windows the same frames go over a named pipe (\\.\pipe\ringlog), and
+ * an object travels as its handle value, a u64 after the frame's struct
+ * (counted in len): in the client's process for HELLO and RING, which the
+ * daemon duplicates out of it (DuplicateHandle, the pid taken from the
+ * pipe); in the client's process already for WELCOME, where the daemon
+ * duplicated its wake event into it (daemon/peer-win.h).
+ *
  * Two kinds of peers use the socket.
  *
  * Programs (libringlog), binary payloads:
