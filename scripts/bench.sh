@@ -36,6 +36,27 @@ echo
 ./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
 	"${emit_args[@]}" --out "$out"
 
+# What the disk alone costs in CPU on this machine: the kernel's time to
+# write 2 GiB with O_DIRECT in 16 MiB requests, with no daemon and no
+# checksums, per 64 bytes (one stored 48-byte event). The daemon's CPU per
+# event includes this, so it bounds from below what any collector that
+# writes its events to this disk can reach.
+step "bench: the disk's floor (kernel CPU to write the bytes; no collector)"
+floor=$(mktemp -p "${TMPDIR:-/tmp}" ringlog-floor.XXXXXX)
+TIMEFORMAT=%S
+sys=$( { time dd if=/dev/zero of="$floor" bs=16M count=128 oflag=direct 2>/dev/null; } 2>&1 ) ||
+	sys=$( { time dd if=/dev/zero of="$floor" bs=16M count=128 2>/dev/null; } 2>&1 )
+rm -f "$floor"
+echo
+{
+	echo "## The disk's floor"
+	echo
+	echo "| figure | measured |"
+	echo "|---|---:|"
+	awk -v s="$sys" 'BEGIN { printf "| kernel CPU to write 64 bytes, O_DIRECT, 16 MiB requests (dd, 2 GiB) (ns) | %.2f |\n", s * 1e9 / (2^31 / 64) }'
+} | tee "$out/floor.md"
+echo
+
 if command -v gnuplot >/dev/null; then
 	plots=()
 	for c in ringlog LTTng-UST; do
@@ -72,6 +93,8 @@ if [ $docs -eq 1 ]; then
 		sed 's/^## /### /' "$out/ring.md"
 		echo
 		sed 's/^## /### /' "$out/table.md"
+		echo
+		sed 's/^## /### /' "$out/floor.md"
 		echo
 		echo "![emit cost distributions](emit-latency.png)"
 	} > docs/PERFORMANCE.md
