@@ -5,7 +5,8 @@
  *
  * What runs: the Windows programs' own unit tests (tests/win/test-win.c:
  * rings in duplicated file mappings, the pipe handover between processes,
- * ringlog.dll in a program against a pipe server, the IOCP write backend,
+ * ringlog.dll in a program against a pipe server, the service control
+ * manager code, the IOCP write backend,
  * the ETW forwarder, the TraceLogging encoder through the ETW calls,
  * CRC32C), and ringlog.exe read on stores written by the Linux
  * daemon, whose output must equal the Linux reader's byte for byte, damage
@@ -100,6 +101,8 @@ Test(windows, the_windows_unit_tests_pass_under_wine, .timeout = 300)
 	cr_expect(strstr(out, "iocp: 32 chunks of 64 KiB written out of order, read back intact"),
 		  "%s", out);
 	cr_expect(strstr(out, "etw forwarder: providers shared by their events"), "%s", out);
+	cr_expect(strstr(out, "service: installed, started (running), stopped (exit code 7 through "
+			      "the SCM), removed"), "%s", out);
 }
 
 /* Both readers on the same input: same stdout, stderr and exit status. */

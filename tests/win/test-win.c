@@ -31,6 +31,11 @@
  *   taken with DuplicateHandle; WELCOME gives it the wake event; its
  *   ringlog_flush() gets the SYNC answer; every event arrives once, in
  *   order per thread.
+ * - service: ringlogd.exe's service code (daemon/service-win.c) installs a
+ *   copy of this program as a service, which the service control manager
+ *   starts (it reports running), stops (its exit code comes back through
+ *   the SCM) and removes; installing twice and removing twice are refused
+ *   with a message.
  * - etw forwarder: daemon/fwd-etw.c registers one provider per ringlog
  *   provider name, shared by that provider's events and unregistered with
  *   the last of them; under Wine nothing is enabled, so nothing is written
@@ -39,6 +44,7 @@
 #include "io.h" /* first: libuv wants winsock2.h before windows.h */
 #include "forward.h"
 #include "peer-win.h"
+#include "service-win.h"
 
 #include <windows.h>
 #include <evntprov.h>
@@ -685,13 +691,87 @@ static void test_dll_against_a_pipe_server(void)
 	       m.nrings, (unsigned long long)m.events);
 }
 
+static HANDLE svc_stop_ev;
+
+static int svc_child_run(void *ctx)
+{
+	(void)ctx;
+	svc_running();
+	WaitForSingleObject(svc_stop_ev, 60000);
+	return 7; /* comes back through the SCM as the service-specific code */
+}
+
+static void svc_child_stop(void *ctx)
+{
+	(void)ctx;
+	SetEvent(svc_stop_ev);
+}
+
+static DWORD svc_wait(SC_HANDLE svc, DWORD state, SERVICE_STATUS *st)
+{
+	for (int i = 0; i < 300; i++) {
+		if (!QueryServiceStatus(svc, st))
+			return 0;
+		if (st->dwCurrentState == state)
+			return state;
+		Sleep(100);
+	}
+	return st->dwCurrentState;
+}
+
+static void test_service(void)
+{
+	char name[64], self[MAX_PATH], cmd[MAX_PATH + 100], err[300];
+	SC_HANDLE scm, svc;
+	SERVICE_STATUS st = { 0 };
+	int rc;
+
+	GetModuleFileNameA(NULL, self, sizeof(self));
+	snprintf(name, sizeof(name), "ringlog-test-%lu", GetCurrentProcessId());
+	snprintf(cmd, sizeof(cmd), "\"%s\" --service-child %s", self, name);
+	rc = svc_install(name, "ringlog test service", cmd, err, sizeof(err));
+	CHECK(rc == 0, "install: %d %s", rc, err);
+	if (rc)
+		return;
+	rc = svc_install(name, "ringlog test service", cmd, err, sizeof(err));
+	CHECK(rc == -EEXIST && strstr(err, "already installed"), "installed twice: %d %s", rc, err);
+	scm = OpenSCManagerA(NULL, NULL, SC_MANAGER_CONNECT);
+	svc = scm ? OpenServiceA(scm, name, SERVICE_START | SERVICE_STOP | SERVICE_QUERY_STATUS) : NULL;
+	CHECK(svc != NULL, "OpenService: %lu", GetLastError());
+	if (svc) {
+		CHECK(StartServiceA(svc, 0, NULL), "StartService: %lu", GetLastError());
+		CHECK(svc_wait(svc, SERVICE_RUNNING, &st) == SERVICE_RUNNING, "state %lu, not running",
+		      st.dwCurrentState);
+		CHECK(ControlService(svc, SERVICE_CONTROL_STOP, &st), "stop: %lu", GetLastError());
+		CHECK(svc_wait(svc, SERVICE_STOPPED, &st) == SERVICE_STOPPED, "state %lu, not stopped",
+		      st.dwCurrentState);
+		CHECK(st.dwWin32ExitCode == ERROR_SERVICE_SPECIFIC_ERROR &&
+		      st.dwServiceSpecificExitCode == 7, "exit codes %lu / %lu", st.dwWin32ExitCode,
+		      st.dwServiceSpecificExitCode);
+		CloseServiceHandle(svc);
+	}
+	rc = svc_uninstall(name, err, sizeof(err));
+	CHECK(rc == 0, "uninstall: %d %s", rc, err);
+	rc = svc_uninstall(name, err, sizeof(err));
+	CHECK(rc == -ENOENT && strstr(err, "not installed"), "removed twice: %d %s", rc, err);
+	if (scm)
+		CloseServiceHandle(scm);
+	printf("service: installed, started (running), stopped (exit code 7 through the SCM), "
+	       "removed\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--peer-child"))
 		return peer_child(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--service-child")) {
+		svc_stop_ev = CreateEventA(NULL, TRUE, FALSE, NULL);
+		return svc_run(argv[2], svc_child_run, svc_child_stop, NULL) < 0 ? 3 : 0;
+	}
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_peer_handover();
 	test_dll_against_a_pipe_server();
+	test_service();
 	test_crc32c_check_value();
 	test_iocp_backend();
 	test_etw_forwarder();
