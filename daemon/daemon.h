@@ -181,7 +181,6 @@ struct daemon {
 	int wake_efd;
 	uv_poll_t wake_poll;
 	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
-	bool drain_hot;      /* the last pass found a ring filling fast */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;

@@ -1,7 +1,7 @@
 /* daemon/drain.c - move records from every ring into the open chunk.
  *
- * Runs on a timer: at once while rings fill fast, 1 ms while data flows,
- * 10 ms when the rings were empty
+ * Runs on a timer: 1 ms while data flows (sooner when a producer passes
+ * its high-water mark), 10 ms when the rings were empty
  * (the rings absorb what arrives in between; DESIGN.md sizes them by
  * "rate x worst drain delay"). Each record is validated by the consumer
  * (proto/ringbuf.c) and here against the writer's metadata: an event id
@@ -217,8 +217,6 @@ uint64_t drain_all(struct daemon *d)
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 			flush_run(&x); /* before anything else writes to the chunk */
 			moved += r->cons.pos - before;
-			if (r->cons.pos - before >= r->cons.size / 8)
-				d->drain_hot = true;
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
 				continue;
@@ -246,12 +244,11 @@ static void set_sleeping(struct daemon *d, bool on)
 						 on ? RINGLOG_CONS_SLEEPING : 0u, __ATOMIC_RELEASE);
 }
 
-/* Three paces. Hot (a ring came in at least an eighth full): drain again
- * on the loop's next turn, after the write completions that give ring space
- * back, because a producer at tens of millions of events per second fills a
- * 1 MiB ring in well under a millisecond. Busy: wait DRAIN_BUSY_MS, flagged
- * asleep, so that a ring passing its high-water mark meanwhile wakes us
- * early; below that rate no producer ever makes a system call. Idle: the
+/* Two paces. Busy (the last pass moved data): wait DRAIN_BUSY_MS, flagged
+ * asleep, so that a ring passing its high-water mark meanwhile wakes us at
+ * once; below that rate no producer ever makes a system call. Not a spin:
+ * on two cores the loop would take the CPU from the kernel's write
+ * workers, whose completions are what give ring space back. Idle: the
  * long interval, flagged; then drain once more, for what came before the
  * flag. */
 static void on_drain_timer(uv_timer_t *t)
@@ -260,12 +257,7 @@ static void on_drain_timer(uv_timer_t *t)
 	uint64_t moved;
 
 	set_sleeping(d, false);
-	d->drain_hot = false;
 	moved = drain_all(d);
-	if (d->drain_hot) {
-		uv_timer_start(t, on_drain_timer, 0, 0);
-		return;
-	}
 	set_sleeping(d, true);
 	if (!moved) {
 		moved = drain_all(d);

@@ -92,20 +92,29 @@ int svc_run(const char *name, int (*run)(void *ctx), void (*stop)(void *ctx), vo
 	return svc_code;
 }
 
+static int open_scm(DWORD access, SC_HANDLE *scm, char *err, size_t len)
+{
+	DWORD e;
+
+	if ((*scm = OpenSCManagerA(NULL, NULL, access)))
+		return 0;
+	e = GetLastError();
+	snprintf(err, len, "cannot open the service control manager (Windows error %lu): run this "
+		 "from an administrator's prompt", e);
+	return -win_errno(e);
+}
+
 int svc_install(const char *name, const char *display, const char *command_line, char *err,
 		size_t len)
 {
-	SC_HANDLE scm = OpenSCManagerA(NULL, NULL, SC_MANAGER_CREATE_SERVICE), svc;
+	SC_HANDLE scm, svc;
 	SERVICE_DESCRIPTIONA desc = { (char *)"Collects events from programs linked with ringlog.dll "
 					      "into rotating, checksummed segment files." };
 	DWORD e;
+	int rc;
 
-	if (!scm) {
-		e = GetLastError();
-		snprintf(err, len, "cannot open the service control manager (Windows error %lu): "
-			 "run this from an administrator's prompt", e);
-		return -win_errno(e);
-	}
+	if ((rc = open_scm(SC_MANAGER_CREATE_SERVICE, &scm, err, len)) < 0)
+		return rc;
 	svc = CreateServiceA(scm, name, display, SERVICE_ALL_ACCESS, SERVICE_WIN32_OWN_PROCESS,
 			     SERVICE_AUTO_START, SERVICE_ERROR_NORMAL, command_line, NULL, NULL, NULL,
 			     NULL /* LocalSystem */, NULL);
@@ -125,16 +134,13 @@ int svc_install(const char *name, const char *display, const char *command_line,
 
 int svc_uninstall(const char *name, char *err, size_t len)
 {
-	SC_HANDLE scm = OpenSCManagerA(NULL, NULL, SC_MANAGER_CONNECT), svc;
+	SC_HANDLE scm, svc;
 	SERVICE_STATUS st;
 	DWORD e;
+	int rc;
 
-	if (!scm) {
-		e = GetLastError();
-		snprintf(err, len, "cannot open the service control manager (Windows error %lu): "
-			 "run this from an administrator's prompt", e);
-		return -win_errno(e);
-	}
+	if ((rc = open_scm(SC_MANAGER_CONNECT, &scm, err, len)) < 0)
+		return rc;
 	svc = OpenServiceA(scm, name, SERVICE_STOP | SERVICE_QUERY_STATUS | DELETE);
 	if (!svc) {
 		e = GetLastError();
