@@ -20,7 +20,8 @@ static int win_errno(DWORD e)
 	case ERROR_ACCESS_DENIED: return EACCES;
 	case ERROR_SERVICE_EXISTS:
 	case ERROR_DUPLICATE_SERVICE_NAME: return EEXIST;
-	case ERROR_SERVICE_DOES_NOT_EXIST: return ENOENT;
+	case ERROR_SERVICE_DOES_NOT_EXIST:
+	case ERROR_SERVICE_MARKED_FOR_DELETE: return ENOENT;
 	case ERROR_FAILED_SERVICE_CONTROLLER_CONNECT: return ENOTSUP;
 	default: return EIO;
 	}
@@ -155,7 +156,12 @@ int svc_uninstall(const char *name, char *err, size_t len)
 			Sleep(100);
 	if (!DeleteService(svc)) {
 		e = GetLastError();
-		snprintf(err, len, "cannot remove service \"%s\" (Windows error %lu)", name, e);
+		/* removed already, and the SCM still finishing it off */
+		if (e == ERROR_SERVICE_MARKED_FOR_DELETE)
+			snprintf(err, len, "service \"%s\" is not installed (its removal is under way)",
+				 name);
+		else
+			snprintf(err, len, "cannot remove service \"%s\" (Windows error %lu)", name, e);
 		CloseServiceHandle(svc);
 		CloseServiceHandle(scm);
 		return -win_errno(e);

@@ -142,14 +142,20 @@ static void daemon_kill_loop(const char *name, int procs, const char *threads,
 	struct tally *t = calloc(1, sizeof(*t));
 	struct live_read rd = { .ctx = t, .on_event = on_event, .on_loss = on_loss };
 	pid_t em[MAXP], d;
-	char out[MAXP][320];
+	char out[MAXP][320], conf[300];
 	uint64_t seed = (uint64_t)time(NULL), max_ns = 0, max_own = 0, blocked = 0;
 	uint64_t emitted = 0, accounted = 0;
 
 	cr_assert(t && procs <= MAXP);
 	cr_log_info("seed %llu", (unsigned long long)seed);
 	live_init(&e);
-	d = live_daemon(&e, NULL);
+	/* A budget that holds the whole run: at full speed the daemon stores
+	 * more than the default 1 GiB, and retention would then delete the
+	 * oldest segments, whose events would count as neither stored nor
+	 * lost. Retention has its own tests (test-daemon). */
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
+	live_write_file(conf, "{ \"max_disk\": \"16G\", \"min_free\": \"1G\" }\n");
+	d = live_daemon(&e, "--config", conf, NULL);
 	for (int i = 0; i < procs; i++) {
 		const char *argv[] = { EMITTER_PATH, threads, "0", "--pause-us", pause_us,
 				       "--wait-daemon", "20", NULL };
@@ -165,7 +171,7 @@ static void daemon_kill_loop(const char *name, int procs, const char *threads,
 		cr_assert_eq(waitpid(d, &st, 0), d);
 		if (th_rand(&seed) & 1)
 			sleep_ms((long)(th_rand(&seed) % 200)); /* down for a while */
-		d = live_daemon(&e, NULL);
+		d = live_daemon(&e, "--config", conf, NULL);
 	}
 	sleep_ms(300);
 	for (int i = 0; i < procs; i++)
