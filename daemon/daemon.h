@@ -4,7 +4,7 @@
  * One thread runs a libuv loop: the control socket (ctl.c), clients and
  * their rings (registry.c), draining (drain.c), segment files (segment.c),
  * the disk budget (retention.c), live tails (tail.c), status (status.c).
- * Writes leave through one I/O backend (io.h: io_uring or a thread pool),
+ * Writes leave through one I/O backend (io-ops.h: io_uring or a thread pool),
  * whose completions come back into the loop.
  */
 #ifndef RINGLOG_DAEMON_H
@@ -25,7 +25,7 @@
 #include "segment.h"
 #include "decode.h"
 
-#include "io.h"
+#include "io-ops.h"
 
 struct daemon;
 struct client;

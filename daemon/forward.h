@@ -1,6 +1,6 @@
 /* daemon/forward.h - events handed on to the OS tracer. One ops table, one
  * file per tracer (fwd-user-events.c on Linux; fwd-etw.c on Windows), like
- * io.h for writes; forward.c is the part they share: which events of which
+ * io-ops.h for writes; forward.c is the part they share: which events of which
  * writer go where, the counters, and raising enablement in the clients
  * when a tracer starts listening.
  *

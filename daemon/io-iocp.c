@@ -7,14 +7,14 @@
  * no way to hang foreign OVERLAPPED requests on it; so this backend has its
  * own port and one waiter thread that takes completions off it and hands
  * them to the loop through a uv_async_t. The waiter never touches the
- * daemon's state: done() always runs on the loop thread, as io.h promises.
+ * daemon's state: done() always runs on the loop thread, as io-ops.h promises.
  *
  * The files must be opened with FILE_FLAG_OVERLAPPED (and may be with
  * FILE_FLAG_NO_BUFFERING: chunk buffers and sizes are sector-aligned, the
  * same rule O_DIRECT follows on Linux); fd is the C runtime's descriptor
  * for such a handle (uv_open_osfhandle).
  */
-#include "io.h"
+#include "io-ops.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -189,7 +189,7 @@ static void iocp_close(struct io *io)
 
 	PostQueuedCompletionStatus(p->port, 0, KEY_STOP, NULL);
 	uv_thread_join(&p->waiter);
-	on_completions(&p->async); /* io.h: none are left; this is belt and braces */
+	on_completions(&p->async); /* io-ops.h: none are left; this is belt and braces */
 	CloseHandle(p->port);
 	uv_mutex_destroy(&p->lock);
 	uv_close((uv_handle_t *)&p->async, on_async_closed);

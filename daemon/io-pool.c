@@ -2,7 +2,7 @@
  * The fallback where io_uring is refused: same semantics, a thread handoff
  * per write instead of a ring submission. */
 #define _GNU_SOURCE
-#include "io.h"
+#include "io-ops.h"
 
 #include <errno.h>
 #include <stdlib.h>

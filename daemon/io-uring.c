@@ -6,7 +6,7 @@
  * system call is amortised over thousands of events.
  */
 #define _GNU_SOURCE
-#include "io.h"
+#include "io-ops.h"
 
 #include <errno.h>
 #include <liburing.h>

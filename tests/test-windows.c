@@ -5,8 +5,8 @@
  *
  * What runs: the Windows programs' own unit tests (tests/win/test-win.c:
  * rings in duplicated file mappings, the pipe handover between processes,
- * ringlog.dll in a program against a pipe server, the service control
- * manager code, the IOCP write backend,
+ * ringlog.dll in a program against a pipe server, the daemon's pipe
+ * listener, the service control manager code, the IOCP write backend,
  * the ETW forwarder, the TraceLogging encoder through the ETW calls,
  * CRC32C), and ringlog.exe read on stores written by the Linux
  * daemon, whose output must equal the Linux reader's byte for byte, damage
@@ -103,6 +103,8 @@ Test(windows, the_windows_unit_tests_pass_under_wine, .timeout = 300)
 	cr_expect(strstr(out, "etw forwarder: providers shared by their events"), "%s", out);
 	cr_expect(strstr(out, "service: installed, started (running), stopped (exit code 7 through "
 			      "the SCM), removed"), "%s", out);
+	cr_expect(strstr(out, "pipe listener: 3 clients served at once through uv_pipe_open"), "%s",
+		  out);
 }
 
 /* Both readers on the same input: same stdout, stderr and exit status. */

@@ -31,6 +31,11 @@
  *   taken with DuplicateHandle; WELCOME gives it the wake event; its
  *   ringlog_flush() gets the SYNC answer; every event arrives once, in
  *   order per thread.
+ * - pipe listener: daemon/pipe-win.c serves three clients at once on a
+ *   libuv loop (instances made with the daemon's security descriptor,
+ *   each connected one wrapped with uv_pipe_open and echoed). A second
+ *   listener on the same name is refused on Windows; Wine does not
+ *   enforce FILE_FLAG_FIRST_PIPE_INSTANCE, and the test says so.
  * - service: ringlogd.exe's service code (daemon/service-win.c) installs a
  *   copy of this program as a service, which the service control manager
  *   starts (it reports running), stops (its exit code comes back through
@@ -41,13 +46,15 @@
  *   the last of them; under Wine nothing is enabled, so nothing is written
  *   and nothing is disturbed.
  */
-#include "io.h" /* first: libuv wants winsock2.h before windows.h */
+#include "io-ops.h" /* first: libuv wants winsock2.h before windows.h */
 #include "forward.h"
 #include "peer-win.h"
+#include "pipe-win.h"
 #include "service-win.h"
 
 #include <windows.h>
 #include <evntprov.h>
+#include <io.h>
 #include <malloc.h>
 
 #include <stdio.h>
@@ -225,16 +232,6 @@ static void on_iocp_done(void *arg, long res)
 	iocp_r.done++;
 }
 
-/* The C runtime's _close, reached through libuv: the daemon's io.h hides
- * the system's <io.h> on this target's include path. */
-static void close_fd(uv_loop_t *loop, int fd)
-{
-	uv_fs_t req;
-
-	uv_fs_close(loop, &req, fd, NULL);
-	uv_fs_req_cleanup(&req);
-}
-
 static void test_iocp_backend(void)
 {
 	char path[MAX_PATH], dir[MAX_PATH];
@@ -275,7 +272,7 @@ static void test_iocp_backend(void)
 	for (int i = 0; i < IOCP_CHUNKS; i++)
 		bad += iocp_r.res[i] != IOCP_CHUNK;
 	CHECK(bad == 0, "%d writes did not report %d bytes", bad, IOCP_CHUNK);
-	close_fd(&loop, fd);
+	_close(fd);
 
 	/* a handle opened for reading only: the system refuses the write */
 	h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
@@ -287,7 +284,7 @@ static void test_iocp_backend(void)
 	while (!err && iocp_r.done < 1 && uv_run(&loop, UV_RUN_ONCE))
 		;
 	CHECK(err < 0 || iocp_r.res[0] < 0, "a write on a read-only handle: %d, %ld", err, iocp_r.res[0]);
-	close_fd(&loop, fd);
+	_close(fd);
 	io->ops->close(io);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	CHECK(uv_loop_close(&loop) == 0, "the backend left handles on the loop");
@@ -691,6 +688,149 @@ static void test_dll_against_a_pipe_server(void)
 	       m.nrings, (unsigned long long)m.events);
 }
 
+#define PIPE_CLIENTS 3
+
+struct echo_conn {
+	uv_pipe_t p;
+	char buf[512];
+};
+
+static uv_loop_t pipe_loop;
+static volatile LONG pipe_clients_ok, pipe_clients_done;
+static int pipe_accepted, pipe_open;
+static char pipe_name[64];
+
+static void echo_closed(uv_handle_t *h)
+{
+	free(h->data);
+	pipe_open--;
+}
+
+static void echo_alloc(uv_handle_t *h, size_t size, uv_buf_t *b)
+{
+	struct echo_conn *c = h->data;
+
+	(void)size;
+	*b = uv_buf_init(c->buf, sizeof(c->buf));
+}
+
+static void echo_written(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+static void echo_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	if (n > 0) {
+		uv_write_t *w = malloc(sizeof(*w) + (size_t)n);
+		uv_buf_t out = uv_buf_init((char *)(w + 1), (unsigned)n);
+
+		memcpy(w + 1, b->base, (size_t)n);
+		uv_write(w, s, &out, 1, echo_written);
+	} else if (n < 0) {
+		uv_close((uv_handle_t *)s, echo_closed);
+	}
+}
+
+static void on_pipe_client(void *ctx, HANDLE h)
+{
+	struct echo_conn *c = calloc(1, sizeof(*c));
+	struct peer_id id;
+	int rc;
+
+	(void)ctx;
+	rc = peer_identify(h, &id);
+	CHECK(rc == 0 && id.pid == GetCurrentProcessId(), "client %d: identify %d, pid %u", pipe_accepted,
+	      rc, id.pid);
+	if (rc == 0)
+		peer_release(&id);
+	pipe_accepted++;
+	uv_pipe_init(&pipe_loop, &c->p, 0);
+	c->p.data = c;
+	rc = uv_pipe_open(&c->p, uv_open_osfhandle(h));
+	CHECK(rc == 0, "uv_pipe_open: %s", uv_strerror(rc));
+	pipe_open++;
+	uv_read_start((uv_stream_t *)&c->p, echo_alloc, echo_read);
+}
+
+static DWORD WINAPI pipe_client(void *arg)
+{
+	char msg[64], back[64];
+	DWORD n = 0, got = 0;
+	HANDLE h = INVALID_HANDLE_VALUE;
+	int len = snprintf(msg, sizeof(msg), "hello from client %d", (int)(intptr_t)arg);
+
+	/* every instance busy: the listener makes the next one as it hands
+	 * this one on (WaitNamedPipe may return at once, hence the sleep) */
+	for (int i = 0; i < 250 && h == INVALID_HANDLE_VALUE; i++) {
+		h = CreateFileA(pipe_name, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+		if (h == INVALID_HANDLE_VALUE && !WaitNamedPipeA(pipe_name, 100))
+			Sleep(20);
+	}
+	if (h != INVALID_HANDLE_VALUE && WriteFile(h, msg, (DWORD)len, &n, NULL)) {
+		while (got < (DWORD)len && ReadFile(h, back + got, (DWORD)len - got, &n, NULL) && n)
+			got += n;
+		if (got == (DWORD)len && !memcmp(back, msg, (size_t)len))
+			InterlockedIncrement(&pipe_clients_ok);
+	}
+	if (h != INVALID_HANDLE_VALUE)
+		CloseHandle(h);
+	InterlockedIncrement(&pipe_clients_done);
+	return 0;
+}
+
+static void pipe_tick(uv_timer_t *t)
+{
+	if ((pipe_clients_done == PIPE_CLIENTS && pipe_open == 0) ||
+	    uv_now(t->loop) > 20000 + (uint64_t)(uintptr_t)t->data)
+		uv_stop(t->loop);
+}
+
+static void test_pipe_listener(void)
+{
+	struct pipe_listener *l = NULL, *l2 = NULL;
+	PSECURITY_DESCRIPTOR sd = NULL;
+	HANDLE th[PIPE_CLIENTS];
+	uv_timer_t tick;
+	char err[256];
+	int rc;
+
+	CHECK(peer_pipe_security(NULL, &sd, err, sizeof(err)) == 0, "%s", err);
+	snprintf(pipe_name, sizeof(pipe_name), "\\\\.\\pipe\\ringlog-listen-%lu", GetCurrentProcessId());
+	uv_loop_init(&pipe_loop);
+	rc = pipe_listen(&pipe_loop, pipe_name, sd, on_pipe_client, NULL, &l);
+	CHECK(rc == 0, "pipe_listen: %d", rc);
+	if (rc)
+		return;
+	for (int i = 0; i < PIPE_CLIENTS; i++)
+		th[i] = CreateThread(NULL, 0, pipe_client, (void *)(intptr_t)i, 0, NULL);
+	uv_timer_init(&pipe_loop, &tick);
+	tick.data = (void *)(uintptr_t)uv_now(&pipe_loop);
+	uv_timer_start(&tick, pipe_tick, 10, 10);
+	uv_run(&pipe_loop, UV_RUN_DEFAULT);
+	WaitForMultipleObjects(PIPE_CLIENTS, th, TRUE, 10000);
+	CHECK(pipe_accepted == PIPE_CLIENTS && pipe_clients_ok == PIPE_CLIENTS,
+	      "%d accepted, %ld of %d echoed", pipe_accepted, pipe_clients_ok, PIPE_CLIENTS);
+	/* a second listener on the name (a squatter, or a second daemon) */
+	rc = pipe_listen(&pipe_loop, pipe_name, sd, on_pipe_client, NULL, &l2);
+	if (rc == 0) {
+		printf("pipe listener: Wine does not enforce FILE_FLAG_FIRST_PIPE_INSTANCE, so the "
+		       "refusal of a second listener is shown on Windows only\n");
+		pipe_listener_close(l2);
+	} else {
+		CHECK(rc == -EADDRINUSE, "a second listener on the same name: %d", rc);
+	}
+	pipe_listener_close(l);
+	uv_close((uv_handle_t *)&tick, NULL);
+	uv_run(&pipe_loop, UV_RUN_DEFAULT);
+	CHECK(uv_loop_close(&pipe_loop) == 0, "the listener left handles on the loop");
+	for (int i = 0; i < PIPE_CLIENTS; i++)
+		CloseHandle(th[i]);
+	LocalFree(sd);
+	printf("pipe listener: %d clients served at once through uv_pipe_open\n", pipe_accepted);
+}
+
 static HANDLE svc_stop_ev;
 
 static int svc_child_run(void *ctx)
@@ -772,6 +912,7 @@ int main(int argc, char **argv)
 	test_peer_handover();
 	test_dll_against_a_pipe_server();
 	test_service();
+	test_pipe_listener();
 	test_crc32c_check_value();
 	test_iocp_backend();
 	test_etw_forwarder();

@@ -1,4 +1,4 @@
-/* daemon/io.h - where segment writes go. One ops table, one file per
+/* daemon/io-ops.h - where segment writes go. One ops table, one file per
  * backend (io-uring.c, io-pool.c; io-iocp.c on Windows), in the manner of
  * Redis's ae_*.c: the segment writer never knows which one runs.
  *
@@ -7,8 +7,8 @@
  * -errno. Several writes may be in flight; completions may come back in
  * any order.
  */
-#ifndef RINGLOG_DAEMON_IO_H
-#define RINGLOG_DAEMON_IO_H
+#ifndef RINGLOG_DAEMON_IO_OPS_H
+#define RINGLOG_DAEMON_IO_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -39,4 +39,4 @@ extern const struct io_ops io_uring_ops;
 extern const struct io_ops io_pool_ops;
 extern const struct io_ops io_iocp_ops;
 
-#endif /* RINGLOG_DAEMON_IO_H */
+#endif /* RINGLOG_DAEMON_IO_OPS_H */
