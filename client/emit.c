@@ -158,7 +158,7 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	p = ringlog_prod_reserve(&r->prod, len + head,
 				 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
 	if (__builtin_expect(r->prod.wake, 0)) {
-		r->prod.wake = false;
+		r->prod.wake = 0;
 		wake_daemon();
 	}
 	if (__builtin_expect(!p, 0)) {

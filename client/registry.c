@@ -13,14 +13,6 @@
 #include <errno.h>
 #include <string.h>
 
-static void init_header(void)
-{
-	lib.meta->magic = RINGLOG_META_MAGIC;
-	lib.meta->version = RINGLOG_META_VERSION;
-	lib.meta->header_size = RINGLOG_META_HEADER_SIZE;
-	lib.meta->size = LIB_META_SIZE;
-}
-
 int lib_meta_create(void)
 {
 	void *m;
@@ -29,7 +21,10 @@ int lib_meta_create(void)
 	if (err < 0)
 		return err;
 	lib.meta = m;
-	init_header();
+	lib.meta->magic = RINGLOG_META_MAGIC;
+	lib.meta->version = RINGLOG_META_VERSION;
+	lib.meta->header_size = RINGLOG_META_HEADER_SIZE;
+	lib.meta->size = LIB_META_SIZE;
 	return 0;
 }
 

@@ -259,11 +259,8 @@ static void on_drain_timer(uv_timer_t *t)
 	set_sleeping(d, false);
 	moved = drain_all(d);
 	set_sleeping(d, true);
-	if (!moved) {
+	if (!moved)
 		moved = drain_all(d);
-		if (moved)
-			set_sleeping(d, false);
-	}
 	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
 }
 

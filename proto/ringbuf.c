@@ -59,7 +59,7 @@ static void check_wake(struct ringlog_producer *p)
 	refresh_cons(p);
 	if (wb && p->pos - p->cached_cons >= wb &&
 	    (__atomic_load_n(&p->hdr->consumer_flags, __ATOMIC_ACQUIRE) & RINGLOG_CONS_SLEEPING))
-		p->wake = true;
+		p->wake = 1;
 	p->wake_check = (p->cached_cons + step > p->pos ? p->cached_cons : p->pos) + step;
 }
 

@@ -45,7 +45,14 @@ struct ringlog_producer {
 	                       * of the current lap, wake_check); == pos while a
 	                       * LOSS record is pending, to force the slow path */
 	uint32_t max_len;     /* ringlog_ring_max_len(size) */
-	uint32_t reserved;
+	uint32_t wake;        /* the slow path saw the consumer asleep beyond its
+	                       * high-water mark: the caller signals it (the
+	                       * producer itself never calls the kernel) and
+	                       * clears this. Here, not with the cold fields,
+	                       * because a caller without the inline path tests
+	                       * it after every reservation: the line it reads
+	                       * anyway. (ringlog__hot calls it reserved; the
+	                       * inline path never touches it.) */
 	/* Cold: only the slow path. */
 	struct ringlog_ring_hdr *hdr;
 	uint64_t size;        /* data_size */
@@ -53,9 +60,6 @@ struct ringlog_producer {
 	uint64_t wake_check;  /* past this position the slow path looks whether
 	                       * the consumer sleeps beyond its high-water mark
 	                       * (about once per wake_bytes written) */
-	bool wake;            /* it does: the caller signals the consumer (the
-	                       * producer itself never calls the kernel) and
-	                       * clears this */
 	uint64_t lost_records;     /* private copies of the header totals */
 	uint64_t lost_bytes;
 	uint64_t reported_records; /* totals carried by the last LOSS record */
