@@ -12,9 +12,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <syslog.h>
 #include <sys/types.h>
 #include <uv.h>
+#ifdef _WIN32
+#include "peer-win.h"
+/* The daemon's log levels, as <syslog.h> numbers them. */
+enum { LOG_ERR = 3, LOG_WARNING = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DEBUG = 7 };
+typedef uint32_t uid_t;
+typedef uint32_t gid_t;
+#else
+#include <syslog.h>
+#endif
 #include <jansson.h>
 
 #include "config.h"
@@ -29,6 +37,17 @@
 
 struct daemon;
 struct client;
+
+/* An object a client hands over with a frame (proto/ctl.h): a descriptor
+ * received through SCM_RIGHTS, or a handle value in the client's process
+ * (Windows). ctl-unix.c / ctl-win.c take, map and drop them. */
+#ifdef _WIN32
+typedef uint64_t d_obj_t;
+#define D_OBJ_NONE 0
+#else
+typedef int d_obj_t;
+#define D_OBJ_NONE (-1)
+#endif
 
 /* Enablement and counters of one provider name, across all writers. */
 struct provider {
@@ -71,12 +90,23 @@ struct tail;
 struct client {
 	struct client *next;
 	struct daemon *d;
+	/* the connection (ctl-unix.c / ctl-win.c) */
+#ifdef _WIN32
+	uv_pipe_t pipe;
+	struct peer_id peer; /* process handle, user SID, image */
+	uv_write_t wreq;
+	uint8_t *wbuf;       /* the bytes of the write in flight */
+	bool writing;
+#else
 	int fd;
 	uv_poll_t poll;
-	bool poll_open;
-	bool gone;           /* socket closed; rings may still hold data */
+	int fds[16];         /* received through SCM_RIGHTS, in order */
+	int nfds;
+#endif
+	bool tr_open;        /* the loop still holds the connection's handle */
+	bool gone;           /* connection closed; rings may still hold data */
 	uint32_t id;         /* writer id, daemon-unique */
-	uint32_t pid, uid, gid;
+	uint32_t pid, uid, gid; /* Windows: uid is the user SID's last part */
 	char comm[16];
 	char *exe;
 	uint64_t start_real_ns;
@@ -86,12 +116,9 @@ struct client {
 
 	uint8_t *rx;
 	size_t rx_len;
-	int fds[16];         /* received through SCM_RIGHTS, in order */
-	int nfds;
 	struct txbuf tx;
 
 	/* writer */
-	int meta_fd;
 	const uint8_t *meta_map;
 	uint32_t meta_size;
 	uint32_t meta_read;  /* bytes of entries parsed */
@@ -173,13 +200,23 @@ struct daemon {
 	char config_path[RINGLOG_CONFIG_PATH_MAX];
 	bool have_config_path;
 
+	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
+	/* the control channel (ctl-unix.c / ctl-win.c). Producers wake a
+	 * sleeping daemon through the wake object (handed to each client with
+	 * WELCOME) when a ring passes its high-water mark. */
+#ifdef _WIN32
+	struct pipe_listener *listener;
+	PSECURITY_DESCRIPTOR pipe_sd;
+	void *write_sid, *read_sid; /* socket_group, read_group (NULL: none) */
+	HANDLE wake_event, wake_wait;
+	uv_async_t wake_async, stop_async;
+	bool wake_open;
+#else
 	int listen_fd;
 	uv_poll_t listen_poll;
-	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
-	/* Producers wake a sleeping daemon through this eventfd (handed to
-	 * each client with WELCOME) when a ring passes its high-water mark. */
 	int wake_efd;
 	uv_poll_t wake_poll;
+#endif
 	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
@@ -242,10 +279,13 @@ extern struct daemon *the_daemon;
 void d_log_init(bool to_syslog, bool verbose);
 void d_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* access.c: who may write and who may read (SO_PEERCRED, SO_PEERGROUPS) */
+/* access.c (Linux: SO_PEERCRED, SO_PEERGROUPS) / ctl-win.c (the client's
+ * token): who may write and who may read */
 enum { ACCESS_WRITE = 1, ACCESS_READ = 2 };
 void access_resolve(struct daemon *d);
+#ifndef _WIN32
 unsigned access_peer(const struct daemon *d, int fd, uid_t uid, gid_t gid);
+#endif
 void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf, size_t len);
 
 /* clock.c */
@@ -258,27 +298,55 @@ int daemon_start(struct daemon *d);
 void daemon_finish(struct daemon *d);
 void d_status_notify(struct daemon *d);
 
-/* notify.c: the sd_notify protocol, without libsystemd */
+/* notify.c: the sd_notify protocol, without libsystemd (Windows: the
+ * service control manager is told by service-win.c instead) */
+#ifdef _WIN32
+static inline int sd_notify_send(const char *state) { (void)state; return 0; }
+#else
 int sd_notify_send(const char *state);
+#endif
+/* Stop as SIGTERM does (lifecycle.c); from the loop thread. */
+void daemon_stop(struct daemon *d, const char *why);
 
 /* clock.c */
 void clock_calibrate_start(struct daemon *d);
 void clock_refresh(struct daemon *d);
 uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t ts);
 
-/* ctl.c */
-int ctl_listen(struct daemon *d);
-void ctl_close_listen(struct daemon *d);
+/* ctl.c: frames, replies and the life of a connection, whatever carries it */
+struct client *client_new(struct daemon *d);
 int client_send(struct client *c, uint16_t type, const void *payload, uint32_t len);
-/* The same, with fd riding on the frame when it can go out at once (the
- * queue is empty); otherwise the frame goes without it. */
-int client_send_fd(struct client *c, uint16_t type, const void *payload, uint32_t len, int fd);
 void client_close(struct client *c);
 void client_maybe_free(struct client *c);
+/* The transport read n bytes into c->rx + c->rx_len: handle the frames. */
+void client_received(struct client *c, size_t n);
+#define CLIENT_RX_CAP (RINGLOG_CTL_MAX + sizeof(struct ringlog_ctl_frame))
+
+/* ctl-unix.c (socket, SCM_RIGHTS, eventfd) / ctl-win.c (named pipe,
+ * handle duplication, event): the transport under ctl.c */
+int ctl_listen(struct daemon *d);
+void ctl_close_listen(struct daemon *d);
+int ctl_wake_open(struct daemon *d);   /* calls drain_woken() */
+void ctl_wake_close(struct daemon *d);
+void ctl_flush(struct client *c);      /* write what c->tx holds, as it can */
+void ctl_close(struct client *c);      /* close the connection's handle */
+void ctl_free(struct client *c);       /* what the transport keeps till the end */
+/* The object riding on a HELLO or RING frame whose struct is struct_len
+ * bytes, now the caller's: map it (or drop it). */
+d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t struct_len);
+void ctl_drop_obj(struct client *c, d_obj_t o);
+/* Map a region o names (and consume o): 0, -EPERM (not sealed against
+ * shrinking, or not a section), -EFBIG (over max bytes: *size says how
+ * big), -errno. Writable or read-only. */
+int ctl_map(struct client *c, d_obj_t o, bool writable, uint64_t max, void **mem, size_t *size);
+void ctl_unmap(void *mem, size_t size);
+extern const char ctl_obj_kind[]; /* what ctl_map() wants, for refusals */
+/* WELCOME, with the wake object when it can go along. */
+int ctl_send_welcome(struct client *c, const void *w, uint32_t len);
 
 /* registry.c */
-int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd);
-int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd);
+int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
+int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
 int reg_meta_sync(struct client *c);
 void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -289,8 +357,8 @@ struct provider *reg_provider(struct daemon *d, const char *name);
 /* drain.c */
 uint64_t drain_all(struct daemon *d);
 void drain_start(struct daemon *d);
-/* d->wake_efd is readable: a producer passed its high-water mark. */
-void drain_woken(struct daemon *d);
+/* A producer passed its high-water mark and woke us (n times). */
+void drain_woken(struct daemon *d, uint64_t n);
 
 /* segment.c */
 int seg_init(struct daemon *d);

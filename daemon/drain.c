@@ -231,7 +231,7 @@ uint64_t drain_all(struct daemon *d)
 }
 
 /* Flag every ring as asleep or awake. A producer that sees the flag once
- * its ring is past the high-water mark signals d->wake_efd. */
+ * its ring is past the high-water mark signals the wake object (ctl.c). */
 static void set_sleeping(struct daemon *d, bool on)
 {
 	if (d->sleeping == on)
@@ -264,12 +264,9 @@ static void on_drain_timer(uv_timer_t *t)
 	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
 }
 
-void drain_woken(struct daemon *d)
+void drain_woken(struct daemon *d, uint64_t n)
 {
-	uint64_t v;
-
-	if (read(d->wake_efd, &v, sizeof(v)) == sizeof(v))
-		d->wakeups += v;
+	d->wakeups += n;
 	drain_start(d);
 }
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,13 +92,6 @@ static void on_flush_timer(uv_timer_t *t)
 		d->rate_prev_ns = now;
 		d_status_notify(d);
 	}
-}
-
-static void on_wake(uv_poll_t *h, int status, int events)
-{
-	(void)status;
-	(void)events;
-	drain_woken(h->data);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -186,6 +178,8 @@ static void on_hup(uv_signal_t *s, int sig)
 
 int daemon_start(struct daemon *d)
 {
+	int err;
+
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
 	d->start_real_ns = d_now(CLOCK_REALTIME);
@@ -205,15 +199,9 @@ int daemon_start(struct daemon *d)
 	if (ctl_listen(d) < 0)
 		return -1;
 	/* Without it producers cannot wake us: the drain timer still runs. */
-	d->wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (d->wake_efd >= 0) {
-		uv_poll_init(d->loop, &d->wake_poll, d->wake_efd);
-		d->wake_poll.data = d;
-		uv_poll_start(&d->wake_poll, UV_READABLE, on_wake);
-	} else {
-		d_log(LOG_WARNING, "eventfd: %s; programs cannot wake ringlogd, which drains on its "
-		      "timer only", strerror(errno));
-	}
+	if ((err = ctl_wake_open(d)) < 0)
+		d_log(LOG_WARNING, "wake object: %s; programs cannot wake ringlogd, which drains on "
+		      "its timer only", strerror(-err));
 	uv_timer_init(d->loop, &d->drain_timer);
 	uv_timer_init(d->loop, &d->flush_timer);
 	uv_timer_init(d->loop, &d->watchdog_timer);
@@ -257,8 +245,7 @@ void daemon_finish(struct daemon *d)
 	}
 	fwd_stop(d);
 	d->io->ops->close(d->io);
-	if (d->wake_efd >= 0)
-		uv_close((uv_handle_t *)&d->wake_poll, NULL);
+	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);
 	uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
@@ -269,8 +256,6 @@ void daemon_finish(struct daemon *d)
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	seg_fini(d);
-	if (d->wake_efd >= 0)
-		close(d->wake_efd);
 	while (d->providers) {
 		struct provider *p = d->providers;
 

@@ -76,6 +76,7 @@ int main(int argc, char **argv)
 #endif
 	the_daemon = d;
 	d->listen_fd = -1;
+	d->wake_efd = -1;
 	ringlog_config_defaults(&d->cfg);
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {

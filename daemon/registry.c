@@ -1,23 +1,21 @@
 /* daemon/registry.c - writers, their metadata and rings, and enablement.
  *
- * Identity comes from SO_PEERCRED and /proc (ctl.c), never from a message.
- * Before mapping anything we check that it is a memfd sealed against
- * shrinking, so no access inside our mapping can ever fault, and that its
- * size is within the configured limits. Metadata is parsed from our own
+ * Identity comes from the transport (ctl-unix.c: SO_PEERCRED and /proc;
+ * ctl-win.c: the pipe and the client's token), never from a message.
+ * ctl_map() maps only what no access can fault in (a memfd sealed against
+ * shrinking; a section committed all through) and of a size within the
+ * configured limits. Metadata is parsed from our own
  * read-only mapping; rings are attached through the validating consumer.
  */
 #define _GNU_SOURCE
 #include "daemon.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,22 +41,6 @@ void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 		d_log(LOG_WARNING, "client pid %u (%s): more refusals; not logged until it reconnects",
 		      c->pid, c->comm);
 	client_send(c, RINGLOG_CTL_REFUSE, buf, (uint32_t)(sizeof(r) + (size_t)n));
-}
-
-/* Size of a sealed memfd, or -errno / -EPERM when it is not one we can
- * trust: not a memfd, or not sealed against shrinking. */
-static long sealed_size(int fd)
-{
-	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	if (seals < 0)
-		return -EBADF; /* not a memfd (EINVAL) or not a file at all */
-	if (!(seals & F_SEAL_SHRINK))
-		return -EPERM;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return -EBADF;
-	return (long)st.st_size;
 }
 
 struct provider *reg_provider(struct daemon *d, const char *name)
@@ -209,39 +191,40 @@ int reg_meta_sync(struct client *c)
 	return 0;
 }
 
-int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd)
+int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
 					 .ring_size = c->d->cfg.ring_size };
-	long size;
+	uint64_t max = c->d->cfg.limits.metadata_size;
+	void *mem;
+	size_t size;
+	int err;
 
-	if (c->writer || len < sizeof(h) || fd < 0) {
-		if (fd >= 0)
-			close(fd);
+	if (c->writer || len < sizeof(h) || o == D_OBJ_NONE) {
+		ctl_drop_obj(c, o);
 		return -EPROTO;
 	}
 	memcpy(&h, p, sizeof(h));
 	c->writer = true;
 	c->id = ++c->d->next_writer_id;
-	size = sealed_size(fd);
-	if (size == -EPERM || size == -EBADF) {
-		reg_refuse(c, 0, "metadata region is not a memfd sealed against shrinking (F_SEAL_SHRINK)");
+	err = ctl_map(c, o, false, max < UINT32_MAX ? max : UINT32_MAX, &mem, &size);
+	if (err == -EPERM) {
+		reg_refuse(c, 0, "metadata region is not %s", ctl_obj_kind);
 		goto refuse;
 	}
-	if (size < RINGLOG_META_MIN_SIZE || (uint64_t)size > c->d->cfg.limits.metadata_size ||
-	    size > UINT32_MAX) {
-		reg_refuse(c, 0, "metadata region of %ld bytes: limits.metadata_size is %llu", size,
-			   (unsigned long long)c->d->cfg.limits.metadata_size);
+	if (err == -EFBIG || (!err && size < RINGLOG_META_MIN_SIZE)) {
+		if (!err)
+			ctl_unmap(mem, size);
+		reg_refuse(c, 0, "metadata region of %zu bytes: limits.metadata_size is %llu", size,
+			   (unsigned long long)max);
 		goto refuse;
 	}
-	c->meta_map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-	if (c->meta_map == MAP_FAILED) {
-		c->meta_map = NULL;
-		reg_refuse(c, 0, "cannot map the metadata region: %s", strerror(errno));
+	if (err) {
+		reg_refuse(c, 0, "cannot map the metadata region: %s", strerror(-err));
 		goto refuse;
 	}
-	close(fd);
+	c->meta_map = mem;
 	c->meta_size = (uint32_t)size;
 	{
 		const struct ringlog_meta_hdr *m = (const void *)c->meta_map;
@@ -249,14 +232,12 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, int fd)
 		if (m->magic != RINGLOG_META_MAGIC || m->version != RINGLOG_META_VERSION ||
 		    m->header_size != RINGLOG_META_HEADER_SIZE) {
 			reg_refuse(c, 0, "metadata region: bad magic, version or header size");
-			c->refused = true;
-			return 0;
+			goto refuse;
 		}
 	}
-	client_send_fd(c, RINGLOG_CTL_WELCOME, &w, sizeof(w), c->d->wake_efd);
+	ctl_send_welcome(c, &w, sizeof(w));
 	return reg_meta_sync(c);
 refuse:
-	close(fd);
 	c->refused = true;
 	return 0;
 }
@@ -271,63 +252,60 @@ static uint64_t uid_ring_bytes(struct daemon *d, uint32_t uid)
 	return sum;
 }
 
-int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
+int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct daemon *d = c->d;
 	struct ringlog_ctl_ring m;
 	struct ring *r;
-	long size;
+	size_t size;
 	void *mem;
 	int err;
 
-	if (!c->writer || len < sizeof(m) || fd < 0) {
-		if (fd >= 0)
-			close(fd);
+	if (!c->writer || len < sizeof(m) || o == D_OBJ_NONE) {
+		ctl_drop_obj(c, o);
 		return -EPROTO;
 	}
 	memcpy(&m, p, sizeof(m));
 	if (c->refused) {
-		close(fd);
+		ctl_drop_obj(c, o);
 		return 0;
 	}
 	if (c->nrings >= d->cfg.limits.rings_per_process) {
 		reg_refuse(c, m.handle, "limits.rings_per_process (%u) reached",
 			   d->cfg.limits.rings_per_process);
-		close(fd);
+		ctl_drop_obj(c, o);
 		return 0;
 	}
-	size = sealed_size(fd);
-	if (size < 0) {
-		reg_refuse(c, m.handle, "ring is not a memfd sealed against shrinking (F_SEAL_SHRINK)");
-		close(fd);
+	err = ctl_map(c, o, true, RINGLOG_RING_HEADER_SIZE + (uint64_t)RINGLOG_RING_MAX_DATA, &mem,
+		      &size);
+	if (err == -EPERM) {
+		reg_refuse(c, m.handle, "ring is not %s", ctl_obj_kind);
 		return 0;
 	}
-	if (size < (long)(RINGLOG_RING_HEADER_SIZE + RINGLOG_RING_MIN_DATA) ||
-	    (uint64_t)size > RINGLOG_RING_HEADER_SIZE + (uint64_t)RINGLOG_RING_MAX_DATA) {
-		reg_refuse(c, m.handle, "ring of %ld bytes is outside 8 KiB .. 1 GiB", size);
-		close(fd);
+	if (err == -EFBIG || (!err && size < RINGLOG_RING_HEADER_SIZE + RINGLOG_RING_MIN_DATA)) {
+		if (!err)
+			ctl_unmap(mem, size);
+		reg_refuse(c, m.handle, "ring of %zu bytes is outside 8 KiB .. 1 GiB", size);
+		return 0;
+	}
+	if (err) {
+		reg_refuse(c, m.handle, "cannot map the ring: %s", strerror(-err));
 		return 0;
 	}
 	if (uid_ring_bytes(d, c->uid) + (uint64_t)size > d->cfg.limits.ring_bytes_per_uid) {
+		ctl_unmap(mem, size);
 		reg_refuse(c, m.handle, "uid %u would exceed limits.ring_bytes_per_uid (%llu bytes)",
 			   c->uid, (unsigned long long)d->cfg.limits.ring_bytes_per_uid);
-		close(fd);
-		return 0;
-	}
-	mem = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (mem == MAP_FAILED) {
-		reg_refuse(c, m.handle, "cannot map the ring: %s", strerror(errno));
 		return 0;
 	}
 	if (!(r = calloc(1, sizeof(*r)))) {
-		munmap(mem, (size_t)size);
+		ctl_unmap(mem, size);
 		return -ENOMEM;
 	}
 	err = ringlog_cons_attach(&r->cons, mem, (uint64_t)size);
 	if (err < 0) {
 		reg_refuse(c, m.handle, "ring header rejected: %s", r->cons.why);
-		munmap(mem, (size_t)size);
+		ctl_unmap(mem, size);
 		free(r);
 		return 0;
 	}
@@ -339,7 +317,7 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, int fd)
 	r->tid = m.tid;
 	r->handle = m.handle;
 	r->mem = mem;
-	r->map_size = (size_t)size;
+	r->map_size = size;
 	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
 	r->ring_id = r->cons.hdr->created_ns;
 	r->cons.defer = true; /* space goes back once stored: segment.c */
@@ -367,7 +345,7 @@ void reg_ring_release(struct ring *r)
 	c->nrings--;
 	c->ring_bytes -= r->map_size;
 	if (r->mem)
-		munmap(r->mem, r->map_size);
+		ctl_unmap(r->mem, r->map_size);
 	free(r);
 	client_maybe_free(c);
 }
