@@ -700,8 +700,13 @@ static const struct key top_keys[] = {
 void ringlog_config_defaults(struct ringlog_config *c)
 {
 	memset(c, 0, sizeof(*c));
+#ifdef _WIN32
+	snprintf(c->storage_dir, sizeof(c->storage_dir), "C:\\ProgramData\\ringlog");
+	snprintf(c->socket_path, sizeof(c->socket_path), "\\\\.\\pipe\\ringlog");
+#else
 	snprintf(c->storage_dir, sizeof(c->storage_dir), "/var/lib/ringlog");
 	snprintf(c->socket_path, sizeof(c->socket_path), "/run/ringlog/ringlog.sock");
+#endif
 	snprintf(c->socket_group, sizeof(c->socket_group), "ringlog");
 	snprintf(c->read_group, sizeof(c->read_group), "ringlog-read");
 	c->socket_mode = 0660;

@@ -283,7 +283,10 @@ void d_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3))
  * token): who may write and who may read */
 enum { ACCESS_WRITE = 1, ACCESS_READ = 2 };
 void access_resolve(struct daemon *d);
-#ifndef _WIN32
+#ifdef _WIN32
+unsigned access_peer_win(const struct daemon *d, const struct peer_id *id);
+void access_pipe_sids(const struct daemon *d, const char **out);
+#else
 unsigned access_peer(const struct daemon *d, int fd, uid_t uid, gid_t gid);
 #endif
 void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf, size_t len);
@@ -389,6 +392,25 @@ void seg_seal(struct daemon *d);
 void seg_tick(struct daemon *d);
 bool seg_idle(struct daemon *d);
 void seg_close_current(struct daemon *d);
+
+/* sys-unix.c / sys-win.c: segment files, free space, the boot's identity.
+ * Files are the descriptors the I/O backend writes; 0 or -errno. */
+void *file_aligned(size_t n);  /* zeroed, RINGLOG_SEG_ALIGN-aligned */
+void file_aligned_free(void *p);
+int file_create(const char *path, bool *direct); /* a new file, unbuffered if it can */
+int file_open_existing(const char *path);
+int file_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+int file_sync(int fd);
+void file_close(int fd);
+int file_remove(const char *path); /* gone already is fine */
+int file_mkdir(const char *path);  /* there already is fine */
+int file_space(const char *dir, uint64_t *avail, uint64_t *total);
+void sys_identity(uint8_t boot_id[16], char *host, size_t host_len);
+#ifdef _WIN32
+#include "compat-win.h" /* fnmatch */
+#else
+#include <fnmatch.h>
+#endif
 
 /* retention.c */
 int ret_scan(struct daemon *d);

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define DRAIN_BUSY_MS 1
@@ -146,7 +145,7 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	seg_append_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
 	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
 	r->dead = true;
-	munmap(r->mem, r->map_size);
+	ctl_unmap(r->mem, r->map_size);
 	r->mem = NULL;
 }
 

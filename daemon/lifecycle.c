@@ -14,30 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 
-static void read_identity(struct daemon *d)
+#ifdef _WIN32
+/* One backend on Windows: IOCP. libuv's pool cannot write the overlapped
+ * handles segments are opened with, and io_uring is Linux's. */
+static void open_backend(struct daemon *d)
 {
-	char buf[64];
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		int k = 0;
-
-		close(fd);
-		for (ssize_t i = 0; i + 1 < n && k < 16; i++) {
-			unsigned v;
-
-			if (buf[i] == '-')
-				continue;
-			if (sscanf(buf + i, "%2x", &v) == 1) {
-				d->boot_id[k++] = (uint8_t)v;
-				i++;
-			}
-		}
-	}
-	gethostname(d->host, sizeof(d->host) - 1);
+	d->io = io_iocp_ops.open(d->loop);
+	d->io_name = io_iocp_ops.name;
+	snprintf(d->io_note, sizeof(d->io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
+		 "io_backend pool: Windows writes through IOCP" : "auto");
+	if (!d->io)
+		d_log(LOG_ERR, "cannot create an I/O completion port: %s", strerror(errno));
 }
-
+#else
 static void open_backend(struct daemon *d)
 {
 	enum ringlog_io_backend want = d->cfg.io_backend;
@@ -59,6 +48,7 @@ static void open_backend(struct daemon *d)
 	d->io = io_pool_ops.open(d->loop);
 	d->io_name = io_pool_ops.name;
 }
+#endif
 
 void d_status_notify(struct daemon *d)
 {
@@ -134,14 +124,12 @@ static void on_stop_step(uv_timer_t *t)
 	uv_timer_start(t, on_stop_step, 1, 0);
 }
 
-static void on_stop_signal(uv_signal_t *s, int sig)
+void daemon_stop(struct daemon *d, const char *why)
 {
-	struct daemon *d = s->data;
-
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	d_log(LOG_NOTICE, "signal %d: draining every ring and stopping", sig);
+	d_log(LOG_NOTICE, "%s: draining every ring and stopping", why);
 	sd_notify_send("STOPPING=1");
 	ctl_close_listen(d);
 	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
@@ -149,6 +137,23 @@ static void on_stop_signal(uv_signal_t *s, int sig)
 	uv_timer_start(&d->stop_timer, on_stop_step, 0, 0);
 }
 
+static void on_stop_signal(uv_signal_t *s, int sig)
+{
+	char why[32];
+
+	snprintf(why, sizeof(why), "signal %d", sig);
+	daemon_stop(s->data, why);
+}
+
+#ifdef _WIN32
+/* The service control manager asked (from its own thread). */
+static void on_stop_async(uv_async_t *a)
+{
+	daemon_stop(a->data, "the service control manager");
+}
+#endif
+
+#ifndef _WIN32
 static void on_hup(uv_signal_t *s, int sig)
 {
 	struct daemon *d = s->data;
@@ -175,6 +180,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	reg_enable_recompute(d);
 	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
 }
+#endif
 
 int daemon_start(struct daemon *d)
 {
@@ -183,14 +189,16 @@ int daemon_start(struct daemon *d)
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
 	d->start_real_ns = d_now(CLOCK_REALTIME);
-	read_identity(d);
+	sys_identity(d->boot_id, d->host, sizeof(d->host));
 	clock_calibrate_start(d);
 	open_backend(d);
-	if (!d->io || d->cfg.io_backend == RINGLOG_IO_URING) {
-		if (!d->io || strcmp(d->io_name, "io_uring")) {
-			d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
-			return -1;
-		}
+	if (!d->io) {
+		d_log(LOG_ERR, "no I/O backend could start (%s)", strerror(errno));
+		return -1;
+	}
+	if (d->cfg.io_backend == RINGLOG_IO_URING && strcmp(d->io_name, "io_uring")) {
+		d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
+		return -1;
 	}
 	if (seg_init(d) < 0)
 		return -1;
@@ -216,9 +224,21 @@ int daemon_start(struct daemon *d)
 	uv_signal_init(d->loop, &d->sig_int);
 	uv_signal_init(d->loop, &d->sig_hup);
 	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+#ifdef _WIN32
+	/* libuv's console events: Ctrl-C is SIGINT, Ctrl-Break SIGBREAK, and
+	 * the console closing, logoff or shutdown SIGHUP, which must stop us
+	 * here (Windows gives a few seconds, then ends the process). There is
+	 * no reload signal: restart the service to apply a changed file. */
+	uv_signal_start(&d->sig_term, on_stop_signal, SIGBREAK);
+	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
+	uv_signal_start(&d->sig_hup, on_stop_signal, SIGHUP);
+	uv_async_init(d->loop, &d->stop_async, on_stop_async);
+	d->stop_async.data = d;
+#else
 	uv_signal_start(&d->sig_term, on_stop_signal, SIGTERM);
 	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
 	uv_signal_start(&d->sig_hup, on_hup, SIGHUP);
+#endif
 	{
 		const char *wd = getenv("WATCHDOG_USEC");
 		unsigned long long usec = wd ? strtoull(wd, NULL, 10) : 0;
@@ -236,6 +256,7 @@ int daemon_start(struct daemon *d)
 
 void daemon_finish(struct daemon *d)
 {
+	d->stopping = true; /* nothing waits on a peer any more */
 	/* Close what is left so the loop can end cleanly. */
 	for (struct client *c = d->clients, *n; c; c = n) {
 		n = c->next;
@@ -254,6 +275,9 @@ void daemon_finish(struct daemon *d)
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
+#ifdef _WIN32
+	uv_close((uv_handle_t *)&d->stop_async, NULL);
+#endif
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	seg_fini(d);
 	while (d->providers) {

@@ -2,7 +2,8 @@
  * limit.
  *
  * Messages go to stderr (with a "<N>" priority prefix when stderr is the
- * journal, so journalctl shows levels), or to syslog with --syslog. They
+ * journal, so journalctl shows levels), or to syslog with --syslog (on
+ * Windows: the Application event log, source "ringlogd"). They
  * never enter the event store: a daemon that logged into its own rings
  * could feed itself forever.
  *
@@ -20,6 +21,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef _WIN32
+static HANDLE event_log;
+#define openlog(ident, opt, fac) (event_log = RegisterEventSourceA(NULL, ident))
+/* Event types by level: errors, warnings, the rest information. */
+static void syslog(int level, const char *fmt, const char *msg)
+{
+	WORD type = level <= LOG_ERR ? EVENTLOG_ERROR_TYPE :
+		    level == LOG_WARNING ? EVENTLOG_WARNING_TYPE : EVENTLOG_INFORMATION_TYPE;
+
+	(void)fmt;
+	if (event_log)
+		ReportEventA(event_log, type, 0, 0, NULL, 1, 0, &msg, NULL);
+	else
+		fprintf(stderr, "ringlogd: %s\n", msg);
+}
+#endif
 
 #define BURST 10
 #define SLOTS 64
@@ -83,8 +101,11 @@ void d_log(int level, const char *fmt, ...)
 	va_end(ap);
 	if (use_syslog) {
 		syslog(level, "%s", msg);
-		if (held)
-			syslog(level, "%llu similar messages were suppressed", (unsigned long long)held);
+		if (held) {
+			snprintf(msg, sizeof(msg), "%llu similar messages were suppressed",
+				 (unsigned long long)held);
+			syslog(level, "%s", msg);
+		}
 		return;
 	}
 	if (journal)

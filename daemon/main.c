@@ -12,15 +12,42 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include "service-win.h"
+#else
+#include <sys/resource.h>
+#endif
 
 struct daemon *the_daemon;
 
 static void usage(FILE *f)
 {
+#ifdef _WIN32
+	fputs("usage: ringlogd [--config FILE] [--check-config] [--storage DIR] [--socket PIPE]\n"
+	      "                [--service install|uninstall|run] [--syslog] [--verbose]\n"
+	      "\n"
+	      "Collects events from programs linked with ringlog.dll into rotating,\n"
+	      "checksummed segment files under one disk budget.\n"
+	      "\n"
+	      "  --config FILE      JSON configuration (default: built-in defaults)\n"
+	      "  --check-config     validate the configuration, print the effective one, exit\n"
+	      "  --storage DIR      override storage_dir\n"
+	      "  --socket PIPE      override socket_path (a pipe name: \\\\.\\pipe\\NAME)\n"
+	      "  --service install  register as the Windows service \"ringlogd\" (automatic\n"
+	      "                     start, LocalSystem), with the other options given\n"
+	      "  --service uninstall  stop and remove it\n"
+	      "  --service run      what the service control manager starts\n"
+	      "  --syslog           log to the Application event log instead of stderr\n"
+	      "  --verbose          also log debug messages\n"
+	      "\n"
+	      "Writes go through an I/O completion port. Ctrl-C, Ctrl-Break, closing the\n"
+	      "console and stopping the service drain every ring and exit 0. Exit codes:\n"
+	      "0 ok, 1 runtime error, 2 usage or configuration error.\n", f);
+	return;
+#endif
 	fputs("usage: ringlogd [--config FILE] [--check-config] [--foreground]\n"
 	      "                [--storage DIR] [--socket PATH] [--io-backend auto|io_uring|pool]\n"
 	      "\n"
@@ -44,6 +71,64 @@ static void usage(FILE *f)
 	      "error, 2 usage or configuration error.\n", f);
 }
 
+#ifdef _WIN32
+/* Set from the SCM's thread: a stop asked before the loop is up is seen
+ * once it is. */
+static volatile LONG stop_asked, loop_up;
+static bool as_service;
+#endif
+
+/* Run the daemon until it stops: 0, or 1 when it could not start. */
+static int run(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	if (daemon_start(d) < 0)
+		return 1;
+#ifdef _WIN32
+	InterlockedExchange(&loop_up, 1);
+	if (InterlockedCompareExchange(&stop_asked, 0, 0))
+		daemon_stop(d, "the service control manager");
+	if (as_service)
+		svc_running();
+#endif
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	daemon_finish(d);
+	d_log(LOG_NOTICE, "stopped");
+	return 0;
+}
+
+#ifdef _WIN32
+static void service_stop(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	InterlockedExchange(&stop_asked, 1);
+	if (InterlockedCompareExchange(&loop_up, 0, 0))
+		uv_async_send(&d->stop_async);
+}
+
+/* What the service is started with: this program, --service run, and
+ * the options given to install, quoted. */
+static int service_command(int argc, char **argv, char *out, size_t len)
+{
+	char self[MAX_PATH];
+	size_t n;
+
+	if (!GetModuleFileNameA(NULL, self, sizeof(self)))
+		return -1;
+	n = (size_t)snprintf(out, len, "\"%s\" --service run", self);
+	for (int i = 1; i < argc && n < len; i++) {
+		if (!strcmp(argv[i], "--service") || !strncmp(argv[i], "--service=", 10)) {
+			i += !strcmp(argv[i], "--service");
+			continue;
+		}
+		n += (size_t)snprintf(out + n, len - n, " \"%s\"", argv[i]);
+	}
+	return n < len ? 0 : -1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -55,17 +140,26 @@ int main(int argc, char **argv)
 		{ "io-backend", required_argument, NULL, 'b' },
 		{ "syslog", no_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' },
+#ifdef _WIN32
+		{ "service", required_argument, NULL, 'W' },
+#endif
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
-	const char *storage = NULL, *sock = NULL, *backend = NULL;
+	const char *storage = NULL, *sock = NULL, *backend = NULL, *service = NULL;
 	bool check = false, to_syslog = false, verbose = false;
 	char err[8192];
 	int o, rc = 0;
 
 	if (!d)
 		return 1;
+#ifdef _WIN32
+	d->wake_event = NULL;
+#else
+	d->listen_fd = -1;
+	d->wake_efd = -1;
+#endif
 #ifdef __GLIBC__
 	/* A fixed threshold turns off glibc's dynamic one, which after the
 	 * first free of a large block serves every later one from the heap:
@@ -75,8 +169,6 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
 	the_daemon = d;
-	d->listen_fd = -1;
-	d->wake_efd = -1;
 	ringlog_config_defaults(&d->cfg);
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
@@ -91,6 +183,7 @@ int main(int argc, char **argv)
 		case 'b': backend = optarg; break;
 		case 'L': to_syslog = true; break;
 		case 'v': verbose = true; break;
+		case 'W': service = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -133,6 +226,50 @@ int main(int argc, char **argv)
 		ringlog_config_dump(&d->cfg, stdout);
 		return 0;
 	}
+#ifdef _WIN32
+	if (service && !strcmp(service, "install")) {
+		char cmd[4096];
+
+		if (service_command(argc, argv, cmd, sizeof(cmd)) < 0 ||
+		    svc_install(SVC_NAME, "ringlog collector", cmd, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ringlogd: %s\n", err);
+			return 1;
+		}
+		printf("installed the service \"%s\": %s\n", SVC_NAME, cmd);
+		return 0;
+	}
+	if (service && !strcmp(service, "uninstall")) {
+		if (svc_uninstall(SVC_NAME, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ringlogd: %s\n", err);
+			return 1;
+		}
+		printf("removed the service \"%s\"\n", SVC_NAME);
+		return 0;
+	}
+	if (service && strcmp(service, "run")) {
+		fprintf(stderr, "ringlogd: --service \"%s\": expected install, uninstall or run\n",
+			service);
+		return 2;
+	}
+	if (service) {
+		/* The daemon starts on the service thread; stop_async exists
+		 * once daemon_start() returns, which run() marks for the SCM's
+		 * stop request. */
+		as_service = true;
+		rc = svc_run(SVC_NAME, run, service_stop, d);
+		if (rc < 0) {
+			fprintf(stderr, "ringlogd: --service run: not started by the service control "
+				"manager; install it with --service install, or run without --service\n");
+			return 2;
+		}
+		free(d);
+		return rc;
+	}
+	rc = run(d);
+	free(d);
+	return rc;
+#else
+	(void)service;
 
 	/* Every client holds a socket and, briefly, its memfds: take all the
 	 * descriptors the hard limit allows (systemd's LimitNOFILE=). */
@@ -144,13 +281,8 @@ int main(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	if (daemon_start(d) < 0)
-		return 1;
-
-	uv_run(d->loop, UV_RUN_DEFAULT);
-
-	daemon_finish(d);
+	rc = run(d);
 	free(d);
-	d_log(LOG_NOTICE, "stopped");
 	return rc;
+#endif
 }

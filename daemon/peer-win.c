@@ -28,35 +28,42 @@ int peer_errno(DWORD e)
 	}
 }
 
-int peer_pipe_security(const char *writers, PSECURITY_DESCRIPTOR *sd, char *err, size_t len)
+int peer_lookup_sid(const char *name, char *out, size_t len)
 {
-	char sddl[512], *sid_str = NULL, domain[256];
 	BYTE sid[SECURITY_MAX_SID_SIZE];
-	DWORD sid_len = sizeof(sid), dom_len = sizeof(domain);
+	DWORD sid_len = sizeof(sid), dom_len;
+	char domain[256], *str = NULL;
 	SID_NAME_USE use;
 
-	*sd = NULL;
-	if (writers && *writers) {
-		if (!LookupAccountNameA(NULL, writers, sid, &sid_len, domain, &dom_len, &use)) {
-			DWORD e = GetLastError();
+	dom_len = sizeof(domain);
+	if (!name || !*name || !LookupAccountNameA(NULL, name, sid, &sid_len, domain, &dom_len, &use))
+		return -ENOENT;
+	if (!ConvertSidToStringSidA(sid, &str))
+		return -peer_errno(GetLastError());
+	snprintf(out, len, "%s", str);
+	LocalFree(str);
+	return 0;
+}
 
-			snprintf(err, len, "socket_group \"%s\": no such account or group on this "
-				 "system (Windows error %lu); create it or name an existing one",
-				 writers, e);
-			return -peer_errno(e);
-		}
-		if (!ConvertSidToStringSidA(sid, &sid_str)) {
-			snprintf(err, len, "socket_group \"%s\": cannot print its SID", writers);
-			return -EIO;
-		}
+int peer_pipe_security(const char *const *sids, PSECURITY_DESCRIPTOR *sd, char *err, size_t len)
+{
+	char sddl[1024];
+	size_t n;
+
+	*sd = NULL;
+	/* Protected DACL: SYSTEM and Administrators all access; each SID
+	 * given (or, with none, every signed-in user) read and write, which is
+	 * what opening the pipe's client end takes. Nobody else may even
+	 * connect. */
+	n = (size_t)snprintf(sddl, sizeof(sddl), "D:P(A;;GA;;;SY)(A;;GA;;;BA)");
+	if (!sids || !sids[0])
+		n += (size_t)snprintf(sddl + n, sizeof(sddl) - n, "(A;;GRGW;;;AU)");
+	for (int i = 0; sids && sids[i] && n < sizeof(sddl); i++)
+		n += (size_t)snprintf(sddl + n, sizeof(sddl) - n, "(A;;GRGW;;;%s)", sids[i]);
+	if (n >= sizeof(sddl)) {
+		snprintf(err, len, "the pipe's security descriptor is too long");
+		return -E2BIG;
 	}
-	/* Protected DACL: SYSTEM and Administrators all access; the writers
-	 * (or every signed-in user) read and write, which is what opening
-	 * the pipe's client end takes. Nobody else may even connect. */
-	snprintf(sddl, sizeof(sddl), "D:P(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;%s)",
-		 sid_str ? sid_str : "AU");
-	if (sid_str)
-		LocalFree(sid_str);
 	if (!ConvertStringSecurityDescriptorToSecurityDescriptorA(sddl, SDDL_REVISION_1, sd, NULL)) {
 		DWORD e = GetLastError();
 
@@ -106,27 +113,59 @@ int peer_identify(HANDLE pipe, struct peer_id *id)
 	 * that impersonates someone else when it connects is that someone
 	 * here too. Failing that (no data read yet), the process token. */
 	if (ImpersonateNamedPipeClient(pipe)) {
-		if (!OpenThreadToken(GetCurrentThread(), TOKEN_QUERY, TRUE, &tok))
+		if (!OpenThreadToken(GetCurrentThread(), TOKEN_QUERY | TOKEN_DUPLICATE, TRUE, &tok))
 			tok = NULL;
 		RevertToSelf();
 	}
-	if (!tok && !OpenProcessToken(id->process, TOKEN_QUERY, &tok)) {
+	if (!tok && !OpenProcessToken(id->process, TOKEN_QUERY | TOKEN_DUPLICATE, &tok)) {
 		err = -peer_errno(GetLastError());
 		peer_release(id);
 		return err;
 	}
 	err = token_user(tok, id->user, sizeof(id->user));
+	/* A copy to ask group membership of (CheckTokenMembership wants an
+	 * impersonation token; identification level is all it takes). */
+	if (!err && !DuplicateToken(tok, SecurityIdentification, &id->token))
+		err = -peer_errno(GetLastError());
 	CloseHandle(tok);
 	if (err)
 		peer_release(id);
 	return err;
 }
 
+int peer_self_sid(char *out, size_t len)
+{
+	HANDLE tok;
+	int err;
+
+	if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
+		return -peer_errno(GetLastError());
+	err = token_user(tok, out, len);
+	CloseHandle(tok);
+	return err;
+}
+
+bool peer_member(const struct peer_id *id, const char *sid)
+{
+	PSID p = NULL;
+	BOOL is = FALSE;
+
+	if (!id->token || !sid || !ConvertStringSidToSidA(sid, &p))
+		return false;
+	if (!CheckTokenMembership(id->token, p, &is))
+		is = FALSE;
+	LocalFree(p);
+	return is;
+}
+
 void peer_release(struct peer_id *id)
 {
 	if (id->process)
 		CloseHandle(id->process);
+	if (id->token)
+		CloseHandle(id->token);
 	id->process = NULL;
+	id->token = NULL;
 }
 
 int peer_take_section(const struct peer_id *id, uint64_t remote_handle, size_t min, size_t max,
@@ -152,6 +191,7 @@ int peer_take_section(const struct peer_id *id, uint64_t remote_handle, size_t m
 	 * all through, or touching a reserved page would fault in here. */
 	if (!VirtualQuery(v, &mbi, sizeof(mbi)) || mbi.State != MEM_COMMIT ||
 	    mbi.RegionSize < min || mbi.RegionSize > max) {
+		*size = mbi.State == MEM_COMMIT ? mbi.RegionSize : 0;
 		UnmapViewOfFile(v);
 		return -EINVAL;
 	}

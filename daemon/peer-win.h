@@ -23,6 +23,7 @@
 #ifndef RINGLOG_DAEMON_PEER_WIN_H
 #define RINGLOG_DAEMON_PEER_WIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <windows.h>
@@ -30,24 +31,31 @@
 struct peer_id {
 	uint32_t pid;
 	HANDLE process;      /* PROCESS_DUP_HANDLE | QUERY_LIMITED_INFORMATION */
+	HANDLE token;        /* its token, identification level: membership */
 	char user[192];      /* the token's user SID, "S-1-5-21-..." */
 	char exe[MAX_PATH];  /* the process image, as Windows names it */
 };
 
 /* A security descriptor for the pipe: full control for SYSTEM and
- * Administrators, read and write for the account or group `writers`
- * (a name such as "Users" or "ringlog-writers"; NULL: Authenticated
- * Users). 0 or -errno with err filled in (an unknown name: -ENOENT).
- * Free *sd with LocalFree. */
-int peer_pipe_security(const char *writers, PSECURITY_DESCRIPTOR *sd, char *err, size_t len);
+ * Administrators, read and write for each SID in the NULL-terminated list
+ * sids ("S-1-5-..."; NULL or empty: Authenticated Users). 0 or -errno
+ * with err filled in. Free *sd with LocalFree. */
+int peer_pipe_security(const char *const *sids, PSECURITY_DESCRIPTOR *sd, char *err, size_t len);
+/* The SID of an account or group name, as text: 0 or -ENOENT. */
+int peer_lookup_sid(const char *name, char *sid, size_t len);
+/* The SID of the user this process runs as. 0 or -errno. */
+int peer_self_sid(char *sid, size_t len);
 
 /* The identity of the client connected to pipe. 0 or -errno. */
 int peer_identify(HANDLE pipe, struct peer_id *id);
 void peer_release(struct peer_id *id);
+/* Whether the client's token has the SID (a group it is in, enabled). */
+bool peer_member(const struct peer_id *id, const char *sid);
 
 /* Map the section the client knows as remote_handle, read-write. Its
  * size, as the daemon sees it, must lie in [min, max]. 0, or -EBADF (not
- * a handle of that process, or not a section), -EINVAL (size), -errno. */
+ * a handle of that process, or not a section), -EINVAL (size: *size says
+ * it; 0 when not committed all through), -errno. */
 int peer_take_section(const struct peer_id *id, uint64_t remote_handle, size_t min, size_t max,
 		      void **view, size_t *size);
 

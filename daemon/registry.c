@@ -11,7 +11,6 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "decode.h"
@@ -35,34 +34,35 @@ void ret_add(struct daemon *d, struct segfile *s)
 
 uint64_t ret_fs_free(const struct daemon *d)
 {
-	struct statvfs v;
+	uint64_t avail, total;
 
-	if (statvfs(d->cfg.storage_dir, &v) < 0)
+	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
 		return UINT64_MAX;
-	return (uint64_t)v.f_bavail * v.f_frsize;
+	return avail;
 }
 
 uint64_t ret_min_free(const struct daemon *d)
 {
-	struct statvfs v;
+	uint64_t avail, total;
 
 	if (d->cfg.min_free_bytes || !d->cfg.min_free_percent)
 		return d->cfg.min_free_bytes;
-	if (statvfs(d->cfg.storage_dir, &v) < 0)
+	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
 		return 0;
-	return (uint64_t)v.f_blocks * v.f_frsize / 100 * d->cfg.min_free_percent;
+	return total / 100 * d->cfg.min_free_percent;
 }
 
 static void delete_oldest(struct daemon *d)
 {
 	struct segfile *s = d->segs;
+	int err;
 
 	d->segs = s->next;
 	d->used_bytes -= s->bytes;
-	if (unlink(s->path) < 0 && errno != ENOENT)
-		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(errno));
+	if ((err = file_remove(s->path)) < 0)
+		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(-err));
 	free(s->path);
-	free(s->hdr);
+	file_aligned_free(s->hdr);
 	free(s);
 }
 
@@ -108,7 +108,7 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 			   const struct segfile *s, uint64_t end)
 {
 	struct ringlog_seg_hdr h = *old;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = file_open_existing(path), err = fd < 0 ? fd : 0;
 
 	h.state = RINGLOG_SEG_CLOSED;
 	h.compat_flags |= RINGLOG_SEG_RECOVERED;
@@ -118,10 +118,12 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 	h.chunks = s->chunks;
 	h.end = end;
 	h.hdr_crc = ringlog_seg_hdr_crc(&h);
-	if (fd < 0 || pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || fdatasync(fd) < 0)
-		d_log(LOG_ERR, "segment %s: could not seal it: %s (it stays readable)", path, strerror(errno));
+	if (!err && !(err = file_pwrite(fd, &h, sizeof(h), 0)))
+		err = file_sync(fd);
+	if (err)
+		d_log(LOG_ERR, "segment %s: could not seal it: %s (it stays readable)", path, strerror(-err));
 	if (fd >= 0)
-		close(fd);
+		file_close(fd);
 }
 
 /* A segment the index does not know yet (startup): read its header, and

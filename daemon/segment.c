@@ -22,36 +22,10 @@
 
 #define NCHUNKS 8
 
-static void *aligned(size_t n)
-{
-	void *p = NULL;
-
-	if (posix_memalign(&p, RINGLOG_SEG_ALIGN, n))
-		return NULL;
-	memset(p, 0, n);
-	return p;
-}
-
 static int write_header(struct segfile *s)
 {
-	ssize_t n;
-
 	s->hdr->hdr_crc = ringlog_seg_hdr_crc(s->hdr);
-	n = pwrite(s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0);
-	if (n < 0)
-		return -errno;
-	return n == RINGLOG_SEG_HEADER_SIZE ? 0 : -EIO;
-}
-
-static int open_fd(const char *path, bool *direct)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0640);
-
-	*direct = fd >= 0;
-	/* tmpfs and some others refuse O_DIRECT: fall back to the page cache. */
-	if (fd < 0 && errno == EINVAL)
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	return fd < 0 ? -errno : fd;
+	return file_pwrite(s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0);
 }
 
 static int open_segment(struct daemon *d)
@@ -67,12 +41,12 @@ static int open_segment(struct daemon *d)
 	snprintf(path, sizeof(path), "%s/%016llx.rlseg", d->cfg.storage_dir,
 		 (unsigned long long)d->next_seq);
 	s->path = strdup(path);
-	s->hdr = aligned(RINGLOG_SEG_HEADER_SIZE);
+	s->hdr = file_aligned(RINGLOG_SEG_HEADER_SIZE);
 	if (!s->path || !s->hdr) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	if ((s->fd = open_fd(path, &s->direct)) < 0) {
+	if ((s->fd = file_create(path, &s->direct)) < 0) {
 		err = s->fd;
 		goto fail;
 	}
@@ -91,8 +65,8 @@ static int open_segment(struct daemon *d)
 	s->hdr->real_ref = d->clock.real_ref;
 	s->hdr->tsc_hz = d->clock.tsc_hz;
 	if ((err = write_header(s)) < 0) {
-		close(s->fd);
-		unlink(path);
+		file_close(s->fd);
+		file_remove(path);
 		goto fail;
 	}
 	s->off = RINGLOG_SEG_HEADER_SIZE;
@@ -107,7 +81,7 @@ fail:
 	snprintf(d->disk_error, sizeof(d->disk_error), "cannot create segment %s: %s",
 		 s->path ? s->path : d->cfg.storage_dir, strerror(-err));
 	free(s->path);
-	free(s->hdr);
+	file_aligned_free(s->hdr);
 	free(s);
 	return err;
 }
@@ -115,18 +89,20 @@ fail:
 /* Write the CLOSED header once the last write of a rotated segment landed. */
 static void finalize(struct segfile *s)
 {
+	int err;
+
 	s->hdr->state = RINGLOG_SEG_CLOSED;
 	s->hdr->first_real_ns = s->first_real_ns;
 	s->hdr->last_real_ns = s->last_real_ns;
 	s->hdr->events = s->events;
 	s->hdr->chunks = s->chunks;
 	s->hdr->end = s->off;
-	if (write_header(s) < 0 || fdatasync(s->fd) < 0)
+	if ((err = write_header(s)) < 0 || (err = file_sync(s->fd)) < 0)
 		d_log(LOG_ERR, "segment %s: could not seal its header: %s (its chunks stay readable)",
-		      s->path, strerror(errno));
-	close(s->fd);
+		      s->path, strerror(-err));
+	file_close(s->fd);
 	s->fd = -1;
-	free(s->hdr);
+	file_aligned_free(s->hdr);
 	s->hdr = NULL;
 	s->closed = true;
 }
@@ -694,9 +670,8 @@ int seg_init(struct daemon *d)
 		cs = d->cfg.max_disk / 16;
 	int err;
 
-	if (mkdir(d->cfg.storage_dir, 0750) < 0 && errno != EEXIST) {
-		err = -errno;
-		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+	if ((err = file_mkdir(d->cfg.storage_dir)) < 0) {
+		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 		return err;
 	}
 	/* Chunks: large enough to amortise a write, small enough that a crash
@@ -721,7 +696,7 @@ int seg_init(struct daemon *d)
 		d->chunks[i].cap = d->chunk_size;
 		d->chunks[i].d = d;
 		d->chunks[i].span_off = SIZE_MAX;
-		if (!(d->chunks[i].mem = aligned(d->chunk_size)))
+		if (!(d->chunks[i].mem = file_aligned(d->chunk_size)))
 			return -ENOMEM;
 	}
 	if (d->io->ops->register_buffers) {
@@ -750,12 +725,12 @@ void seg_fini(struct daemon *d)
 		if (s->fd > 0 && !s->closed)
 			finalize(s);
 		free(s->path);
-		free(s->hdr);
+		file_aligned_free(s->hdr);
 		free(s);
 	}
 	d->segs = NULL;
 	for (unsigned i = 0; i < d->nchunks; i++) {
-		free(d->chunks[i].mem);
+		file_aligned_free(d->chunks[i].mem);
 		free(d->chunks[i].who);
 	}
 	free(d->chunks);

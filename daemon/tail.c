@@ -20,10 +20,10 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TAIL_QUEUE_LIMIT (8u << 20)
 /* A write that takes longer than this must not hold a tail back forever:

@@ -426,8 +426,16 @@ static void test_peer_handover(void)
 	int rc;
 
 	GetModuleFileNameA(NULL, self, sizeof(self));
-	CHECK(peer_pipe_security("no-such-group-ringlog", &sd, err, sizeof(err)) < 0 &&
-	      strstr(err, "no-such-group-ringlog"), "an unknown socket_group: %s", err);
+	{
+		char sid[192] = "", *grant[2] = { sid, NULL };
+
+		CHECK(peer_lookup_sid("no-such-group-ringlog", sid, sizeof(sid)) == -ENOENT,
+		      "an unknown group: %s", sid);
+		CHECK(peer_self_sid(sid, sizeof(sid)) == 0 && !strncmp(sid, "S-1-", 4), "own SID: %s", sid);
+		rc = peer_pipe_security((const char *const *)grant, &sd, err, sizeof(err));
+		CHECK(rc == 0 && sd, "security descriptor for %s: %s", sid, err);
+		LocalFree(sd);
+	}
 	rc = peer_pipe_security(NULL, &sd, err, sizeof(err));
 	CHECK(rc == 0 && sd, "security descriptor: %s", err);
 	sa.lpSecurityDescriptor = sd;
@@ -459,7 +467,8 @@ static void test_peer_handover(void)
 	rc = peer_take_section(&id, msg[2], RINGLOG_RING_HEADER_SIZE, 1u << 30, &v2, &s2);
 	CHECK(rc == -EBADF && !v2, "the client's pipe handle (no section): %d", rc);
 	rc = peer_take_section(&id, msg[0], RINGLOG_RING_HEADER_SIZE, PEER_DATA, &v2, &s2);
-	CHECK(rc == -EINVAL && !v2, "a section larger than allowed: %d", rc);
+	CHECK(rc == -EINVAL && !v2 && s2 == RINGLOG_RING_HEADER_SIZE + PEER_DATA,
+	      "a section larger than allowed: %d, %zu bytes", rc, s2);
 	rc = peer_take_section(&id, msg[0], RINGLOG_RING_HEADER_SIZE, 1u << 30, &view, &size);
 	CHECK(rc == 0 && size == RINGLOG_RING_HEADER_SIZE + PEER_DATA, "the ring: %d, %zu bytes", rc,
 	      size);
