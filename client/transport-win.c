@@ -17,7 +17,6 @@
 #include <string.h>
 #include <windows.h>
 
-#define PIPE_DEFAULT "\\\\.\\pipe\\ringlog"
 #define SEND_TIMEOUT_MS 2000
 
 struct transport {
@@ -48,7 +47,7 @@ static const char *pipe_name(void)
 {
 	const char *s = getenv("RINGLOG_SOCKET");
 
-	return s && *s ? s : PIPE_DEFAULT;
+	return s && *s ? s : RINGLOG_SOCKET_DEFAULT;
 }
 
 struct transport *tr_connect(int *err)

@@ -1,6 +1,7 @@
 /* proto/compat-win.c - see compat-win.h. */
 #include "compat-win.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <io.h>
 #include <stdlib.h>
@@ -282,4 +283,59 @@ char *ringlog_strptime(const char *s, const char *fmt, struct tm *tm)
 		*field = v;
 	}
 	return (char *)s;
+}
+
+int statvfs(const char *path, struct statvfs *v)
+{
+	ULARGE_INTEGER avail, total;
+
+	if (!GetDiskFreeSpaceExA(path, &avail, &total, NULL)) {
+		errno = ENOENT;
+		return -1;
+	}
+	v->f_frsize = 1;
+	v->f_blocks = total.QuadPart;
+	v->f_bavail = avail.QuadPart;
+	return 0;
+}
+
+int alphasort(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int scandir(const char *dir, struct dirent ***names, int (*filter)(const struct dirent *),
+	    int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	DIR *d = opendir(dir);
+	struct dirent *e, **v = NULL, **bigger;
+	int n = 0, cap = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (filter && !filter(e))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if (!(bigger = realloc(v, (size_t)cap * sizeof(*v))))
+				goto fail;
+			v = bigger;
+		}
+		if (!(v[n] = malloc(sizeof(*e))))
+			goto fail;
+		memcpy(v[n++], e, sizeof(*e));
+	}
+	closedir(d);
+	if (cmp)
+		qsort(v, (size_t)n, sizeof(*v), (int (*)(const void *, const void *))cmp);
+	*names = v;
+	return n;
+fail:
+	while (n)
+		free(v[--n]);
+	free(v);
+	closedir(d);
+	errno = ENOMEM;
+	return -1;
 }

@@ -39,6 +39,19 @@ char *ringlog_strptime(const char *s, const char *fmt, struct tm *tm);
  * and backslash escapes. Returns 0 on a match, FNM_NOMATCH otherwise. */
 #define FNM_NOMATCH 1
 int fnmatch(const char *pattern, const char *string, int flags);
+
+/* statvfs(3), the fields `ringlog status` reads (GetDiskFreeSpaceEx). */
+struct statvfs {
+	unsigned long f_frsize;
+	uint64_t f_blocks, f_bavail;
+};
+int statvfs(const char *path, struct statvfs *v);
+
+/* scandir(3) without a filter, and alphasort(3). */
+struct dirent;
+int scandir(const char *dir, struct dirent ***names, int (*filter)(const struct dirent *),
+	    int (*cmp)(const struct dirent **, const struct dirent **));
+int alphasort(const struct dirent **a, const struct dirent **b);
 #endif
 
 #endif /* RINGLOG_PROTO_COMPAT_WIN_H */

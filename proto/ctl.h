@@ -50,7 +50,11 @@
 
 #define RINGLOG_CTL_VERSION 1u
 #define RINGLOG_CTL_MAX     (1u << 20)
+#ifdef _WIN32
+#define RINGLOG_SOCKET_DEFAULT "\\\\.\\pipe\\ringlog"
+#else
 #define RINGLOG_SOCKET_DEFAULT "/run/ringlog/ringlog.sock"
+#endif
 
 enum ringlog_ctl_type {
 	RINGLOG_CTL_HELLO = 1,

@@ -44,7 +44,18 @@ void print_loss(const struct printer *p, const struct ringlog_dec_loss *l);
 
 const char *socket_path(const char *opt);
 int cli_connect(const char *path, bool quiet);
+/* Ctrl-C (SIGINT, SIGTERM; on Windows the console's Ctrl-C and Ctrl-Break)
+ * sets a flag and makes a read blocked on the watched connection return,
+ * which a flag alone cannot: landing between a check and the read, it
+ * would leave the read blocked for good. */
+void cli_catch_interrupt(void);
+bool cli_interrupted(void);
+void cli_watch(int fd); /* -1: none */
 int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
+/* connect-unix.c / connect-win.c: whole writes and reads on a connection;
+ * read: 1, 0 at end of stream, -EINTR when interrupted, -errno. */
+int cli_write_full(int fd, const void *b, size_t n);
+int cli_read_full(int fd, void *b, size_t n);
 /* Read one frame; returns payload length (buffer malloc'ed) or -errno, 0 on EOF. */
 long cli_recv(int fd, uint16_t *type, uint8_t **payload);
 /* Print the daemon's ERROR frame {"error": "..."} as "WHO: ringlogd says: ...". */

@@ -341,3 +341,44 @@ void cli_print_error(const char *who, const uint8_t *payload)
 	fprintf(stderr, "%s: ringlogd says: %s\n", who, msg ? msg : (const char *)payload);
 	json_decref(e);
 }
+
+const char *socket_path(const char *opt)
+{
+	const char *s = getenv("RINGLOG_SOCKET");
+
+	if (opt)
+		return opt;
+	return s && *s ? s : RINGLOG_SOCKET_DEFAULT;
+}
+
+int cli_send(int fd, uint16_t type, const void *p, uint32_t len)
+{
+	struct ringlog_ctl_frame f = { .len = len, .type = type };
+
+	if (cli_write_full(fd, &f, sizeof(f)) < 0 || (len && cli_write_full(fd, p, len) < 0))
+		return -EPIPE;
+	return 0;
+}
+
+long cli_recv(int fd, uint16_t *type, uint8_t **payload)
+{
+	struct ringlog_ctl_frame f;
+	int r = cli_read_full(fd, &f, sizeof(f));
+
+	*payload = NULL;
+	if (r <= 0)
+		return r;
+	if (f.len > RINGLOG_CTL_MAX)
+		return -EPROTO;
+	*type = f.type;
+	*payload = malloc(f.len + 1);
+	if (!*payload)
+		return -ENOMEM;
+	(*payload)[f.len] = 0;
+	if (f.len && (r = cli_read_full(fd, *payload, f.len)) <= 0) {
+		free(*payload);
+		*payload = NULL;
+		return r ? r : -EPIPE;
+	}
+	return (long)f.len;
+}

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,13 +13,37 @@
 
 #include "ctl.h"
 
-const char *socket_path(const char *opt)
-{
-	const char *s = getenv("RINGLOG_SOCKET");
+static volatile sig_atomic_t stop;
+static volatile sig_atomic_t conn_fd = -1;
 
-	if (opt)
-		return opt;
-	return s && *s ? s : RINGLOG_SOCKET_DEFAULT;
+/* Shutting the socket's read side is async-signal-safe, and any read on it
+ * then returns at once. */
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	stop = 1;
+	if (conn_fd >= 0)
+		shutdown(conn_fd, SHUT_RD);
+}
+
+void cli_catch_interrupt(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+bool cli_interrupted(void)
+{
+	return stop;
+}
+
+void cli_watch(int fd)
+{
+	conn_fd = fd;
+	if (fd >= 0 && stop)
+		shutdown(fd, SHUT_RD);
 }
 
 int cli_connect(const char *path, bool quiet)
@@ -46,17 +71,12 @@ int cli_connect(const char *path, bool quiet)
 	return fd;
 }
 
-int cli_send(int fd, uint16_t type, const void *p, uint32_t len)
+int cli_write_full(int fd, const void *b, size_t n)
 {
-	struct ringlog_ctl_frame f = { .len = len, .type = type };
-
-	if (send(fd, &f, sizeof(f), MSG_NOSIGNAL) != sizeof(f) ||
-	    (len && send(fd, p, len, MSG_NOSIGNAL) != (ssize_t)len))
-		return -EPIPE;
-	return 0;
+	return send(fd, b, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -EPIPE;
 }
 
-static int read_full(int fd, void *b, size_t n)
+int cli_read_full(int fd, void *b, size_t n)
 {
 	size_t got = 0;
 
@@ -71,27 +91,4 @@ static int read_full(int fd, void *b, size_t n)
 		got += (size_t)r;
 	}
 	return 1;
-}
-
-long cli_recv(int fd, uint16_t *type, uint8_t **payload)
-{
-	struct ringlog_ctl_frame f;
-	int r = read_full(fd, &f, sizeof(f));
-
-	*payload = NULL;
-	if (r <= 0)
-		return r;
-	if (f.len > RINGLOG_CTL_MAX)
-		return -EPROTO;
-	*type = f.type;
-	*payload = malloc(f.len + 1);
-	if (!*payload)
-		return -ENOMEM;
-	(*payload)[f.len] = 0;
-	if (f.len && (r = read_full(fd, *payload, f.len)) <= 0) {
-		free(*payload);
-		*payload = NULL;
-		return r ? r : -EPIPE;
-	}
-	return (long)f.len;
 }

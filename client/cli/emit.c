@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compat-win.h"
 #include "ringlog.h"
 
 static const struct { const char *name; uint8_t type, format; } types[] = {

@@ -1,5 +1,6 @@
 /* client/cli/main.c - `ringlog`: tail, status, read, emit. */
 #include "cli.h"
+#include "ctl.h"
 
 #include <string.h>
 #ifdef _WIN32
@@ -17,7 +18,7 @@ static void usage(FILE *f)
 	      "  emit     write one event from a script\n"
 	      "\n"
 	      "ringlog COMMAND --help describes each. The daemon is found through\n"
-	      "--socket, then $RINGLOG_SOCKET, then /run/ringlog/ringlog.sock.\n"
+	      "--socket, then $RINGLOG_SOCKET, then " RINGLOG_SOCKET_DEFAULT ".\n"
 	      "Exit codes: 0 ok, 1 error, 2 usage, 3 ringlogd unreachable,\n"
 	      "4 read found damaged input (the rest was read).\n", f);
 }
@@ -28,13 +29,6 @@ int main(int argc, char **argv)
 	/* the same bytes as on Linux: no "\r\n" translation */
 	_setmode(1, _O_BINARY);
 	_setmode(2, _O_BINARY);
-	if (argc >= 2 && (!strcmp(argv[1], "tail") || !strcmp(argv[1], "status") ||
-			  !strcmp(argv[1], "emit"))) {
-		fprintf(stderr, "ringlog: \"%s\" is not in this Windows build yet: it talks to "
-			"ringlogd.exe, whose control pipe is not built; \"ringlog read\" works\n",
-			argv[1]);
-		return EXIT_FAIL;
-	}
 #endif
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);

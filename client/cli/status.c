@@ -7,10 +7,13 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
 #include <sys/statvfs.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
+#include "compat-win.h"
 #include "config.h"
 #include "ctl.h"
 

@@ -5,29 +5,13 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ctl.h"
 
 int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n);
-
-static volatile sig_atomic_t stop;
-static volatile sig_atomic_t conn_fd = -1;
-
-/* A flag alone would race: a signal landing between the loop's check and
- * its read() would leave tail blocked in read() forever. Shutting the
- * socket's read side (async-signal-safe) makes that read return at once. */
-static void on_sigint(int sig)
-{
-	(void)sig;
-	stop = 1;
-	if (conn_fd >= 0)
-		shutdown(conn_fd, SHUT_RD);
-}
 
 struct tl {
 	struct printer pr;
@@ -63,7 +47,6 @@ int cmd_tail(int argc, char **argv)
 	json_t *req;
 	char *js;
 	int fd, rc = EXIT_OK;
-	struct sigaction sa = { .sa_handler = on_sigint };
 
 	filter_init(&t.f);
 	t.pr.color = isatty(1) && !getenv("NO_COLOR");
@@ -97,12 +80,12 @@ int cmd_tail(int argc, char **argv)
 		fprintf(stderr, "ringlog tail: -n must be 0 or more\n");
 		return EXIT_USAGE;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_interrupt();
 	if ((fd = cli_connect(socket_path(sock), false)) < 0)
-		return stop ? EXIT_OK : EXIT_NODAEMON;
-	conn_fd = fd;
-	if (stop) { /* interrupted while connecting */
+		return cli_interrupted() ? EXIT_OK : EXIT_NODAEMON;
+	cli_watch(fd);
+	if (cli_interrupted()) { /* interrupted while connecting */
+		cli_watch(-1);
 		close(fd);
 		return EXIT_OK;
 	}
@@ -133,15 +116,15 @@ int cmd_tail(int argc, char **argv)
 	d.on_event = on_event;
 	d.on_loss = on_loss;
 	d.on_damage = on_damage;
-	while (!stop) {
+	while (!cli_interrupted()) {
 		uint16_t type = 0;
 		uint8_t *p;
 		long n = cli_recv(fd, &type, &p);
 
-		if (n < 0 && (n == -EINTR || stop))
+		if (n < 0 && (n == -EINTR || cli_interrupted()))
 			break;
 		if (n <= 0 && !p) {
-			if (stop)
+			if (cli_interrupted())
 				break;
 			fprintf(stderr, "ringlog: tail: ringlogd went away (%s)\n",
 				n == 0 ? "connection closed" : strerror((int)-n));
@@ -167,7 +150,7 @@ int cmd_tail(int argc, char **argv)
 		free(p);
 	}
 	ringlog_dec_free(&d);
-	conn_fd = -1;
+	cli_watch(-1);
 	close(fd);
 	return rc;
 }
