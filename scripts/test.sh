@@ -44,7 +44,7 @@ tests/kernel/build-kernel.sh || echo "(the user_events kernel test will skip)"
 # The Windows programs, cross-built with mingw-w64 for tests/test-windows.c
 # (run under Wine by the suites). With mingw installed a failed build fails
 # the run; without it the Windows tests skip and say why.
-rm -f build-win/client/ringlog.exe build-win/tests/win/test-win.exe
+rm -f build-win/client/ringlog.exe build-win/tests/win/test-win.exe build-win/daemon/ringlogd.exe
 if command -v x86_64-w64-mingw32-gcc >/dev/null; then
 	if scripts/win-build.sh; then
 		passed=$((passed + 1))

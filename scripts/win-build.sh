@@ -17,6 +17,7 @@ cmake -S . -B build-win --no-warn-unused-cli -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-
 cmake --build build-win -j "$(nproc)" -- --no-print-directory 2>&1 |
 	grep -vE '^\[ *[0-9]+%\]' | grep -v '^$' || true
 [ -f build-win/client/ringlog.exe ] && [ -f build-win/client/ringlog.dll ] &&
-	[ -f build-win/tests/win/test-win.exe ] && [ -f build-win/tests/win/emit-win.exe ] ||
+	[ -f build-win/tests/win/test-win.exe ] && [ -f build-win/tests/win/emit-win.exe ] &&
+	[ -f build-win/daemon/ringlogd.exe ] ||
 	die "the Windows build failed (above)"
-ls -l build-win/client/ringlog.exe build-win/client/ringlog.dll build-win/client/ringlog.lib build-win/tests/win/test-win.exe | awk '{ print "  " $NF ": " $5 " bytes" }'
+ls -l build-win/daemon/ringlogd.exe build-win/client/ringlog.exe build-win/client/ringlog.dll build-win/client/ringlog.lib build-win/tests/win/test-win.exe | awk '{ print "  " $NF ": " $5 " bytes" }'

@@ -8,19 +8,26 @@
  * ringlog.dll in a program against a pipe server, the daemon's pipe
  * listener, the service control manager code, the IOCP write backend,
  * the ETW forwarder, the TraceLogging encoder through the ETW calls,
- * CRC32C), and ringlog.exe read on stores written by the Linux
- * daemon, whose output must equal the Linux reader's byte for byte, damage
- * reports and exit codes included.
+ * CRC32C); ringlog.exe read on stores written by the Linux daemon, whose
+ * output must equal the Linux reader's byte for byte, damage reports and
+ * exit codes included; and the whole Windows product end to end:
+ * ringlogd.exe collecting from a program of 4 threads linked with
+ * ringlog.dll, ringlog.exe status, emit and tail against it, the store read
+ * back by both readers, then the daemon killed and restarted while the
+ * program runs, with every event stored or counted lost, none twice.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "live.h"
@@ -29,6 +36,8 @@
 #define WIN_BUILD RINGLOG_SOURCE_DIR "/build-win"
 #define WIN_READER WIN_BUILD "/client/ringlog.exe"
 #define WIN_TESTS WIN_BUILD "/tests/win/test-win.exe"
+#define WIN_DAEMON WIN_BUILD "/daemon/ringlogd.exe"
+#define WIN_EMITTER WIN_BUILD "/tests/win/emit-win.exe"
 /* One Wine prefix for the whole suite: creating one takes ~10 s. */
 #define WINE_ENV "TZ=UTC WINEDEBUG=-all WINEPREFIX=" WIN_BUILD "/wineprefix "
 #define WINE WINE_ENV "wine "
@@ -191,4 +200,274 @@ Test(windows, the_windows_reader_prints_what_the_linux_reader_prints, .timeout =
 	snprintf(cmd, sizeof(cmd), "'%s'", bad);
 	expect_same_reading(&e, cmd, 4);
 	live_cleanup(&e);
+}
+
+/* ---- ringlogd.exe end to end ---- */
+
+struct win_daemon {
+	struct live e;
+	char pipe[96], env[160], log[340];
+};
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ringlogd.exe under Wine on e's store, its stderr appended to the log;
+ * returns once `ringlog.exe status` reaches it. The pid is Wine's process
+ * for it: SIGKILL there is the process dying, as TerminateProcess would. */
+static pid_t win_daemon_start(struct win_daemon *w)
+{
+	char cmd[2048], out[8192];
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec env " WINE_ENV "wine " WIN_DAEMON " --storage '%s' "
+		 "--socket '%s' >>'%s' 2>&1", w->e.store, w->pipe, w->log);
+	pid = live_spawn(argv, NULL, NULL);
+	for (int i = 0; i < 300; i++) {
+		snprintf(cmd, sizeof(cmd), WINE WIN_READER " status --socket '%s' >/dev/null 2>&1",
+			 w->pipe);
+		if (live_run(cmd, out, sizeof(out)) == 0)
+			return pid;
+		cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "ringlogd.exe exited at start; its log:\n%s",
+			     (live_run(strcat(strcpy(cmd, "cat "), w->log), out, sizeof(out)), out));
+		sleep_ms(100);
+	}
+	cr_assert_fail("ringlogd.exe did not answer on %s within 30 s", w->pipe);
+	return -1;
+}
+
+/* Ctrl-C (Wine turns SIGINT into the console's CTRL_C_EVENT): it drains
+ * and exits 0. */
+static void win_daemon_stop(struct win_daemon *w, pid_t pid)
+{
+	char out[8192], cmd[400];
+	int st;
+
+	kill(pid, SIGINT);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	snprintf(cmd, sizeof(cmd), "cat '%s'", w->log);
+	live_run(cmd, out, sizeof(out));
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ringlogd.exe: status %d; its log:\n%s", st,
+		  out);
+	cr_assert(strstr(out, "draining every ring and stopping"), "%s", out);
+}
+
+/* emit-win.exe's Tick{thread, seq} events, and loss, per thread (by tid). */
+struct win_tally {
+	uint32_t tid[4];
+	int n;
+	uint64_t stored[4], lost[4], next[4], out_of_order, other;
+};
+
+static int win_slot(struct win_tally *t, uint32_t tid)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->tid[i] == tid)
+			return i;
+	cr_assert_lt(t->n, 4, "more than 4 threads wrote");
+	t->tid[t->n] = tid;
+	return t->n++;
+}
+
+static int win_event(void *ctx, const struct ringlog_dec_event *e)
+{
+	struct win_tally *t = ctx;
+	int i;
+
+	if (strcmp(e->desc->name, "Tick") || e->desc->nfields != 2) {
+		t->other++;
+		return 0;
+	}
+	i = win_slot(t, e->stream->s.tid);
+	if (e->values[1].u != t->next[i])
+		t->out_of_order += e->values[1].u < t->next[i]; /* a gap is loss, below */
+	t->next[i] = e->values[1].u + 1;
+	t->stored[i]++;
+	return 0;
+}
+
+static void win_loss(void *ctx, const struct ringlog_dec_loss *l)
+{
+	struct win_tally *t = ctx;
+
+	if (l->stream)
+		t->lost[win_slot(t, l->stream->s.tid)] += l->records;
+}
+
+static void win_daemon_init(struct win_daemon *w)
+{
+	live_init(&w->e);
+	snprintf(w->pipe, sizeof(w->pipe), "\\\\.\\pipe\\ringlog-test-%d", (int)getpid());
+	snprintf(w->log, sizeof(w->log), "%s/ringlogd-exe.log", w->e.dir);
+}
+
+Test(windows, ringlogd_exe_stores_a_dll_program_and_serves_status_emit_and_tail, .timeout = 600)
+{
+	static char out[1 << 16], cmd[2048];
+	struct win_daemon w;
+	struct win_tally t = { 0 };
+	struct live_read rd = { .ctx = &t, .on_event = win_event, .on_loss = win_loss };
+	unsigned long long tail_shown = 0;
+	pid_t d, tail;
+	int st;
+
+	need_windows_build();
+	win_daemon_init(&w);
+	d = win_daemon_start(&w);
+	/* a tail follows from the start; Ctrl-C ends it */
+	{
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		char tail_out[400];
+
+		snprintf(tail_out, sizeof(tail_out), "%s/tail.out", w.e.dir);
+		snprintf(cmd, sizeof(cmd), "exec env " WINE_ENV "wine " WIN_READER " tail --json "
+			 "--socket '%s' --provider 'Win.*' >'%s' 2>&1", w.pipe, tail_out);
+		tail = live_spawn(argv, NULL, NULL);
+	}
+	sleep_ms(1500);
+	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET='%s' " WINE WIN_EMITTER " 4 20000 2>&1", w.pipe);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "emit-win.exe: %s", out);
+	cr_expect(strstr(out, "flush 0, rings 4, connects 1, dropped 0"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET='%s' " WINE WIN_READER " emit Win.Cli Said "
+		 "n=5 s=hi 2>&1", w.pipe);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe emit: %s", out);
+
+	snprintf(cmd, sizeof(cmd), WINE WIN_READER " status --json --socket '%s' 2>&1", w.pipe);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe status: %s", out);
+	cr_expect(strstr(out, "\"stored_events\": 80001"), "%s", out);
+	cr_expect(strstr(out, "\"backend\": \"IOCP\""), "%s", out);
+	cr_expect(strstr(out, "\"name\": \"Win.Test\",\n      \"stored\": 80000"), "%s", out);
+	snprintf(cmd, sizeof(cmd), WINE WIN_READER " status --socket '%s' 2>&1", w.pipe);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe status: %s", out);
+	cr_log_info("ringlog.exe status:\n%s", out);
+	cr_expect(strstr(out, "write backend          IOCP"), "%s", out);
+
+	/* A tail that cannot keep up (under Wine it prints a few thousand
+	 * lines a second) is told how many it missed: shown + told lost =
+	 * all, once it has printed what reached it (its output stops
+	 * growing). */
+	{
+		char path[400];
+		long last = -1;
+
+		snprintf(path, sizeof(path), "%s/tail.out", w.e.dir);
+		for (int i = 0; i < 120; i++) {
+			struct stat sb;
+
+			sleep_ms(1000);
+			if (stat(path, &sb) == 0 && sb.st_size == last)
+				break;
+			last = stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+		}
+	}
+	kill(tail, SIGINT);
+	cr_assert_eq(waitpid(tail, &st, 0), tail);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tail: Ctrl-C exits 0, not %d", st);
+	snprintf(cmd, sizeof(cmd), "awk -F'\"lost\":' '/\"event\":/ { n++ } NF > 1 { split($2, a, "
+		 "\",\"); l += a[1] } END { print n + 0, l + 0 }' '%s/tail.out'", w.e.dir);
+	live_run(cmd, out, sizeof(out));
+	{
+		unsigned long long shown = 0, missed = 0;
+
+		sscanf(out, "%llu %llu", &shown, &missed);
+		cr_expect(shown > 0 && shown + missed == 80001,
+			  "ringlog.exe tail: %llu events shown + %llu told lost != 80001", shown, missed);
+		tail_shown = shown;
+	}
+	win_daemon_stop(&w, d);
+
+	/* what the disk holds: every event once, in order per thread */
+	live_read_store(w.e.store, &rd);
+	cr_expect_eq(rd.closed, rd.segments, "every segment sealed");
+	cr_expect_eq(rd.damaged_bytes, 0);
+	cr_expect_eq(t.n, 4);
+	for (int i = 0; i < t.n; i++)
+		cr_expect(t.stored[i] == 20000 && t.lost[i] == 0, "thread %u: %llu stored, %llu lost",
+			  t.tid[i], (unsigned long long)t.stored[i], (unsigned long long)t.lost[i]);
+	cr_expect_eq(t.out_of_order, 0);
+	cr_expect_eq(t.other, 1, "ringlog.exe emit's event");
+	/* both readers, on all 80,001: the same lines (compared by digest) */
+	{
+		char lin[200], win[200];
+
+		snprintf(cmd, sizeof(cmd), "TZ=UTC " CLI " read --json --dir '%s' | tee '%s/lin' | "
+			 "sha256sum; wc -l < '%s/lin'", w.e.store, w.e.dir, w.e.dir);
+		cr_assert_eq(live_run(cmd, lin, sizeof(lin)), 0);
+		snprintf(cmd, sizeof(cmd), WINE WIN_READER " read --json --dir '%s' | tee '%s/win' | "
+			 "sha256sum; wc -l < '%s/win'", w.e.store, w.e.dir, w.e.dir);
+		cr_assert_eq(live_run(cmd, win, sizeof(win)), 0);
+		cr_expect_str_eq(win, lin, "ringlog.exe read and the Linux reader differ (%s/win, %s/lin)",
+				 w.e.dir, w.e.dir);
+		cr_expect(strstr(lin, "\n80001\n") != NULL, "%s", lin);
+	}
+	fprintf(stderr, "windows: ringlogd.exe stored 80,000 events of a 4-thread ringlog.dll "
+		"program and 1 of ringlog.exe emit in %u segments; ringlog.exe tail showed %llu live "
+		"and was told the rest were lost; both readers agree\n", rd.segments, tail_shown);
+	live_cleanup(&w.e);
+}
+
+Test(windows, ringlogd_exe_killed_and_restarted_while_a_program_emits, .timeout = 600)
+{
+	static char out[1 << 16], cmd[2048];
+	struct win_daemon w;
+	struct win_tally t = { 0 };
+	struct live_read rd = { .ctx = &t, .on_event = win_event, .on_loss = win_loss };
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	char em_out[400];
+	uint64_t stored = 0, lost = 0;
+	pid_t d, em;
+	int st;
+
+	need_windows_build();
+	win_daemon_init(&w);
+	d = win_daemon_start(&w);
+	/* 4 threads x 300,000 events, 20 ms of pause after each 1,000: about
+	 * 6 s, outliving both kills and restarts */
+	snprintf(em_out, sizeof(em_out), "%s/emit-win.out", w.e.dir);
+	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET='%s' exec env " WINE_ENV "wine " WIN_EMITTER
+		 " 4 300000 20 >'%s' 2>&1", w.pipe, em_out);
+	em = live_spawn(argv, NULL, NULL);
+	for (int k = 0; k < 2; k++) {
+		sleep_ms(800);
+		cr_assert_eq(waitpid(em, NULL, WNOHANG), 0, "emit-win.exe ended before kill %d", k + 1);
+		kill(d, SIGKILL);
+		cr_assert_eq(waitpid(d, NULL, 0), d);
+		sleep_ms(300); /* down for a while: the program keeps emitting */
+		d = win_daemon_start(&w);
+	}
+	cr_assert_eq(waitpid(em, &st, 0), em);
+	snprintf(cmd, sizeof(cmd), "cat '%s'", em_out);
+	live_run(cmd, out, sizeof(out));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "emit-win.exe: status %d: %s", st, out);
+	{
+		const char *c = strstr(out, "connects ");
+
+		cr_expect(c && atoi(c + 9) >= 3, "the program reconnected after each kill: %s", out);
+	}
+	win_daemon_stop(&w, d);
+
+	live_read_store(w.e.store, &rd);
+	cr_expect_eq(rd.closed, rd.segments, "every segment sealed, by its daemon or the next");
+	cr_expect_geq(rd.recovered, 1, "a killed daemon's segment is sealed at the next start");
+	cr_expect_eq(t.out_of_order, 0, "events duplicated or out of order");
+	cr_expect_eq(t.n, 4);
+	for (int i = 0; i < t.n; i++) {
+		cr_expect_eq(t.stored[i] + t.lost[i], 300000,
+			     "thread %u: %llu stored + %llu counted lost != 300000 emitted", t.tid[i],
+			     (unsigned long long)t.stored[i], (unsigned long long)t.lost[i]);
+		stored += t.stored[i];
+		lost += t.lost[i];
+	}
+	cr_expect_gt(stored, 0);
+	fprintf(stderr, "windows: ringlogd.exe killed twice and restarted while a 4-thread program "
+		"emitted 1,200,000 events: %llu stored, %llu counted lost, %llu duplicates dropped by "
+		"the reader, %u segments (%u recovered)\n", (unsigned long long)stored,
+		(unsigned long long)lost, (unsigned long long)rd.dups_dropped, rd.segments,
+		rd.recovered);
+	live_cleanup(&w.e);
 }

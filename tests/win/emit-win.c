@@ -3,7 +3,8 @@
  * events "Tick" {thread: u32, seq: u64} of provider "Win.Test", then it
  * flushes and prints the library's counters.
  *
- * usage: emit-win.exe THREADS EVENTS
+ * usage: emit-win.exe THREADS EVENTS [PAUSE_MS]: PAUSE_MS (default 1)
+ * after each 1,000 events of a thread, to make a long run.
  */
 #include <ringlog.h>
 
@@ -13,7 +14,7 @@
 
 RINGLOG_PROVIDER_DEFINE(win_test, "Win.Test");
 
-static long events;
+static long events, pause_ms = 1;
 
 static DWORD WINAPI emitter(void *arg)
 {
@@ -24,7 +25,7 @@ static DWORD WINAPI emitter(void *arg)
 			      RINGLOG_U64("seq", (uint64_t)i));
 		/* now and then, room for a reader that drains on a timer */
 		if (i % 1000 == 999)
-			Sleep(1);
+			Sleep((DWORD)pause_ms);
 	}
 	return 0;
 }
@@ -37,8 +38,9 @@ int main(int argc, char **argv)
 	int flushed;
 
 	events = argc > 2 ? atol(argv[2]) : 10000;
-	if (threads < 1 || threads > 64 || events < 0) {
-		fprintf(stderr, "usage: emit-win.exe THREADS(1..64) EVENTS\n");
+	pause_ms = argc > 3 ? atol(argv[3]) : 1;
+	if (threads < 1 || threads > 64 || events < 0 || pause_ms < 0) {
+		fprintf(stderr, "usage: emit-win.exe THREADS(1..64) EVENTS [PAUSE_MS]\n");
 		return 2;
 	}
 	if (ringlog_open() < 0) {
