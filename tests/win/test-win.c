@@ -461,6 +461,10 @@ static void test_peer_handover(void)
 	CHECK(id.pid == pi.dwProcessId, "pid %u from the pipe, %lu created", id.pid, pi.dwProcessId);
 	CHECK(strstr(id.exe, "test-win") != NULL, "image %s", id.exe);
 	CHECK(!strncmp(id.user, "S-1-", 4), "user %s", id.user);
+	/* group membership, from the client's token (access-win.c's rule) */
+	CHECK(peer_member(&id, "S-1-1-0"), "the client's token is in Everyone");
+	CHECK(!peer_member(&id, "S-1-5-21-1-2-3-4242"), "a made-up group SID is not the client's");
+	CHECK(!peer_member(&id, "not a SID"), "a malformed SID is nobody's");
 
 	rc = peer_take_section(&id, msg[1], RINGLOG_RING_HEADER_SIZE, 1u << 30, &v2, &s2);
 	CHECK(rc == -EBADF && !v2, "a made-up handle value: %d", rc);
