@@ -343,6 +343,9 @@ Test(windows, ringlogd_exe_stores_a_dll_program_and_serves_status_emit_and_tail,
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe status: %s", out);
 	cr_expect(strstr(out, "\"stored_events\": 80001"), "%s", out);
 	cr_expect(strstr(out, "\"backend\": \"IOCP\""), "%s", out);
+	/* forwarding to ETW is on, and (Wine's ETW being a stub that enables
+	 * nothing) disturbs nothing: every event above is stored */
+	cr_expect(strstr(out, "\"etw\": \"on\""), "%s", out);
 	cr_expect(strstr(out, "\"name\": \"Win.Test\",\n      \"stored\": 80000"), "%s", out);
 	snprintf(cmd, sizeof(cmd), WINE WIN_READER " status --socket '%s' 2>&1", w.pipe);
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe status: %s", out);
