@@ -107,7 +107,8 @@ static int start(struct collector *c)
 	if (coll_run("lttng create rlbench --output='%s' >/dev/null", trace) ||
 	    coll_run("lttng enable-channel --userspace --buffers-uid --subbuf-size=4M "
 		     "--num-subbuf=16 ch >/dev/null") ||
-	    coll_run("lttng enable-event --userspace --channel=ch bench:std >/dev/null") ||
+	    coll_run("lttng enable-event --userspace --channel=ch bench:std,bench:small "
+		     ">/dev/null") ||
 	    coll_run("lttng start >/dev/null"))
 		return -1;
 	return 0;
@@ -141,7 +142,8 @@ static void count(struct collector *c, uint64_t *events, uint64_t *bytes)
 	*events = 0;
 	*bytes = coll_dir_bytes(trace);
 	/* babeltrace2 reads the whole trace back; its counter sink counts the
-	 * event messages (only bench:std is enabled), step=+0: once, at the end. */
+	 * event messages (only bench:std and bench:small are enabled; a run
+	 * emits one of them), step=+0: once, at the end. */
 	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' -c sink.utils.counter -p step=+0 2>/dev/null",
 		 trace);
 	if ((p = popen(cmd, "r"))) {

@@ -7,6 +7,7 @@
 #include "lttng-tp.h"
 
 #define JOB_EMIT(seq) lttng_ust_tracepoint(bench, std, seq, seq, seq, "fifteen chars..")
+#define JOB_EMIT_48(seq) lttng_ust_tracepoint(bench, small, seq, seq, seq, seq)
 #define JOB_EMIT_OFF(seq) lttng_ust_tracepoint(bench, verbose, seq, seq, seq, "fifteen chars..")
 
 /* liblttng-ust registers with the session daemon in its constructor and

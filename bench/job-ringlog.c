@@ -8,6 +8,9 @@ RINGLOG_PROVIDER_DEFINE(bench_provider, "Bench.Emit");
 	RINGLOG_EVENT(bench_provider, "Std", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U64("a", seq), \
 		      RINGLOG_U64("b", seq), RINGLOG_U64("c", seq), \
 		      RINGLOG_STR("s", "fifteen chars.."))
+#define JOB_EMIT_48(seq) \
+	RINGLOG_EVENT(bench_provider, "Small", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U64("a", seq), \
+		      RINGLOG_U64("b", seq), RINGLOG_U64("c", seq), RINGLOG_U64("d", seq))
 #define JOB_EMIT_OFF(seq) \
 	RINGLOG_EVENT(bench_provider, "Verbose", RINGLOG_LEVEL_VERBOSE, 0x1, RINGLOG_U64("a", seq), \
 		      RINGLOG_U64("b", seq), RINGLOG_U64("c", seq), \

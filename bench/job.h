@@ -6,11 +6,14 @@
  * The includer defines, before including this file:
  *   JOB_EMIT(seq)       emit the standard event (enabled)
  *   JOB_EMIT_OFF(seq)   emit the same event at a level nobody enabled
+ *   JOB_EMIT_48(seq)    emit the 48-byte event of the daemon's goal (four
+ *                       u64; 48 bytes with its header and timestamp)
  *   job_connect()       before timing (e.g. wait for the daemon)
  *   job_flush()         after emitting (e.g. hand the rings over)
  *
- * usage: JOB THREADS EVENTS PACE DISABLED TIMED TICKS_PER_NS [QUANTILES]
+ * usage: JOB THREADS EVENTS PACE KIND TIMED TICKS_PER_NS [QUANTILES]
  *   PACE: events per millisecond per thread, 0 = full speed
+ *   KIND: 0 the standard event, 1 disabled, 2 the 48-byte event
  *   prints "p50 p99 p999 max total_events elapsed_ns" (ns per call);
  *   QUANTILES: a file to write 500 quantiles of the per-call cost to
  *   (percentile and ns per line), for the plot
@@ -34,7 +37,7 @@ struct job {
 	int cpu;
 	uint64_t events;
 	uint64_t pace;     /* events per millisecond, 0: full speed */
-	int disabled;
+	int disabled;      /* the KIND argument */
 	uint64_t *samples; /* per-call cost in ticks, one per batch */
 	size_t nsamples;
 	uint64_t t0, t1;   /* ns */
@@ -56,9 +59,12 @@ static void *job_thread(void *arg)
 	for (uint64_t b = 0; b < j->events / JOB_BATCH; b++) {
 		uint64_t t = bu_ticks();
 
-		if (j->disabled) {
+		if (j->disabled == 1) {
 			for (int i = 0; i < JOB_BATCH; i++, seq++)
 				JOB_EMIT_OFF(seq);
+		} else if (j->disabled == 2) {
+			for (int i = 0; i < JOB_BATCH; i++, seq++)
+				JOB_EMIT_48(seq);
 		} else {
 			for (int i = 0; i < JOB_BATCH; i++, seq++)
 				JOB_EMIT(seq);
