@@ -1,11 +1,13 @@
 /* daemon/daemon.h - ringlogd's internal interfaces.
  *
  * lifecycle.c starts and stops it; main.c only parses the options.
- * One thread runs a libuv loop: the control socket (ctl.c), clients and
- * their rings (registry.c), draining (drain.c), segment files (segment.c),
- * the disk budget (retention.c), live tails (tail.c), status (status.c).
- * Writes leave through one I/O backend (io-ops.h: io_uring or a thread pool),
- * whose completions come back into the loop.
+ * One thread runs a libuv loop: the control channel's frames (ctl.c) over
+ * its transport (ctl-unix.c: a Unix socket; ctl-win.c: a named pipe),
+ * clients and their rings (registry.c), draining (drain.c), segment files
+ * (segment.c, through sys-unix.c / sys-win.c), the disk budget
+ * (retention.c), live tails (tail.c), status (status.c). Writes leave
+ * through one I/O backend (io-ops.h: io_uring or a thread pool on Linux,
+ * IOCP on Windows), whose completions come back into the loop.
  */
 #ifndef RINGLOG_DAEMON_H
 #define RINGLOG_DAEMON_H
