@@ -10,9 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

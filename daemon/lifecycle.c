@@ -23,8 +23,6 @@ static void open_backend(struct daemon *d)
 	d->io_name = io_iocp_ops.name;
 	snprintf(d->io_note, sizeof(d->io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
 		 "io_backend pool: Windows writes through IOCP" : "auto");
-	if (!d->io)
-		d_log(LOG_ERR, "cannot create an I/O completion port: %s", strerror(errno));
 }
 #else
 static void open_backend(struct daemon *d)

@@ -265,9 +265,6 @@ int main(int argc, char **argv)
 		free(d);
 		return rc;
 	}
-	rc = run(d);
-	free(d);
-	return rc;
 #else
 	(void)service;
 
@@ -281,8 +278,8 @@ int main(int argc, char **argv)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
+#endif
 	rc = run(d);
 	free(d);
 	return rc;
-#endif
 }
