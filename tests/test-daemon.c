@@ -544,8 +544,17 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		sleep_ms(100);
 	cr_assert(st, "ringlogd stopped answering");
 	json_decref(st);
-	cr_expect_leq(live_fd_count(d), fds_before + 8, "ringlogd holds %d fds, %d before",
-		      live_fd_count(d), fds_before);
+	/* Answering does not mean every flood connection's EOF has been read
+	 * yet (CI saw 143 fds at the first look): a leak keeps them, a slow
+	 * machine lets go of them within seconds. */
+	int fds_now = live_fd_count(d);
+
+	for (int i = 0; i < 200 && fds_now > fds_before + 8; i++) {
+		sleep_ms(100);
+		fds_now = live_fd_count(d);
+	}
+	cr_expect_leq(fds_now, fds_before + 8, "ringlogd holds %d fds 20 s after, %d before",
+		      fds_now, fds_before);
 	live_daemon_stop(d);
 
 	struct live_read rd = { 0 };
