@@ -190,9 +190,10 @@ struct chunk {
 		uint64_t seen_records, seen_bytes; /* loss totals as of end */
 	} *who;
 	uint32_t nwho, capwho;
-	size_t span_off;     /* open SPAN record, or SIZE_MAX */
+	size_t span_off;     /* open PACK record, or SIZE_MAX */
 	uint32_t span_stream;
-	uint64_t span_next;  /* ring position the open SPAN continues at */
+	uint64_t span_next;  /* ring position the open PACK continues at */
+	uint64_t span_ts;    /* its last timestamp: the next delta's base */
 	struct daemon *d;
 };
 
@@ -379,13 +380,17 @@ int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t
  * (returns the room left, or -EAGAIN / -errno), then put the run. */
 struct seg_run {
 	const uint8_t *recs; /* first record header, in the ring */
-	size_t bytes;
+	size_t bytes;        /* of ring records */
 	uint32_t events;
 	uint64_t ts_min, ts_max; /* raw clock */
 	uint64_t end;        /* ring position after the last record */
-	size_t room;         /* what the readied chunk can still take */
+	uint8_t *out;        /* where the run is packed, in the open chunk */
+	size_t packed;       /* bytes packed at out */
+	size_t room;         /* what the readied chunk can take at out */
+	uint64_t prev_ts;    /* the PACK's last timestamp (pack.h) */
 };
-long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need);
+int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
+		  struct seg_run *run);
 void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run);
 /* Report r's pending disk loss in its stream now (a ring about to go);
  * 0, or -EAGAIN while the disk still refuses. */

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "pack.h"
 
 #include <errno.h>
 #include <string.h>
@@ -25,7 +26,7 @@ struct drain_ctx {
 	struct seg_run run;  /* events waiting to be copied as one */
 };
 
-/* Copy the pending run into the chunk readied for it. */
+/* Commit the pending run to the chunk readied for it. */
 static void flush_run(struct drain_ctx *x)
 {
 	if (x->run.bytes)
@@ -33,35 +34,37 @@ static void flush_run(struct drain_ctx *x)
 	x->run.bytes = 0;
 }
 
-/* An event record (metadata id `id`): add it to the run, or start a new
- * run. Returns 0, 1
- * (no room now: the record stays in the ring), or -errno. */
-static int take_event(struct drain_ctx *x, uint16_t id, const uint8_t *payload, uint32_t len)
+/* An event record (type, metadata id `id`), validated: pack it into the
+ * run, or start a new run. Returns 0, 1 (no room now: the record stays in
+ * the ring), or -errno. */
+static int take_event(struct drain_ctx *x, uint16_t type, uint16_t id, const uint8_t *payload,
+		      uint32_t len)
 {
 	struct seg_run *run = &x->run;
 	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
 	size_t total = ringlog_rec_total(len);
+	size_t need = RINGLOG_PACK_MAX(len) + 7; /* and the run's filler */
 	uint64_t ts;
-	long room;
+	int err;
 
 	memcpy(&ts, payload, sizeof(ts));
 	/* The run goes on while the ring bytes do, the chunk has room and the
 	 * segment already holds the event's metadata (ids below seg_nev;
 	 * a new one is described by seg_run_ready() before its records). */
-	if (run->bytes && rec == run->recs + run->bytes && total <= run->room &&
-	    id < x->r->c->seg_nev) {
-		run->bytes += total;
-		run->room -= total;
-	} else {
+	if (!run->bytes || rec != run->recs + run->bytes || need > run->room - run->packed ||
+	    id >= x->r->c->seg_nev) {
 		flush_run(x);
-		room = seg_run_ready(x->d, x->r, x->r->cons.rec_end - total, total);
-		if (room == -EAGAIN)
+		err = seg_run_ready(x->d, x->r, x->r->cons.rec_end - total, need, run);
+		if (err == -EAGAIN)
 			return 1;
-		if (room < 0)
-			return (int)room;
-		*run = (struct seg_run){ .recs = rec, .bytes = total, .room = (size_t)room - total,
-					 .ts_min = ts, .ts_max = ts };
+		if (err < 0)
+			return err;
+		run->recs = rec;
+		run->ts_min = run->ts_max = ts;
 	}
+	run->bytes += total;
+	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
+					&run->prev_ts);
 	run->events++;
 	run->end = x->r->cons.rec_end;
 	if (ts < run->ts_min)
@@ -99,7 +102,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-		if ((err = take_event(x, aux, payload, len)) != 0)
+		if ((err = take_event(x, type, aux, payload, len)) != 0)
 			return err;
 		c->stored++;
 		if (p)

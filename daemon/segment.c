@@ -1,8 +1,8 @@
 /* daemon/segment.c - build checksummed chunks and write them into rotating
  * segment files (format: proto/segment.h).
  *
- * Events are copied from rings into the open chunk, framed as SPAN records
- * per stream, preceded by whatever metadata the segment does not have yet.
+ * Events are packed from rings into the open chunk, framed as PACK records
+ * per stream (proto/pack.h), preceded by whatever metadata the segment does not have yet.
  * A chunk is sealed when full, when it has waited half the flush interval,
  * or on demand (tail backlog, shutdown), then written by the I/O backend.
  * A small pool of chunk buffers bounds memory; when every buffer is in
@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "pack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,7 @@ static int open_segment(struct daemon *d)
 	s->hdr->version = RINGLOG_SEG_VERSION;
 	s->hdr->header_size = RINGLOG_SEG_HEADER_SIZE;
 	s->hdr->state = RINGLOG_SEG_ONLINE;
+	s->hdr->incompat_flags = RINGLOG_SEG_PACKED;
 	s->hdr->seq = s->seq;
 	s->hdr->created_real_ns = d_now(CLOCK_REALTIME);
 	memcpy(s->hdr->boot_id, d->boot_id, 16);
@@ -393,15 +395,15 @@ int seg_settle_loss(struct daemon *d, struct ring *r)
 	return put_loss_pending(d, r);
 }
 
-/* Runs: the drain's fast path. Consecutive event records of one ring sit
- * back to back in the ring exactly as a SPAN holds them (header, payload,
- * padding), so a run of them is copied with one memcpy and accounted once,
- * instead of record by record. seg_run_ready() prepares the open chunk
- * (descriptions, the SPAN) and returns the bytes it can still take;
- * nothing else may write to the chunk until seg_run_put() has copied the
- * run. A writer that rewrites its records while they are copied damages
- * only its own SPAN, which readers detect and report. */
-long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need)
+/* Runs: the drain's fast path. Consecutive event records of one ring, back
+ * to back in the ring, are packed (proto/pack.h) straight into the open
+ * chunk's PACK for their stream and accounted once per run, not per record.
+ * seg_run_ready() prepares the open chunk (descriptions, the PACK) for a run
+ * whose first record packs into at most `need` bytes; nothing else may
+ * write to the chunk until seg_run_put() has committed the run. The packer
+ * uses only the header values the consumer validated: a writer that
+ * rewrites its records meanwhile changes only its own events' bytes. */
+int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, struct seg_run *run)
 {
 	struct chunk *c;
 	int err;
@@ -410,8 +412,7 @@ long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need)
 		return -EAGAIN;
 	for (int tries = 0;; tries++) {
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
-					     .type = RINGLOG_SEG_REC_SPAN,
-					     .flags = RINGLOG_SPAN_POS, .id = r->id };
+					     .type = RINGLOG_SEG_REC_PACK, .id = r->id };
 		struct ringlog_seg_span sp = { .pos = at };
 		uint32_t gen = d->seg_gen;
 
@@ -435,23 +436,36 @@ long seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need)
 		c->span_off = c->len;
 		c->span_stream = r->id;
 		c->span_next = at;
+		c->span_ts = 0; /* timestamps are deltas within one PACK */
 		c->len += h.len;
 		break;
 	}
 	if (who_reserve(c))
 		return -EAGAIN;
-	return (long)(body_cap(c) - c->len);
+	*run = (struct seg_run){ .out = body(c) + c->len, .room = body_cap(c) - c->len,
+				 .prev_ts = c->span_ts };
+	return 0;
+}
+
+/* The run's bytes join the PACK, padded to 8 with filler (pack.h). */
+static struct chunk *run_commit(struct daemon *d, const struct seg_run *run)
+{
+	struct chunk *c = d->open;
+	size_t n = ringlog_align_up8(run->packed);
+
+	memset(run->out + run->packed, 0, n - run->packed);
+	c->len += n;
+	c->span_next += run->bytes;
+	c->span_ts = run->prev_ts;
+	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)n;
+	return c;
 }
 
 void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
 {
-	struct chunk *c = d->open;
+	struct chunk *c = run_commit(d, run);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
 
-	memcpy(body(c) + c->len, run->recs, run->bytes);
-	c->len += run->bytes;
-	c->span_next += run->bytes;
-	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)run->bytes;
 	if (run->ts_min < c->ts_min[k])
 		c->ts_min[k] = run->ts_min;
 	if (run->ts_max > c->ts_max[k])
@@ -464,22 +478,18 @@ int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 			 const struct ringlog_rec_loss *l)
 {
 	size_t total = ringlog_rec_total(sizeof(*l));
-	struct ringlog_rec_hdr rh = { .len = sizeof(*l), .type = RINGLOG_REC_LOSS, .aux = aux };
-	long room = seg_run_ready(d, r, r->cons.rec_end - total, total);
-	struct chunk *c = d->open;
-	uint8_t *p;
+	struct seg_run run;
+	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(sizeof(*l)) + 7,
+				&run);
 
-	if (room < 0)
-		return (int)room;
-	/* In the SPAN, in ring order, as the producer wrote it */
-	p = body(c) + c->len;
-	memcpy(p, &rh, sizeof(rh));
-	memcpy(p + sizeof(rh), l, sizeof(*l));
-	memset(p + sizeof(rh) + sizeof(*l), 0, total - sizeof(rh) - sizeof(*l));
-	c->len += total;
-	c->span_next += total;
-	((struct ringlog_seg_rec *)(void *)(body(c) + c->span_off))->len += (uint32_t)total;
-	who_add(c, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
+	if (err < 0)
+		return err;
+	/* In the PACK, in ring order, as the producer wrote it */
+	run.bytes = total;
+	run.packed = ringlog_pack_rec(run.out, RINGLOG_REC_LOSS, aux, (const uint8_t *)l,
+				      sizeof(*l), &run.prev_ts);
+	run_commit(d, &run);
+	who_add(d->open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
 	return 0;
 }
 

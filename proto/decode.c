@@ -12,6 +12,7 @@
 #include "compat-win.h"
 
 #include "event.h"
+#include "pack.h"
 #include "ring.h"
 
 void ringlog_dec_init(struct ringlog_decoder *d, const struct ringlog_seg_clock *clock)
@@ -168,103 +169,150 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 	}
 }
 
+/* Where a SPAN or PACK applies: its stream, writer and dedup mark. */
+struct run_of {
+	struct ringlog_dec_stream *st;
+	struct ringlog_dec_writer *w;
+	struct ringlog_dedup_slot *seen;
+	uint32_t sid;
+	uint64_t pos; /* ring position after the record at hand */
+};
+
+static int run_open(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
+		    bool has_pos, const uint8_t *b, size_t blen, size_t *off, struct run_of *o)
+{
+	*o = (struct run_of){ .sid = sid,
+			      .st = sid < sc->nstreams ? &sc->streams[sid] : NULL };
+	*off = 0;
+	if (!o->st || !o->st->known)
+		return damage(d, "SPAN of an undefined stream"), -1;
+	o->w = writer_of(sc, o->st->s.writer);
+	if (!o->w)
+		return damage(d, "SPAN of a stream whose writer is undefined"), -1;
+	if (has_pos) {
+		if (blen < sizeof(struct ringlog_seg_span))
+			return damage(d, "SPAN too short for its position"), -1;
+		memcpy(&o->pos, b, sizeof(o->pos));
+		*off = sizeof(struct ringlog_seg_span);
+		if (d->dedup)
+			o->seen = dedup_slot(d->dedup, o->w, o->st);
+	}
+	return 0;
+}
+
+/* One ring record of a SPAN or PACK, as the producer wrote it. */
+static int ring_record(struct ringlog_decoder *d, struct run_of *o,
+		       const struct ringlog_rec_hdr *h, const uint8_t *p)
+{
+	struct ringlog_value vals[RINGLOG_FIELDS_MAX];
+	uint64_t total = ringlog_rec_total(h->len);
+
+	o->pos += total;
+	if (o->seen) {
+		/* Unsigned distance: at or past the mark is new. */
+		if (o->pos - total - o->seen->next > (UINT64_MAX >> 1)) {
+			d->dedup->dropped++;
+			return 0;
+		}
+		o->seen->next = o->pos;
+	}
+	if (h->type == RINGLOG_REC_LOSS) {
+		struct ringlog_rec_loss l;
+		struct ringlog_dec_loss dl = { .writer = o->w, .stream = o->st,
+			.reason = RINGLOG_LOSS_RING, .real_ns = d->last_real_ns };
+
+		if (h->len != sizeof(l)) {
+			damage(d, "LOSS record of the wrong size");
+			return 0;
+		}
+		memcpy(&l, p, sizeof(l));
+		dl.records = l.records;
+		dl.bytes = l.bytes;
+		if (d->on_loss)
+			d->on_loss(d->ctx, &dl);
+		return 0;
+	}
+	if (h->type != RINGLOG_REC_EVENT && h->type != RINGLOG_REC_EVENT_ACT) {
+		damage(d, "unknown ring record type in a SPAN");
+		return 0;
+	}
+	const struct ringlog_event_desc *e = ringlog_meta_event(&o->w->meta, h->aux);
+	uint32_t head = RINGLOG_EVENT_HDR_SIZE +
+			(h->type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
+	uint64_t ts;
+
+	if (!e) {
+		damage(d, "event id without metadata");
+		return 0;
+	}
+	if (h->len < head || ringlog_event_decode(e, p + head, h->len - head, vals)) {
+		damage(d, "event payload does not match its metadata");
+		return 0;
+	}
+	memcpy(&ts, p, 8);
+	struct ringlog_dec_event ev = {
+		.writer = o->w,
+		.stream = o->st,
+		.desc = e,
+		.provider = ringlog_meta_provider(&o->w->meta, e->provider),
+		.real_ns = ringlog_dec_real_ns(&d->clock, o->st->s.clock, ts),
+		.activity = head > RINGLOG_EVENT_HDR_SIZE ? p + 8 : NULL,
+		.values = vals,
+		.stream_id = o->sid,
+	};
+	d->last_real_ns = ev.real_ns;
+	return d->on_event ? d->on_event(d->ctx, &ev) : 0;
+}
+
 static int span(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
 		uint16_t flags, const uint8_t *b, size_t blen)
 {
-	struct ringlog_dedup_slot *seen = NULL;
-	uint64_t pos = 0;
-	struct ringlog_dec_stream *st = sid < sc->nstreams ? &sc->streams[sid] : NULL;
-	struct ringlog_dec_writer *w;
-	struct ringlog_value vals[RINGLOG_FIELDS_MAX];
-	size_t off = 0;
+	struct run_of o;
+	size_t off;
+	int r;
 
-	if (!st || !st->known)
-		return damage(d, "SPAN of an undefined stream"), 0;
-	w = writer_of(sc, st->s.writer);
-	if (!w)
-		return damage(d, "SPAN of a stream whose writer is undefined"), 0;
-	if (flags & RINGLOG_SPAN_POS) {
-		if (blen < sizeof(struct ringlog_seg_span))
-			return damage(d, "SPAN too short for its position"), 0;
-		memcpy(&pos, b, sizeof(pos));
-		off = sizeof(struct ringlog_seg_span);
-		if (d->dedup)
-			seen = dedup_slot(d->dedup, w, st);
-	}
+	if (run_open(d, sc, sid, flags & RINGLOG_SPAN_POS, b, blen, &off, &o))
+		return 0;
 	while (off + RINGLOG_REC_HDR_SIZE <= blen) {
 		struct ringlog_rec_hdr h;
-		const uint8_t *p;
 		uint64_t total;
 
 		memcpy(&h, b + off, sizeof(h));
 		total = ringlog_rec_total(h.len);
 		if (total > blen - off)
 			return damage(d, "ring record runs past its SPAN"), 0;
-		p = b + off + RINGLOG_REC_HDR_SIZE;
+		if ((r = ring_record(d, &o, &h, b + off + RINGLOG_REC_HDR_SIZE)))
+			return r;
 		off += total;
-		pos += total;
-		if (seen) {
-			/* Unsigned distance: at or past the mark is new. */
-			if (pos - total - seen->next > (UINT64_MAX >> 1)) {
-				d->dedup->dropped++;
-				continue;
-			}
-			seen->next = pos;
-		}
-		if (h.type == RINGLOG_REC_LOSS) {
-			struct ringlog_rec_loss l;
-			struct ringlog_dec_loss dl = { .writer = w, .stream = st,
-				.reason = RINGLOG_LOSS_RING, .real_ns = d->last_real_ns };
-
-			if (h.len != sizeof(l)) {
-				damage(d, "LOSS record of the wrong size");
-				continue;
-			}
-			memcpy(&l, p, sizeof(l));
-			dl.records = l.records;
-			dl.bytes = l.bytes;
-			if (d->on_loss)
-				d->on_loss(d->ctx, &dl);
-			continue;
-		}
-		if (h.type != RINGLOG_REC_EVENT && h.type != RINGLOG_REC_EVENT_ACT) {
-			damage(d, "unknown ring record type in a SPAN");
-			continue;
-		}
-		const struct ringlog_event_desc *e = ringlog_meta_event(&w->meta, h.aux);
-		uint32_t head = RINGLOG_EVENT_HDR_SIZE +
-				(h.type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
-		uint64_t ts;
-
-		if (!e) {
-			damage(d, "event id without metadata");
-			continue;
-		}
-		if (h.len < head || ringlog_event_decode(e, p + head, h.len - head, vals)) {
-			damage(d, "event payload does not match its metadata");
-			continue;
-		}
-		memcpy(&ts, p, 8);
-		struct ringlog_dec_event ev = {
-			.writer = w,
-			.stream = st,
-			.desc = e,
-			.provider = ringlog_meta_provider(&w->meta, e->provider),
-			.real_ns = ringlog_dec_real_ns(&d->clock, st->s.clock, ts),
-			.activity = head > RINGLOG_EVENT_HDR_SIZE ? p + 8 : NULL,
-			.values = vals,
-			.stream_id = sid,
-		};
-		d->last_real_ns = ev.real_ns;
-		if (d->on_event) {
-			int r = d->on_event(d->ctx, &ev);
-
-			if (r)
-				return r;
-		}
 	}
 	if (off != blen)
 		damage(d, "SPAN ends inside a ring record header");
+	return 0;
+}
+
+/* A PACK (pack.h): the same ring records, unpacked one at a time into a
+ * private copy. A record that cannot be unpacked ends the PACK: without
+ * its length nothing after it can be found. */
+static int pack(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uint32_t sid,
+		const uint8_t *b, size_t blen)
+{
+	/* 8-aligned, as a ring record's payload is */
+	uint64_t payload[RINGLOG_REC_MAX_LEN / 8 + 1];
+	const uint8_t *p, *end = b + blen;
+	struct ringlog_rec_hdr h;
+	const char *why = NULL;
+	uint64_t prev = 0;
+	struct run_of o;
+	size_t off;
+	int r;
+
+	if (run_open(d, sc, sid, true, b, blen, &off, &o))
+		return 0;
+	for (p = b + off; (r = ringlog_unpack_rec(&p, end, &prev, &h, (uint8_t *)payload, &why)) > 0;)
+		if ((r = ring_record(d, &o, &h, (const uint8_t *)payload)))
+			return r;
+	if (r < 0)
+		damage(d, why);
 	return 0;
 }
 
@@ -318,6 +366,10 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
 		}
 		case RINGLOG_SEG_REC_SPAN:
 			if ((ret = span(d, sc, r.id, r.flags, b, blen)))
+				return ret;
+			break;
+		case RINGLOG_SEG_REC_PACK:
+			if ((ret = pack(d, sc, r.id, b, blen)))
 				return ret;
 			break;
 		case RINGLOG_SEG_REC_LOSS: {
@@ -388,7 +440,8 @@ int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **
 		f->fd = -1;
 		return -EBADMSG;
 	}
-	if (f->hdr.version != RINGLOG_SEG_VERSION || f->hdr.incompat_flags) {
+	if (f->hdr.version != RINGLOG_SEG_VERSION ||
+	    (f->hdr.incompat_flags & ~RINGLOG_SEG_INCOMPAT_KNOWN)) {
 		*why = "segment version or incompatible flags not supported by this reader";
 		close(f->fd);
 		f->fd = -1;

@@ -38,11 +38,17 @@
  *                            it has already seen for that ring, which is how
  *                            a daemon killed after a write but before giving
  *                            the ring space back never yields duplicates
+ *   PACK    id = stream id;  body = the u64 ring position of the first record,
+ *                            then the same records as a SPAN's, packed
+ *                            (pack.h): 36 bytes instead of 48 for the 48-byte
+ *                            event. What ringlogd writes to files (flag
+ *                            RINGLOG_SEG_PACKED in the header); SPAN remains
+ *                            for the live tail stream and older files
  *   LOSS    id = stream id;  body struct ringlog_seg_loss: events the daemon
  *                            itself could not store (disk, slow reader, ...)
  *   CLOCK, SCOPE             only in the live tail stream (ctl.h)
  *
- * Self-contained: before the first SPAN of a stream in a segment, the daemon
+ * Self-contained: before the first SPAN or PACK of a stream in a segment, the daemon
  * writes that stream's WRITER, STREAM and the META entries of every event
  * (and its provider) used in the segment. Deleting older segments therefore
  * never makes a newer one unreadable. Writer and stream ids are scoped to a
@@ -76,6 +82,10 @@ enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
 #define RINGLOG_SEG_RECOVERED 0x1u /* sealed by the next daemon after a crash:
                                     * the totals come from a scan, and bytes
                                     * past `end` may hold a torn chunk */
+/* incompat_flags: a reader that does not know a bit set here must refuse
+ * the segment rather than misread it */
+#define RINGLOG_SEG_PACKED    0x1u /* events are in PACK records (pack.h) */
+#define RINGLOG_SEG_INCOMPAT_KNOWN RINGLOG_SEG_PACKED
 
 struct ringlog_seg_hdr {
 	uint64_t magic;
@@ -124,6 +134,7 @@ enum {
 	RINGLOG_SEG_REC_CLOCK = 6, /* tail stream only: struct ringlog_seg_clock */
 	RINGLOG_SEG_REC_SCOPE = 7, /* tail stream only: ids that follow belong to
 	                            * scope `id` (0: live); used for the backlog */
+	RINGLOG_SEG_REC_PACK = 8,  /* files: struct ringlog_seg_span, packed records */
 };
 
 struct ringlog_seg_clock {
