@@ -14,8 +14,9 @@
  *   lossless rate                 the highest paced rate (a ladder) stored
  *                                 with zero loss, 1 thread; also for the
  *                                 48-byte event (four u64) the daemon's
- *                                 goals are stated in, with its full-speed
- *                                 rate, CPU and bytes per event
+ *                                 goals are stated in, from 1 and from 2
+ *                                 threads, with the CPU and bytes per event
+ *                                 at that rate, and its full-speed rate
  *   collector CPU per event       utime+stime of ringlogd / lttng-consumerd
  *   bytes on disk per event       files of the run / events stored
  *   tail latency p50/p99          ringlog only: emit -> `ringlog tail` line
@@ -213,25 +214,33 @@ static void row(const char *label, const double *a, const double *b, bool have_b
 
 struct results {
 	struct run lat1[16], latn[16], dis[16], full1[16], full2[16], small1[16];
-	double lossless[16], lossless48[16];
+	double lossless[16], lossless48[16], lossless48_2[16];
+	struct run at48[16], at48_2[16]; /* the runs at those rates */
 };
 
-/* The highest paced rate, 1 thread, stored with no event missing: a
- * ladder of 2.5 M/s steps of half a second each (far more than either
- * collector's buffers hold). KIND: the job's event. */
-static double lossless_rate(struct collector *c, bool quick, int kind)
+/* The highest paced rate in all, from THREADS threads, stored with no
+ * event missing: a ladder of 2.5 M/s steps of half a second each (far more
+ * than either collector's buffers hold). KIND: the job's event. The run at
+ * that rate goes to *at (its CPU and bytes per event). */
+static double lossless_rate(struct collector *c, bool quick, int kind, int threads,
+			    struct run *at)
 {
 	double best = 0;
 
+	if (at)
+		memset(at, 0, sizeof(*at));
 	for (uint64_t rate = 2500; rate <= 60000; rate += 2500) {
+		uint64_t per = rate / (uint64_t)threads;
 		struct run x;
 
-		run_job(c, 1, quick ? rate * 100 : rate * 500, rate, kind, 0, NULL, &x);
+		run_job(c, threads, quick ? per * 100 : per * 500, per, kind, 0, NULL, &x);
 		/* A pace the emitter cannot hold is not a rate stored: the
 		 * call itself is then the limit. */
 		if (!x.ok || x.loss_pct > 0 || x.emitted_s < 0.95 * (double)rate * 1000)
 			break;
 		best = rate / 1000.0;
+		if (at)
+			*at = x;
 	}
 	return best;
 }
@@ -255,8 +264,9 @@ static void measure(struct collector *c, int runs, bool quick, long ncpu, struct
 		run_job(c, 1, n_full, 0, 0, 0, NULL, &r->full1[i]);
 		run_job(c, 2, n_full, 0, 0, 0, NULL, &r->full2[i]);
 		run_job(c, 1, n_full, 0, 2, 0, NULL, &r->small1[i]);
-		r->lossless[i] = lossless_rate(c, quick, 0);
-		r->lossless48[i] = lossless_rate(c, quick, 2);
+		r->lossless[i] = lossless_rate(c, quick, 0, 1, NULL);
+		r->lossless48[i] = lossless_rate(c, quick, 2, 1, &r->at48[i]);
+		r->lossless48_2[i] = lossless_rate(c, quick, 2, 2, &r->at48_2[i]);
 	}
 }
 
@@ -354,6 +364,18 @@ int main(int argc, char **argv)
 	    runs, 1, HIGHER, "");
 	row("48-byte event: highest lossless paced rate, 1 thread (M events/s)", rl.lossless48,
 	    lt.lossless48, have_lt, runs, 1, HIGHER, ">= 30");
+	row("48-byte event: collector CPU per stored event at that rate (ns)",
+	    COL(rl.at48, cpu_ns_per_ev), COL(lt.at48, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
+	    "<= 3");
+	row("48-byte event: bytes on disk per event at that rate", COL(rl.at48, bytes_per_ev),
+	    COL(lt.at48, bytes_per_ev), have_lt, runs, 1, LOWER, "");
+	row("48-byte event: highest lossless paced rate, 2 threads in all (M events/s)",
+	    rl.lossless48_2, lt.lossless48_2, have_lt, runs, 1, HIGHER, "");
+	row("48-byte event: collector CPU per stored event at that rate, 2 threads (ns)",
+	    COL(rl.at48_2, cpu_ns_per_ev), COL(lt.at48_2, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
+	    "");
+	row("48-byte event: bytes on disk per event at that rate, 2 threads",
+	    COL(rl.at48_2, bytes_per_ev), COL(lt.at48_2, bytes_per_ev), have_lt, runs, 1, LOWER, "");
 	row("48-byte event: full speed, 1 thread: stored (M events/s)", COL(rl.small1, stored_s / 1e6),
 	    COL(lt.small1, stored_s / 1e6), have_lt, runs, 1, HIGHER, "");
 	row("48-byte event: collector CPU per stored event, full speed (ns)",

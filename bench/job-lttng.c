@@ -2,6 +2,7 @@
  * (bench/job.h has the loop; bench/lttng-tp.h the tracepoints). Built only
  * when liblttng-ust-dev is installed; LTTng is the peer we measure against,
  * never a dependency of ringlog. */
+#define _GNU_SOURCE /* pthread barriers (job.h) */
 #define LTTNG_UST_TRACEPOINT_DEFINE
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
 #include "lttng-tp.h"

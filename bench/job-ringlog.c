@@ -1,5 +1,6 @@
 /* bench/job-ringlog.c - the benchmark's emitting side through libringlog
  * (bench/job.h has the loop and the usage). */
+#define _GNU_SOURCE /* pthread barriers (job.h) */
 #include <ringlog.h>
 
 RINGLOG_PROVIDER_DEFINE(bench_provider, "Bench.Emit");

@@ -32,6 +32,11 @@
 
 #define JOB_BATCH 64
 
+/* Every thread sets up before any starts the clock: a thread still
+ * creating its ring while the others emit would stretch the elapsed time
+ * and read as a pace not held. */
+static pthread_barrier_t job_ready;
+
 struct job {
 	pthread_t th;
 	int cpu;
@@ -54,6 +59,7 @@ static void *job_thread(void *arg)
 	 * registration. Untimed, so that max is the steady state. */
 	JOB_EMIT(seq);
 	seq++;
+	pthread_barrier_wait(&job_ready);
 	start = bu_now_ns();
 	j->t0 = start;
 	for (uint64_t b = 0; b < j->events / JOB_BATCH; b++) {
@@ -122,6 +128,7 @@ static int job_main(int argc, char **argv)
 	if (threads < 1 || threads > 16 || tpn <= 0)
 		return 2;
 	job_connect();
+	pthread_barrier_init(&job_ready, NULL, (unsigned)threads);
 	for (int i = 0; i < threads; i++) {
 		j[i] = (struct job){ .cpu = i, .events = events, .pace = pace, .disabled = disabled };
 		if (timed)
