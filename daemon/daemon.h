@@ -163,6 +163,7 @@ struct segfile {
 	uint64_t off;        /* next chunk offset (current) */
 	uint64_t created_mono_ns;
 	uint64_t chunks;
+	uint64_t begun;      /* chunks started in it (room(), segment.c) */
 	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
 };
 

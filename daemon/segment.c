@@ -22,6 +22,12 @@
 #include <unistd.h>
 
 #define NCHUNKS 8
+/* Writers are described where they first appear in a segment and again
+ * every DESCRIBE_EVERY chunks: a damaged chunk then takes its descriptions
+ * from at most the chunks up to the next repeat, not from the rest of the
+ * segment (readers skip identical repeats), for a few hundred bytes per
+ * writer per repeat. */
+#define DESCRIBE_EVERY 4
 
 static int write_header(struct segfile *s)
 {
@@ -177,8 +183,8 @@ static struct chunk *room(struct daemon *d, size_t n)
 	 * generation changes before anything is written for it. */
 	if (!d->cur && open_segment(d) < 0)
 		return NULL;
-	if (!d->open)
-		d->open = chunk_get(d);
+	if (!d->open && (d->open = chunk_get(d)) && ++d->cur->begun % DESCRIBE_EVERY == 0)
+		d->seg_gen++; /* describe every writer again from this chunk on */
 	if (!d->open || n > body_cap(d->open))
 		return NULL;
 	return d->open;

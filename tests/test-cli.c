@@ -489,6 +489,45 @@ Test(cli, read_reports_damage_and_exits_4_but_reads_the_rest)
 	live_cleanup(&e);
 }
 
+/* The first chunk holds the descriptions (writer, metadata) of what
+ * follows; the daemon repeats them every few chunks, so damage there loses
+ * the chunks up to the repeat, not the rest of the segment. */
+Test(cli, a_damaged_first_chunk_loses_only_the_chunks_before_the_next_description)
+{
+	struct live e;
+	char out[1 << 16], cmd[900];
+	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
+	pid_t d;
+	int rc, lines;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
+	live_daemon_stop(d);
+	/* a flipped byte early in the first chunk's body */
+	snprintf(cmd, sizeof(cmd),
+		 "f=$(ls '%s'/*.rlseg | head -1); printf '\\377' | "
+		 "dd of=\"$f\" bs=1 seek=5000 conv=notrunc 2>/dev/null",
+		 e.store);
+	must_run(cmd);
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' 2>'%s/err' | wc -l", e.store, e.dir);
+	live_run(cmd, out, sizeof(out));
+	lines = atoi(out);
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' >/dev/null 2>&1", e.store);
+	rc = live_run(cmd, NULL, 0);
+	cr_expect_eq(rc, 4, "read on a damaged store exited %d", rc);
+	/* About 32,000 events a chunk, described again from the fourth: the
+	 * first three are lost (the two undamaged ones as "events of an
+	 * undefined stream"), the rest read (54,694 here). */
+	cr_expect(lines > 50000 && lines < 150000,
+		  "read %d of 150000 events after damage to the first chunk", lines);
+	snprintf(cmd, sizeof(cmd), "%s/err", e.dir);
+	slurp(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "damage"), "stderr: %s", out);
+	live_cleanup(&e);
+}
+
 /* On a terminal the level is coloured, unless NO_COLOR is set; a daemon
  * that goes away ends the tail with a message and exit code 3. */
 Test(cli, tail_colours_on_a_terminal_honours_no_color_and_says_when_the_daemon_goes)
