@@ -209,6 +209,32 @@ static void row(const char *label, const double *a, const double *b, bool have_b
 	out("| %s | %s | %s | %s | %s |\n", label, sa, sb, ratio, target);
 }
 
+/* The 48-byte event's highest lossless rate from THREADS ("1 thread"),
+ * then the CPU and bytes per event of the run at that rate (labelled with
+ * SUFFIX); the targets go with the rate and the CPU rows. */
+static void lossless_rows(const char *threads, const char *suffix, const char *rate_target,
+			  const char *cpu_target, const double *rate_a, const double *rate_b,
+			  const struct run *at_a, const struct run *at_b, bool have_b, int runs)
+{
+	double cpu[2][16], bytes[2][16];
+	char l[160];
+
+	for (int i = 0; i < runs; i++) {
+		cpu[0][i] = at_a[i].cpu_ns_per_ev;
+		cpu[1][i] = at_b[i].cpu_ns_per_ev;
+		bytes[0][i] = at_a[i].bytes_per_ev;
+		bytes[1][i] = at_b[i].bytes_per_ev;
+	}
+	snprintf(l, sizeof(l), "48-byte event: highest lossless paced rate, %s (M events/s)",
+		 threads);
+	row(l, rate_a, rate_b, have_b, runs, 1, HIGHER, rate_target);
+	snprintf(l, sizeof(l), "48-byte event: collector CPU per stored event at that rate%s (ns)",
+		 suffix);
+	row(l, cpu[0], cpu[1], have_b, runs, 2, LOWER, cpu_target);
+	snprintf(l, sizeof(l), "48-byte event: bytes on disk per event at that rate%s", suffix);
+	row(l, bytes[0], bytes[1], have_b, runs, 1, LOWER, "");
+}
+
 #define COL(res, field) \
 	({ static double v_[16]; for (int r_ = 0; r_ < runs; r_++) v_[r_] = (res)[r_].field; v_; })
 
@@ -362,20 +388,10 @@ int main(int argc, char **argv)
 	    have_lt, runs, 1, NONE, "");
 	row("highest lossless paced rate, 1 thread (M events/s)", rl.lossless, lt.lossless, have_lt,
 	    runs, 1, HIGHER, "");
-	row("48-byte event: highest lossless paced rate, 1 thread (M events/s)", rl.lossless48,
-	    lt.lossless48, have_lt, runs, 1, HIGHER, ">= 30");
-	row("48-byte event: collector CPU per stored event at that rate (ns)",
-	    COL(rl.at48, cpu_ns_per_ev), COL(lt.at48, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
-	    "<= 3");
-	row("48-byte event: bytes on disk per event at that rate", COL(rl.at48, bytes_per_ev),
-	    COL(lt.at48, bytes_per_ev), have_lt, runs, 1, LOWER, "");
-	row("48-byte event: highest lossless paced rate, 2 threads in all (M events/s)",
-	    rl.lossless48_2, lt.lossless48_2, have_lt, runs, 1, HIGHER, "");
-	row("48-byte event: collector CPU per stored event at that rate, 2 threads (ns)",
-	    COL(rl.at48_2, cpu_ns_per_ev), COL(lt.at48_2, cpu_ns_per_ev), have_lt, runs, 2, LOWER,
-	    "");
-	row("48-byte event: bytes on disk per event at that rate, 2 threads",
-	    COL(rl.at48_2, bytes_per_ev), COL(lt.at48_2, bytes_per_ev), have_lt, runs, 1, LOWER, "");
+	lossless_rows("1 thread", "", ">= 30", "<= 3", rl.lossless48, lt.lossless48, rl.at48,
+		      lt.at48, have_lt, runs);
+	lossless_rows("2 threads in all", ", 2 threads", "", "", rl.lossless48_2,
+		      lt.lossless48_2, rl.at48_2, lt.at48_2, have_lt, runs);
 	row("48-byte event: full speed, 1 thread: stored (M events/s)", COL(rl.small1, stored_s / 1e6),
 	    COL(lt.small1, stored_s / 1e6), have_lt, runs, 1, HIGHER, "");
 	row("48-byte event: collector CPU per stored event, full speed (ns)",

@@ -376,9 +376,11 @@ int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 			 const struct ringlog_rec_loss *l);
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 		    uint32_t reason);
-/* A run of consecutive event records of one ring, copied as one (the
- * drain's fast path): ready the chunk for need bytes at ring position at
- * (returns the room left, or -EAGAIN / -errno), then put the run. */
+/* A run of consecutive event records of one ring, packed straight into the
+ * open chunk (the drain's fast path): ready the chunk for a first record
+ * that packs into at most need bytes, at ring position at (0, -EAGAIN or
+ * -errno; fills out, room and prev_ts), pack records while they fit in
+ * room, then put the run. */
 struct seg_run {
 	const uint8_t *recs; /* first record header, in the ring */
 	size_t bytes;        /* of ring records */

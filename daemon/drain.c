@@ -23,7 +23,7 @@ struct drain_ctx {
 	struct daemon *d;
 	struct ring *r;
 	const char *why;
-	struct seg_run run;  /* events waiting to be copied as one */
+	struct seg_run run;  /* events packed, waiting to be committed as one */
 };
 
 /* Commit the pending run to the chunk readied for it. */
@@ -43,7 +43,7 @@ static int take_event(struct drain_ctx *x, uint16_t type, uint16_t id, const uin
 	struct seg_run *run = &x->run;
 	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
 	size_t total = ringlog_rec_total(len);
-	size_t need = RINGLOG_PACK_MAX(len) + 7; /* and the run's filler */
+	size_t need = RINGLOG_PACK_MAX(len);
 	uint64_t ts;
 	int err;
 

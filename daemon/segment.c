@@ -2,7 +2,8 @@
  * segment files (format: proto/segment.h).
  *
  * Events are packed from rings into the open chunk, framed as PACK records
- * per stream (proto/pack.h), preceded by whatever metadata the segment does not have yet.
+ * per stream (proto/pack.h), preceded by whatever metadata the segment does
+ * not have yet.
  * A chunk is sealed when full, when it has waited half the flush interval,
  * or on demand (tail backlog, shutdown), then written by the I/O backend.
  * A small pool of chunk buffers bounds memory; when every buffer is in
@@ -28,6 +29,9 @@
  * segment (readers skip identical repeats), for a few hundred bytes per
  * writer per repeat. */
 #define DESCRIBE_EVERY 4
+/* The most filler run_commit() adds to keep a PACK 8-aligned: kept out of
+ * a run's room, so that packers count only their records. */
+#define RUN_FILLER 7
 
 static int write_header(struct segfile *s)
 {
@@ -428,9 +432,9 @@ int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, st
 			return err;
 		c = d->open;
 		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
-		    c->span_next == at && c->len + need <= body_cap(c))
+		    c->span_next == at && c->len + need + RUN_FILLER <= body_cap(c))
 			break;
-		if (!(c = room(d, h.len + need)))
+		if (!(c = room(d, h.len + need + RUN_FILLER)))
 			return -EAGAIN;
 		if (gen != d->seg_gen) {
 			if (tries > 2)
@@ -448,8 +452,8 @@ int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, st
 	}
 	if (who_reserve(c))
 		return -EAGAIN;
-	*run = (struct seg_run){ .out = body(c) + c->len, .room = body_cap(c) - c->len,
-				 .prev_ts = c->span_ts };
+	*run = (struct seg_run){ .out = body(c) + c->len,
+				 .room = body_cap(c) - c->len - RUN_FILLER, .prev_ts = c->span_ts };
 	return 0;
 }
 
@@ -485,8 +489,7 @@ int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 {
 	size_t total = ringlog_rec_total(sizeof(*l));
 	struct seg_run run;
-	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(sizeof(*l)) + 7,
-				&run);
+	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(sizeof(*l)), &run);
 
 	if (err < 0)
 		return err;

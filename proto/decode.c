@@ -185,10 +185,12 @@ static int run_open(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uin
 			      .st = sid < sc->nstreams ? &sc->streams[sid] : NULL };
 	*off = 0;
 	if (!o->st || !o->st->known)
-		return damage(d, "events of an undefined stream (its description is in a damaged or missing chunk)"), -1;
+		return damage(d, "events of an undefined stream (its description is in a "
+				 "damaged or missing chunk)"), -1;
 	o->w = writer_of(sc, o->st->s.writer);
 	if (!o->w)
-		return damage(d, "events of a stream whose writer is undefined (its description is in a damaged or missing chunk)"), -1;
+		return damage(d, "events of a stream whose writer is undefined (its "
+				 "description is in a damaged or missing chunk)"), -1;
 	if (has_pos) {
 		if (blen < sizeof(struct ringlog_seg_span))
 			return damage(d, "SPAN or PACK too short for its position"), -1;

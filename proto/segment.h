@@ -48,12 +48,12 @@
  *                            itself could not store (disk, slow reader, ...)
  *   CLOCK, SCOPE             only in the live tail stream (ctl.h)
  *
- * Self-contained: before the first SPAN or PACK of a stream in a segment, the daemon
- * writes that stream's WRITER, STREAM and the META entries of every event
- * (and its provider) used in the segment, and repeats them every 4th chunk
- * (readers skip identical repeats), so a damaged chunk hides the
- * descriptions from at most the chunks up to the repeat. Deleting older segments therefore
- * never makes a newer one unreadable. Writer and stream ids are scoped to a
+ * Self-contained: before the first SPAN or PACK of a stream in a segment,
+ * the daemon writes that stream's WRITER, STREAM and the META entries of
+ * every event (and its provider) used in the segment, and repeats them
+ * every 4th chunk (readers skip identical repeats), so a damaged chunk hides
+ * the descriptions from at most the chunks up to the repeat. Deleting older
+ * segments therefore never makes a newer one unreadable. Writer and stream ids are scoped to a
  * segment. The live `ringlog tail` stream uses the same records.
  *
  * Timestamps: ring records carry raw clock values (event.h). The header's
