@@ -157,6 +157,8 @@ struct segfile {
 	uint64_t events;
 	bool current;        /* being written */
 	bool closed;
+	bool orphan;         /* its file was deleted under us: out of the
+	                      * index, freed once its last write lands */
 	int inflight;        /* writes not completed */
 	int fd;
 	bool direct;
@@ -252,6 +254,8 @@ struct daemon {
 	size_t chunk_size;
 	uint64_t seg_max;     /* effective max_segment_size */
 	bool disk_blocked;   /* last write failed for lack of space */
+	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
+	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
 	char disk_error[4400];
 
 	/* clock calibration */
@@ -262,6 +266,7 @@ struct daemon {
 
 	/* counters */
 	uint64_t stored, stored_bytes, lost_disk, lost_ring, lost_corrupt, lost_reader;
+	uint64_t lost_deleted; /* stored, then deleted under us (not by budget) */
 	uint64_t rate_events, rate_bytes;     /* per second, smoothed */
 	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;
 	uint64_t start_real_ns;
@@ -369,6 +374,9 @@ void drain_woken(struct daemon *d, uint64_t n);
 
 /* segment.c */
 int seg_init(struct daemon *d);
+/* Take storage_dir's lock (again, once it was recreated): 0 or -errno,
+ * logged with what to do. */
+int seg_lock_dir(struct daemon *d);
 void seg_fini(struct daemon *d);
 /* A LOSS record of ring r's stream (its events go by runs, below). 0,
  * -EAGAIN (no room now: it stays in the ring) or -errno. */
@@ -400,6 +408,9 @@ void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run);
 int seg_settle_loss(struct daemon *d, struct ring *r);
 void seg_seal(struct daemon *d);
 void seg_tick(struct daemon *d);
+/* Has storage_dir or the current segment been deleted under us? Then
+ * count what they held as lost, recreate the directory and go on. */
+void seg_check_store(struct daemon *d);
 bool seg_idle(struct daemon *d);
 void seg_close_current(struct daemon *d);
 
@@ -415,6 +426,15 @@ void file_close(int fd);
 int file_remove(const char *path); /* gone already is fine */
 int file_mkdir(const char *path);  /* there already is fine */
 int file_space(const char *dir, uint64_t *avail, uint64_t *total);
+/* Hold dir's lock (RINGLOG_LOCK_NAME in it) for the life of the process:
+ * 0 (*lock is its descriptor, replacing any old one), -EBUSY (another
+ * process holds it: *holder is its PID, or 0 if unknown) or -errno. */
+#define RINGLOG_LOCK_NAME "ringlogd.lock"
+int file_lock_dir(const char *dir, int *lock, long *holder);
+/* What identifies dir now (device, inode), to notice it was replaced. */
+int file_dir_id(const char *dir, uint64_t id[2]);
+/* 1 if the open file fd has no name left (deleted), 0, or -errno. */
+int file_unlinked(int fd);
 void sys_identity(uint8_t boot_id[16], char *host, size_t host_len);
 #ifdef _WIN32
 #include "compat-win.h" /* fnmatch */

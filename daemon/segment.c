@@ -117,6 +117,10 @@ static void finalize(struct segfile *s)
 	file_aligned_free(s->hdr);
 	s->hdr = NULL;
 	s->closed = true;
+	if (s->orphan) {
+		free(s->path);
+		free(s);
+	}
 }
 
 void seg_close_current(struct daemon *d)
@@ -562,6 +566,80 @@ static void on_written(void *arg, long res)
 		drain_start(d); /* buffers are free again: resume draining */
 }
 
+/* ------------------------------------------------------------------------
+ * The storage directory deleted or replaced under us
+ *
+ * A user's `rm -rf` takes the files but not our descriptors: writes would
+ * go on into nameless inodes, read by nobody. So at every seal and every
+ * tick: is the segment being written still named, is storage_dir still
+ * the directory we locked? Costs an fstat and a stat.
+ */
+
+static bool store_gone(struct daemon *d)
+{
+	uint64_t id[2];
+
+	if (d->cur && file_unlinked(d->cur->fd) == 1)
+		return true;
+	if (file_dir_id(d->cfg.storage_dir, id) < 0)
+		return true;
+	return id[0] != d->dir_id[0] || id[1] != d->dir_id[1];
+}
+
+/* Count what the deleted files held as lost, forget them, recreate the
+ * directory and lock it again; the next chunk opens a new segment. */
+static void store_recover(struct daemon *d)
+{
+	uint64_t events = 0, bytes = 0;
+	unsigned n = 0;
+	int err;
+
+	if (d->cur)
+		seg_close_current(d); /* its in-flight writes land in the void */
+	for (struct segfile **pp = &d->segs, *s; (s = *pp);) {
+		struct stat st;
+		bool open = s->fd >= 0 && !s->closed;
+
+		if (open ? file_unlinked(s->fd) == 0 : stat(s->path, &st) == 0) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		d->used_bytes -= s->bytes;
+		events += s->events;
+		bytes += s->bytes;
+		n++;
+		if (s->fd >= 0 && !s->closed) {
+			s->orphan = true; /* finalize() frees it */
+		} else {
+			free(s->path);
+			file_aligned_free(s->hdr);
+			free(s);
+		}
+	}
+	d->lost_deleted += events;
+	d_log(LOG_ERR, "storage_dir %s was deleted or replaced under ringlogd: %llu stored events "
+	      "in %u segments (%llu bytes) are gone and counted lost; recreating it and storing "
+	      "on", d->cfg.storage_dir, (unsigned long long)events, n, (unsigned long long)bytes);
+	if ((err = file_mkdir(d->cfg.storage_dir)) < 0)
+		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
+	else
+		seg_lock_dir(d);
+	d->seg_gen++;
+}
+
+void seg_check_store(struct daemon *d)
+{
+	if (!store_gone(d))
+		return;
+	/* The open chunk was built for the current segment: it goes there
+	 * (and is lost with it), and the seal comes back here. */
+	if (d->cur && d->open && d->open->len)
+		seg_seal(d);
+	if (store_gone(d))
+		store_recover(d);
+}
+
 void seg_seal(struct daemon *d)
 {
 	struct chunk *c = d->open;
@@ -573,6 +651,8 @@ void seg_seal(struct daemon *d)
 	if (!c || !c->len)
 		return;
 	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
+	if (!d->cur && store_gone(d))
+		store_recover(d);
 	if (!d->cur && open_segment(d) < 0) {
 		chunk_lost(d, c, d->disk_error);
 		d->open = NULL;
@@ -649,7 +729,9 @@ void seg_seal(struct daemon *d)
 	d->open = NULL;
 	/* Rotate after the chunk, never before: it was built (metadata and
 	 * all) for this segment. The next event opens the next segment. */
-	if (rotate || d->cur->off + d->chunk_size > d->seg_max)
+	if (store_gone(d))
+		store_recover(d);
+	else if (rotate || d->cur->off + d->chunk_size > d->seg_max)
 		seg_close_current(d);
 }
 
@@ -660,6 +742,7 @@ void seg_tick(struct daemon *d)
 
 	if (d->tails)
 		tail_flushed(d); /* those whose backlog write is slow */
+	seg_check_store(d);
 	if (d->open && d->open->len &&
 	    now - d->open->opened_mono_ns >= d->cfg.flush_interval_ns / 2)
 		seg_seal(d);
@@ -681,6 +764,27 @@ bool seg_idle(struct daemon *d)
 	return true;
 }
 
+int seg_lock_dir(struct daemon *d)
+{
+	long holder;
+	int err = file_lock_dir(d->cfg.storage_dir, &d->dir_lock, &holder);
+
+	if (err == -EBUSY && holder > 0)
+		d_log(LOG_ERR, "storage_dir %s is in use by another ringlogd (PID %ld holds %s/%s): "
+		      "stop it, or give this one another --storage (and --socket)",
+		      d->cfg.storage_dir, holder, d->cfg.storage_dir, RINGLOG_LOCK_NAME);
+	else if (err == -EBUSY)
+		d_log(LOG_ERR, "storage_dir %s is in use by another process (it holds %s/%s): "
+		      "stop it, or give this ringlogd another --storage (and --socket)",
+		      d->cfg.storage_dir, d->cfg.storage_dir, RINGLOG_LOCK_NAME);
+	else if (err < 0)
+		d_log(LOG_ERR, "cannot lock storage_dir %s (%s/%s): %s", d->cfg.storage_dir,
+		      d->cfg.storage_dir, RINGLOG_LOCK_NAME, strerror(-err));
+	if (!err && (err = file_dir_id(d->cfg.storage_dir, d->dir_id)) < 0)
+		d_log(LOG_ERR, "storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
+	return err;
+}
+
 int seg_init(struct daemon *d)
 {
 	uint64_t cs = d->cfg.max_segment_size / 8;
@@ -693,6 +797,12 @@ int seg_init(struct daemon *d)
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 		return err;
 	}
+	/* One daemon per directory, before any file in it is touched: a
+	 * second one would seal the first one's live segment as crashed and
+	 * then write the same segment names. */
+	d->dir_lock = -1;
+	if ((err = seg_lock_dir(d)) < 0)
+		return err;
 	/* Chunks: large enough to amortise a write, small enough that a crash
 	 * or a tight budget loses little. */
 	if (cs > (1u << 20))
@@ -754,4 +864,7 @@ void seg_fini(struct daemon *d)
 	}
 	free(d->chunks);
 	d->chunks = NULL;
+	if (d->dir_lock >= 0)
+		file_close(d->dir_lock);
+	d->dir_lock = -1;
 }

@@ -103,6 +103,10 @@ int status_reply(struct client *c, bool detail)
 		"disk_blocked", d->disk_blocked, "disk_error", d->disk_error);
 	if (!j)
 		return -ENOMEM;
+	/* Stored, then deleted under the daemon (storage_dir removed). */
+	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->lost_deleted));
+	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
+		d->lost_ring + d->lost_disk + d->lost_corrupt + d->lost_deleted)));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)

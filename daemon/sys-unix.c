@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -75,6 +76,64 @@ int file_remove(const char *path)
 int file_mkdir(const char *path)
 {
 	return mkdir(path, 0750) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int file_lock_dir(const char *dir, int *lock, long *holder)
+{
+	char path[RINGLOG_CONFIG_PATH_MAX + 32], buf[32];
+	int fd, err;
+	ssize_t n;
+
+	*holder = 0;
+	snprintf(path, sizeof(path), "%s/" RINGLOG_LOCK_NAME, dir);
+	/* flock, not fcntl locks: it belongs to the open file, so no other
+	 * descriptor of ours can drop it by closing, and the kernel lets it go
+	 * with the process however that ends. */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		err = -errno;
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = 0;
+			*holder = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
+	/* The holder's PID, for the next daemon's message only: the lock is
+	 * the flock, never this text. */
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (*lock >= 0)
+		close(*lock);
+	*lock = fd;
+	return 0;
+}
+
+int file_dir_id(const char *dir, uint64_t id[2])
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return -errno;
+	id[0] = st.st_dev;
+	id[1] = st.st_ino;
+	return 0;
+}
+
+int file_unlinked(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return st.st_nlink == 0;
 }
 
 int file_space(const char *dir, uint64_t *avail, uint64_t *total)

@@ -111,6 +111,9 @@ static void print_human(json_t *j, bool down)
 		       "events lost", (unsigned long long)I(v, "total"), (unsigned long long)I(v, "ring"),
 		       (unsigned long long)I(v, "disk"), (unsigned long long)I(v, "corrupt"),
 		       (unsigned long long)I(v, "reader"));
+		if (I(v, "deleted"))
+			printf("%-22s %llu events stored, then deleted with storage_dir (not by the budget)\n",
+			       "", (unsigned long long)I(v, "deleted"));
 		if (json_is_true(json_object_get(j, "disk_blocked")))
 			printf("%-22s %s\n", "DISK PROBLEM", S(j, "disk_error"));
 		printf("\n%-8s %-16s %-6s %5s %12s %10s %10s %8s\n", "PID", "COMMAND", "UID", "RINGS",
