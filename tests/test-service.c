@@ -151,6 +151,105 @@ Test(service, install_puts_everything_in_place_and_programs_build_against_it)
 	live_cleanup(&e);
 }
 
+#ifndef RINGLOG_TEST_SANITIZE
+/* Configure and build the product (no tests, no bench) in DIR/b-TAG for
+ * PREFIX, install it into DIR/dest-TAG as a package build does, then build
+ * client/example in DIR/ex-TAG against that tree only, with its Makefile
+ * (pkg-config) and its CMakeLists.txt (find_package). Gives the directory
+ * of the installed library in LIBDIR. */
+static void example_against_destdir(const char *dir, const char *tag, const char *prefix,
+				    char *libdir, size_t cap)
+{
+	char b[300], dest[300], root[400], ex[300], pcdir[720], cmd[4000], out[300];
+	FILE *f;
+
+	snprintf(b, sizeof(b), "%s/b-%s", dir, tag);
+	snprintf(dest, sizeof(dest), "%s/dest-%s", dir, tag);
+	snprintf(root, sizeof(root), "%s%s", dest, prefix);
+	snprintf(ex, sizeof(ex), "%s/ex-%s", dir, tag);
+	snprintf(cmd, sizeof(cmd),
+		 "{ cmake -S '%s' -B '%s' -DCMAKE_INSTALL_PREFIX='%s' -DRINGLOG_BUILD_TESTS=OFF "
+		 "-DRINGLOG_BUILD_BENCH=OFF >/dev/null && cmake --build '%s' -j2 >/dev/null && "
+		 "DESTDIR='%s' cmake --install '%s' >/dev/null; }",
+		 RINGLOG_SOURCE_DIR, b, prefix, b, dest, b);
+	must(cmd);
+
+	/* Where the .pc went: lib/<multiarch>/pkgconfig for /usr on Debian. */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && find . -name ringlog.pc", root);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	out[strcspn(out, "\n")] = 0;
+	cr_assert(out[0] == '.', "%s: no ringlog.pc installed under %s", prefix, root);
+	snprintf(pcdir, sizeof(pcdir), "%s/%s", root, out + 2);
+	*strrchr(pcdir, '/') = 0;
+	cr_log_info("%s: %s", prefix, pcdir + strlen(dest));
+	if (!strcmp(prefix, "/usr") && access("/etc/debian_version", F_OK) == 0 &&
+	    (f = popen("cc -print-multiarch 2>/dev/null", "r"))) {
+		char arch[64] = "", want[200];
+
+		if (fgets(arch, sizeof(arch), f) && (arch[strcspn(arch, "\n")] = 0, arch[0])) {
+			snprintf(want, sizeof(want), "/usr/lib/%s/pkgconfig", arch);
+			cr_expect_str_eq(pcdir + strlen(dest), want);
+		}
+		pclose(f);
+	}
+
+	/* pkg-config's directories are the tree's, wherever it lies. */
+	snprintf(cmd, sizeof(cmd),
+		 "{ export PKG_CONFIG_PATH='%s'; "
+		 "test \"$(readlink -f \"$(pkg-config --variable=includedir ringlog)\")\" = "
+		 "\"$(readlink -f '%s/include')\" && "
+		 "test \"$(readlink -f \"$(pkg-config --variable=libdir ringlog)\")\" = "
+		 "\"$(readlink -f '%s/..')\" || { pkg-config --cflags --libs ringlog; false; }; }",
+		 pcdir, root, pcdir);
+	must(cmd);
+
+	/* The example's own Makefile and CMakeLists.txt, on a copy of it. */
+	snprintf(cmd, sizeof(cmd),
+		 "{ cp -r '%s/client/example' '%s' && cd '%s' && "
+		 "PKG_CONFIG_PATH='%s' make CFLAGS='-Wall -Wextra -Werror' && "
+		 "cmake -S . -B build -DCMAKE_PREFIX_PATH='%s' -DCMAKE_C_FLAGS='-Wall -Wextra -Werror' && "
+		 "cmake --build build && "
+		 "test \"$(readlink -f \"$(sed -n 's/^ringlog_DIR:PATH=//p' build/CMakeCache.txt)\")\" = "
+		 "\"$(readlink -f '%s/../cmake/ringlog')\"; }",
+		 RINGLOG_SOURCE_DIR, ex, ex, pcdir, root, pcdir);
+	must(cmd);
+	snprintf(libdir, cap, "%s/..", pcdir);
+}
+
+/* The README's recipe, -DCMAKE_INSTALL_PREFIX=/usr, into a DESTDIR: the .pc
+ * lies one directory deeper on Debian (lib/x86_64-linux-gnu/pkgconfig),
+ * where a prefix of ${pcfiledir}/../.. gave -I/usr/lib/include. Then the
+ * prefixes with a plain lib/. Not in the sanitizer build: the trees built
+ * here are plain ones either way (about 30 s for the three). */
+Test(service, a_destdir_install_builds_the_example_with_pkg_config_and_cmake, .timeout = 600)
+{
+	static const char *const prefixes[][2] = {
+		{ "usr", "/usr" }, { "usr-local", "/usr/local" }, { "opt", "/opt/ringlog" },
+	};
+	enum { N = sizeof(prefixes) / sizeof(prefixes[0]) };
+	char libdir[N][800], cmd[4000];
+	struct live e;
+	struct hello h = { 0 };
+	struct live_read rd = { .ctx = &h, .on_event = on_hello };
+	pid_t d;
+
+	live_init(&e);
+	for (int i = 0; i < N; i++)
+		example_against_destdir(e.dir, prefixes[i][0], prefixes[i][1], libdir[i], sizeof(libdir[i]));
+	d = live_daemon(&e, NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(cmd, sizeof(cmd), "{ cd '%s/ex-%s' && LD_LIBRARY_PATH='%s' ./example pkg-config && "
+			 "./build/example cmake; }", e.dir, prefixes[i][0], libdir[i]);
+		must(cmd);
+	}
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(h.pkgconfig, 3, "pkg-config builds' events stored: %d of 3", h.pkgconfig);
+	cr_expect_eq(h.cmake, 3, "find_package builds' events stored: %d of 3", h.cmake);
+	live_cleanup(&e);
+}
+#endif
+
 /* ringlogd started as ringlogd.socket would: fd 3 listening, LISTEN_PID and
  * LISTEN_FDS set. */
 static pid_t activated_daemon(const struct live *e, int lfd)
