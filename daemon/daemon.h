@@ -166,6 +166,7 @@ struct segfile {
 	uint64_t created_mono_ns;
 	uint64_t chunks;
 	uint64_t begun;      /* chunks started in it (room(), segment.c) */
+	uint64_t limit;      /* rotate before passing it (seg_limit()) */
 	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
 };
 
@@ -251,7 +252,8 @@ struct daemon {
 	struct chunk *open;  /* being filled, or NULL */
 	uint64_t seal_next;  /* seal_no of the next chunk sealed */
 	uint64_t release_next; /* seal_no whose ring space is released next */
-	size_t chunk_size;
+	size_t chunk_size;   /* of the chunks opened now (seg_sizes()) */
+	size_t chunk_alloc;  /* of the buffers: chunk_size's ceiling */
 	uint64_t seg_max;     /* effective max_segment_size */
 	bool disk_blocked;   /* last write failed for lack of space */
 	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
@@ -377,6 +379,9 @@ int seg_init(struct daemon *d);
 /* Take storage_dir's lock (again, once it was recreated): 0 or -errno,
  * logged with what to do. */
 int seg_lock_dir(struct daemon *d);
+/* The configuration was reloaded: size chunks and segments from the new
+ * budget and trim the store to it. */
+void seg_reload(struct daemon *d);
 void seg_fini(struct daemon *d);
 /* A LOSS record of ring r's stream (its events go by runs, below). 0,
  * -EAGAIN (no room now: it stays in the ring) or -errno. */

@@ -173,6 +173,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
+	seg_reload(d);
 	access_resolve(d);
 	fwd_apply(d);
 	reg_enable_recompute(d);

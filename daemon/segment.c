@@ -33,6 +33,8 @@
  * a run's room, so that packers count only their records. */
 #define RUN_FILLER 7
 
+static uint64_t seg_limit(const struct daemon *d);
+
 static int write_header(struct segfile *s)
 {
 	s->hdr->hdr_crc = ringlog_seg_hdr_crc(s->hdr);
@@ -49,6 +51,7 @@ static int open_segment(struct daemon *d)
 		return -ENOMEM;
 	if ((err = ret_make_room(d, RINGLOG_SEG_HEADER_SIZE)) == -ENOSPC)
 		goto fail;
+	s->limit = seg_limit(d);
 	snprintf(path, sizeof(path), "%s/%016llx.rlseg", d->cfg.storage_dir,
 		 (unsigned long long)d->next_seq);
 	s->path = strdup(path);
@@ -154,6 +157,7 @@ static struct chunk *chunk_get(struct daemon *d)
 			c->nwho = 0;
 			c->span_off = SIZE_MAX;
 			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
+			c->cap = d->chunk_size; /* a reload may have lowered it */
 			return c;
 		}
 	}
@@ -676,6 +680,11 @@ void seg_seal(struct daemon *d)
 		d->open = NULL;
 		chunk_sealed(d, c);
 		chunk_done(d, c);
+		/* Nothing older is left to delete: close the segment being
+		 * written so that it is, and the newest data has room again
+		 * at the next chunk (the circular log eats its tail). */
+		if (d->cur && d->segs == d->cur && d->cur->chunks)
+			seg_close_current(d);
 		return;
 	}
 	close_span(c);
@@ -731,7 +740,7 @@ void seg_seal(struct daemon *d)
 	 * all) for this segment. The next event opens the next segment. */
 	if (store_gone(d))
 		store_recover(d);
-	else if (rotate || d->cur->off + d->chunk_size > d->seg_max)
+	else if (rotate || d->cur->off + d->chunk_size > d->cur->limit)
 		seg_close_current(d);
 }
 
@@ -764,6 +773,76 @@ bool seg_idle(struct daemon *d)
 	return true;
 }
 
+/* Chunk and segment sizes from the budget, at start and at every reload
+ * (chunks no larger than max, the buffers' size). */
+static void seg_sizes(struct daemon *d, size_t max)
+{
+	uint64_t cs = d->cfg.max_segment_size / 8;
+
+	if (cs > d->cfg.max_disk / 16)
+		cs = d->cfg.max_disk / 16;
+	/* Chunks: large enough to amortise a write, small enough that a crash
+	 * or a tight budget loses little. */
+	if (cs > max)
+		cs = max;
+	if (cs < (64u << 10))
+		cs = 64u << 10;
+	d->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
+	if (d->chunk_size > max)
+		d->chunk_size = max;
+	/* Several segments under the budget, so the oldest can go while the
+	 * newest fills: at most a quarter of max_disk each. */
+	d->seg_max = d->cfg.max_segment_size;
+	if (d->seg_max > d->cfg.max_disk / 4)
+		d->seg_max = d->cfg.max_disk / 4;
+	if (d->seg_max < 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE)
+		d->seg_max = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+}
+
+/* How large the segment opened now may grow: seg_max, and at most a
+ * quarter of the space the store may really take (max_disk, or what the
+ * filesystem has above min_free, whichever is less). A min_free that
+ * leaves less than max_segment_size would otherwise let one segment take
+ * all the room, with nothing older to delete to make more. */
+static uint64_t seg_limit(const struct daemon *d)
+{
+	uint64_t fs_free = ret_fs_free(d), floor = ret_min_free(d), room = d->cfg.max_disk;
+	uint64_t lim = d->seg_max, least = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+
+	if (fs_free != UINT64_MAX && d->used_bytes + fs_free - floor < room && fs_free > floor)
+		room = d->used_bytes + fs_free - floor;
+	if (room / 4 < lim)
+		lim = room / 4;
+	return lim < least ? least : lim;
+}
+
+void seg_reload(struct daemon *d)
+{
+	size_t old_chunk = d->chunk_size;
+	uint64_t old_max = d->seg_max;
+
+	/* The open chunk was sized for the old budget: it goes now, and the
+	 * next one takes the new size. */
+	seg_seal(d);
+	seg_sizes(d, d->chunk_alloc);
+	if (d->cur) {
+		uint64_t lim = seg_limit(d);
+
+		if (d->cur->off + d->chunk_size > lim)
+			seg_close_current(d); /* so that the budget may take it */
+		else if (lim < d->cur->limit)
+			d->cur->limit = lim;
+	}
+	if (ret_make_room(d, 0) == 0 || d->used_bytes <= d->cfg.max_disk)
+		d_log(LOG_INFO, "storage: chunks of %zu bytes (were %zu), segments up to %llu (were %llu), "
+		      "max_disk %llu, %llu used", d->chunk_size, old_chunk, (unsigned long long)d->seg_max,
+		      (unsigned long long)old_max, (unsigned long long)d->cfg.max_disk,
+		      (unsigned long long)d->used_bytes);
+	else
+		d_log(LOG_INFO, "storage: max_disk now %llu, %llu used: older segments go as writes "
+		      "complete", (unsigned long long)d->cfg.max_disk, (unsigned long long)d->used_bytes);
+}
+
 int seg_lock_dir(struct daemon *d)
 {
 	long holder;
@@ -787,10 +866,6 @@ int seg_lock_dir(struct daemon *d)
 
 int seg_init(struct daemon *d)
 {
-	uint64_t cs = d->cfg.max_segment_size / 8;
-
-	if (cs > d->cfg.max_disk / 16)
-		cs = d->cfg.max_disk / 16;
 	int err;
 
 	if ((err = file_mkdir(d->cfg.storage_dir)) < 0) {
@@ -803,29 +878,17 @@ int seg_init(struct daemon *d)
 	d->dir_lock = -1;
 	if ((err = seg_lock_dir(d)) < 0)
 		return err;
-	/* Chunks: large enough to amortise a write, small enough that a crash
-	 * or a tight budget loses little. */
-	if (cs > (1u << 20))
-		cs = 1u << 20;
-	if (cs < (64u << 10))
-		cs = 64u << 10;
-	d->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
-	/* Several segments under the budget, so the oldest can go while the
-	 * newest fills: at most a quarter of max_disk each. */
-	d->seg_max = d->cfg.max_segment_size;
-	if (d->seg_max > d->cfg.max_disk / 4)
-		d->seg_max = d->cfg.max_disk / 4;
-	if (d->seg_max < 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE)
-		d->seg_max = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+	seg_sizes(d, 1u << 20);
+	d->chunk_alloc = d->chunk_size;
 	d->chunks = calloc(NCHUNKS, sizeof(*d->chunks));
 	if (!d->chunks)
 		return -ENOMEM;
 	d->nchunks = NCHUNKS;
 	for (unsigned i = 0; i < NCHUNKS; i++) {
-		d->chunks[i].cap = d->chunk_size;
+		d->chunks[i].cap = d->chunk_alloc;
 		d->chunks[i].d = d;
 		d->chunks[i].span_off = SIZE_MAX;
-		if (!(d->chunks[i].mem = file_aligned(d->chunk_size)))
+		if (!(d->chunks[i].mem = file_aligned(d->chunk_alloc)))
 			return -ENOMEM;
 	}
 	if (d->io->ops->register_buffers) {
@@ -833,7 +896,7 @@ int seg_init(struct daemon *d)
 
 		for (unsigned i = 0; i < NCHUNKS; i++)
 			bufs[i] = d->chunks[i].mem;
-		if ((err = d->io->ops->register_buffers(d->io, bufs, d->chunk_size, NCHUNKS)) < 0)
+		if ((err = d->io->ops->register_buffers(d->io, bufs, d->chunk_alloc, NCHUNKS)) < 0)
 			d_log(LOG_INFO, "%s: chunk buffers not registered (%s): each write pins "
 			      "them again", d->io_name, strerror(-err));
 	}

@@ -103,6 +103,10 @@ int status_reply(struct client *c, bool detail)
 		"disk_blocked", d->disk_blocked, "disk_error", d->disk_error);
 	if (!j)
 		return -ENOMEM;
+	/* The sizes in force (seg_sizes(): from the budget, at start and at
+	 * each reload). */
+	json_object_set_new(j, "max_segment_bytes", json_integer((json_int_t)d->seg_max));
+	json_object_set_new(j, "chunk_bytes", json_integer((json_int_t)d->chunk_size));
 	/* Stored, then deleted under the daemon (storage_dir removed). */
 	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->lost_deleted));
 	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -168,6 +169,198 @@ Test(store, a_deleted_directory_is_noticed_counted_recreated_and_stored_into_aga
 		     (unsigned long long)rd.events);
 	cr_expect_eq(rd.events + deleted, EVENTS, "stored %llu + counted %llu != emitted %d",
 		     (unsigned long long)rd.events, (unsigned long long)deleted, EVENTS);
+	cr_expect_eq(rd.damaged_bytes + rd.damaged_records, 0);
+	live_cleanup(&e);
+}
+
+/* ------------------------------------------------------------------------
+ * min_free and segment sizes
+ */
+
+/* A newest event of the emitter's thread 0 as stored (live_read callback). */
+struct newest {
+	uint64_t events, max_seq;
+};
+
+static int on_newest(void *ctx, const struct ringlog_dec_event *ev)
+{
+	struct newest *n = ctx;
+	uint64_t seq = ev->values[1].u; /* Tick{thread, seq, text} */
+
+	n->events++;
+	if (seq > n->max_seq)
+		n->max_seq = seq;
+	return 0;
+}
+
+/* Mount a tmpfs of size (e.g. "20m") at e->dir/small and put the store on
+ * it; false (the test skips, saying why) without root or mount. */
+static bool small_fs(struct live *e, const char *size, char *mnt, size_t cap)
+{
+	char cmd[700], out[1024];
+
+	if (geteuid() != 0)
+		return false;
+	snprintf(mnt, cap, "%s/small", e->dir);
+	mkdir(mnt, 0755);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=%s ringlog-test '%s' 2>&1", size, mnt);
+	if (live_run(cmd, out, sizeof(out)) != 0) {
+		cr_log_warn("mount: %s", out);
+		return false;
+	}
+	if (snprintf(e->store, sizeof(e->store), "%.280s/store", mnt) >= (int)sizeof(e->store))
+		return false;
+	return true;
+}
+
+static void small_fs_done(const char *mnt)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
+	live_run(cmd, NULL, 0);
+}
+
+Test(store, min_free_with_one_large_segment_never_stops_storing)
+{
+	enum { EVENTS = 400000 }; /* ~19 MB of packed events: the store turns over */
+	struct live e;
+	struct newest nw = { 0 };
+	struct live_read rd = { .ctx = &nw, .on_event = on_newest };
+	char mnt[300], cfg[400];
+	struct statvfs v;
+	uint64_t fs_free;
+	json_t *st;
+	pid_t d;
+
+	live_init(&e);
+	if (!small_fs(&e, "20m", mnt, sizeof(mnt))) {
+		live_cleanup(&e);
+		cr_skip_test("needs root and a tmpfs mount for a 20 MiB filesystem");
+	}
+	snprintf(cfg, sizeof(cfg), "%s/minfree.json", e.dir);
+	/* min_free leaves 8 MiB to the store, less than one max_segment_size. */
+	live_write_file(cfg, "{ \"min_free\": \"12M\", \"max_segment_size\": \"16M\", "
+			"\"flush_interval\": \"200ms\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	live_wait_ok(emit(1, EVENTS, "16M", "300"), "emitter");
+	sleep_ms(1000);
+	st = status_json();
+	cr_assert(st, "ringlog status failed");
+	cr_log_info("status: %llu stored, lost %llu (disk %llu), %llu segments",
+		    (unsigned long long)status_int(st, NULL, "stored_events"),
+		    (unsigned long long)status_int(st, "lost", "total"),
+		    (unsigned long long)status_int(st, "lost", "disk"),
+		    (unsigned long long)status_int(st, NULL, "segment_count"));
+	cr_expect_eq(status_int(st, NULL, "stored_events"), EVENTS,
+		     "storing stopped: %llu of %d stored, %llu counted lost",
+		     (unsigned long long)status_int(st, NULL, "stored_events"), EVENTS,
+		     (unsigned long long)status_int(st, "lost", "total"));
+	json_decref(st);
+	cr_assert_eq(statvfs(mnt, &v), 0);
+	fs_free = (uint64_t)v.f_bavail * v.f_frsize;
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_log_info("%llu events retained, the newest %llu; %llu bytes free", (unsigned long long)nw.events,
+		    (unsigned long long)nw.max_seq, (unsigned long long)fs_free);
+	/* Retention took the oldest: the newest events are there. */
+	cr_expect_eq(nw.max_seq, EVENTS - 1, "the newest event stored is %llu",
+		     (unsigned long long)nw.max_seq);
+	cr_expect_gt(rd.segments, 2, "it should have rotated (%u segments)", rd.segments);
+	/* The floor held: never more than one chunk (1 MiB) into min_free. */
+	cr_expect_geq(fs_free + (1u << 20), 12u << 20, "only %llu bytes left free",
+		      (unsigned long long)fs_free);
+	small_fs_done(mnt);
+	live_cleanup(&e);
+}
+
+/* ------------------------------------------------------------------------
+ * SIGHUP resizes
+ */
+
+static uint64_t store_bytes(const char *store)
+{
+	struct dirent **names;
+	int n = scandir(store, &names, NULL, alphasort);
+	uint64_t sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		char path[600];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", store, names[i]->d_name);
+		if (strstr(names[i]->d_name, ".rlseg") && stat(path, &st) == 0)
+			sum += (uint64_t)st.st_size;
+		free(names[i]);
+	}
+	free(names);
+	return sum;
+}
+
+Test(store, sighup_to_a_smaller_budget_settles_under_it_and_status_says_so)
+{
+	enum { BUDGET = 16 << 20, CHUNK = 1 << 20 };
+	struct live e;
+	struct newest nw = { 0 };
+	struct live_read rd = { .ctx = &nw, .on_event = on_newest };
+	char cfg[400];
+	uint64_t before, peak = 0, least = UINT64_MAX, after;
+	json_t *st;
+	pid_t d, prog;
+
+	live_init(&e);
+	snprintf(cfg, sizeof(cfg), "%s/budget.json", e.dir);
+	live_write_file(cfg, "{ \"max_disk\": \"1G\", \"max_segment_size\": \"16M\", \"min_free\": \"0\", \"flush_interval\": \"200ms\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	/* Under load all along: ~1.5 M events/s for ~4 s. */
+	prog = emit(1, 6000000, "64M", "50");
+	for (int i = 0; i < 100 && store_bytes(e.store) < 3 * (uint64_t)BUDGET; i++)
+		sleep_ms(50);
+	before = store_bytes(e.store);
+	live_write_file(cfg, "{ \"max_disk\": \"16M\", \"max_segment_size\": \"16M\", \"min_free\": \"0\", \"flush_interval\": \"200ms\" }\n");
+	kill(d, SIGHUP);
+	/* Settled within a second or two, and held while the load goes on. */
+	sleep_ms(1500);
+	while (kill(prog, 0) == 0 && waitpid(prog, NULL, WNOHANG) == 0) {
+		uint64_t b = store_bytes(e.store);
+
+		if (b > peak)
+			peak = b;
+		if (b < least)
+			least = b;
+		sleep_ms(20);
+	}
+	after = store_bytes(e.store);
+	st = status_json();
+	cr_assert(st, "ringlog status failed");
+	cr_log_info("store: %llu bytes before the reload, %llu..%llu after it settled, %llu at the end; "
+		    "status: max_disk %llu, used %llu", (unsigned long long)before,
+		    (unsigned long long)least, (unsigned long long)peak, (unsigned long long)after,
+		    (unsigned long long)status_int(st, NULL, "max_disk"),
+		    (unsigned long long)status_int(st, NULL, "used_bytes"));
+	cr_expect_gt(before, (uint64_t)BUDGET, "the store never grew past the new budget (%llu)",
+		     (unsigned long long)before);
+	cr_expect_leq(peak, (uint64_t)BUDGET + CHUNK, "after the reload the store held %llu bytes",
+		      (unsigned long long)peak);
+	cr_expect_leq(after, (uint64_t)BUDGET + CHUNK);
+	/* Segments sized for the new budget: when the oldest goes, most of
+	 * the history stays (one segment the size of the budget would take
+	 * it all at once). */
+	cr_expect_geq(least, (uint64_t)BUDGET / 2, "the store fell to %llu bytes",
+		      (unsigned long long)least);
+	cr_expect_leq(status_int(st, NULL, "max_segment_bytes"), (uint64_t)BUDGET / 4);
+	cr_expect_eq(status_int(st, NULL, "max_disk"), (uint64_t)BUDGET);
+	cr_expect_leq(status_int(st, NULL, "used_bytes"), (uint64_t)BUDGET + CHUNK);
+	json_decref(st);
+	live_daemon_stop(d);
+	{
+		char log[1 << 14];
+
+		live_log(&e, log, sizeof(log));
+		cr_log_info("ringlogd's log: %s", log);
+	}
+	live_read_store(e.store, &rd);
+	cr_expect_eq(nw.max_seq, 6000000 - 1, "the newest event is missing");
 	cr_expect_eq(rd.damaged_bytes + rd.damaged_records, 0);
 	live_cleanup(&e);
 }
