@@ -12,7 +12,7 @@
 #     completes the slow writes and exits 0.
 # One line per check: "ok ..." or "FAIL ..."; the last is "RESULT ...".
 B=$1
-T=/tmp/rl
+T=${TMPDIR:?init.sh gives the guest a scratch TMPDIR}/rl
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 DELAY_MS=300
 . "$(dirname "$0")/guest-lib.sh"

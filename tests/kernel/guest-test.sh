@@ -1,14 +1,14 @@
 #!/bin/sh
 # tests/kernel/guest-test.sh BUILD_DIR [TRACEFS] - runs inside the test
-# kernel (chroot of the host's root over 9p, fresh tmpfs on /tmp, tracefs
-# mounted at TRACEFS, not where ringlogd looks first):
+# kernel (chroot of the host's root over 9p, a fresh tmpfs at $TMPDIR,
+# tracefs mounted at TRACEFS, not where ringlogd looks first):
 # ringlogd forwards to user_events while a tracer enables and disables the
 # tracepoints through tracefs. One line per check: "ok ..." or "FAIL ...";
 # the last line is "RESULT pass" or "RESULT fail".
 B=$1
 tr=${2:-/sys/kernel/tracing} # where init.sh mounted tracefs
 ue=$tr/events/user_events
-T=/tmp/rl
+T=${TMPDIR:?init.sh gives the guest a scratch TMPDIR}/rl
 . "$(dirname "$0")/guest-lib.sh"
 count() { grep -c "$1" $tr/trace; }
 

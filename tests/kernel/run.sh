@@ -3,12 +3,14 @@
 # (or take from the cache) the small kernel of build-kernel.sh, boot it
 # under qemu (TCG, so no KVM needed) with a busybox initramfs and the host's
 # root filesystem over virtio-9p, and run SCRIPT (in tests/kernel; default
-# guest-test.sh, the user_events test; guest-slow-disk.sh) inside.
+# guest-test.sh, the user_events test; guest-slow-disk.sh; guest-paths.sh)
+# inside.
 # Exit 0: passed; 77: cannot run here (the reason is printed); else failed.
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-build=$(cd "${1:?usage: run.sh BUILD_DIR [SCRIPT]}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd -P)
+# Physical paths: the guest's mounts (init.sh) must not hide them.
+src=$(cd "$here/../.." && pwd -P)
+build=$(cd "${1:?usage: run.sh BUILD_DIR [SCRIPT]}" && pwd -P)
 script=${2:-guest-test.sh}
 skip() { echo "SKIP: $*"; exit 77; }
 
