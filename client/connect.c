@@ -81,6 +81,8 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 
 		if (len < sizeof(w))
 			return;
+		lib.access_refused = false;
+		lib.ever_connected = true;
 		tr_take_daemon_wake(tr_frame_obj(p, len, sizeof(w), *obj));
 		*obj = LIB_OBJ_NONE;
 		memcpy(&w, p, sizeof(w));
@@ -105,7 +107,8 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 			return;
 		memcpy(&r, p, sizeof(r));
 		if (!r.handle)
-			lib.refused_all = true;
+			lib.refused_all = lib.access_refused = true;
+		pthread_cond_broadcast(&lib.cond); /* ringlog_flush() gives up */
 		for (struct lib_ring *x = lib.rings; x; x = x->next)
 			if (x->handle == r.handle)
 				x->refused = true;
@@ -222,12 +225,12 @@ static void session(struct transport *t, struct rxbuf *rx)
 static void *thread_main(void *arg)
 {
 	struct rxbuf *rx = malloc(sizeof(*rx));
-	int backoff = 20;
+	int backoff = 20, said = 0; /* said: the connect error last reported */
 
 	(void)arg;
 	while (rx) {
 		struct transport *t;
-		int cerr = 0;
+		int cerr = 0, wait;
 
 		pthread_mutex_lock(&lib.lock);
 		lib_rings_gc_locked();
@@ -238,6 +241,9 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&lib.lock);
 
 		t = tr_connect(&cerr);
+		pthread_mutex_lock(&lib.lock);
+		lib.connect_err = t ? 0 : cerr;
+		pthread_mutex_unlock(&lib.lock);
 		if (t) {
 			bool refused;
 
@@ -254,13 +260,28 @@ static void *thread_main(void *arg)
 			 * again now and then, not in a tight loop. */
 			backoff = 5000;
 		}
+		/* Refused by the socket's file (its mode, a directory's): the
+		 * program's log is where its user can learn which group to
+		 * join. Once per refusal, not at every retry. */
+		if (cerr != said && (cerr == -EACCES || cerr == -EPERM)) {
+			char why[400];
+
+			tr_refusal(why, sizeof(why));
+			lib_diag("cannot connect to ringlogd: %s; events wait in this process's rings "
+				 "(overflow is counted) until it may", why);
+		}
+		said = cerr;
 		pthread_mutex_lock(&lib.lock);
 		lib.tried = true;
 		pthread_cond_broadcast(&lib.cond);
 		pthread_mutex_unlock(&lib.lock);
 		/* No daemon yet: rings fill on their own; look again soon, but
-		 * back off so an absent daemon costs nearly nothing. */
-		if (tr_wait(NULL, backoff) & TR_WOKEN)
+		 * back off so an absent daemon costs nearly nothing; while a
+		 * flush waits for one, every 20 ms. */
+		pthread_mutex_lock(&lib.lock);
+		wait = lib.flush_waiters && !lib.access_refused ? 20 : backoff;
+		pthread_mutex_unlock(&lib.lock);
+		if (tr_wait(NULL, wait) & TR_WOKEN)
 			tr_wake_clear();
 		if (backoff < 500)
 			backoff *= 2;

@@ -63,12 +63,36 @@ static uint64_t env_size(const char *name)
 	return *end ? 0 : v;
 }
 
+/* RINGLOG_EXIT_TIMEOUT: milliseconds the exit waits, at most, for a daemon
+ * to store what this process emitted. */
+#define EXIT_TIMEOUT_DEFAULT_MS 2000
+
 static void at_exit(void)
 {
-	/* Hand every ring to the daemon before the process goes: the daemon
-	 * keeps draining them after we are gone. Only when connected, and
-	 * bounded: a missing or stuck daemon must not hold up exit. */
-	ringlog_flush(500);
+	const char *s = getenv("RINGLOG_EXIT_TIMEOUT");
+	int ms = EXIT_TIMEOUT_DEFAULT_MS, err;
+	bool daemon_here;
+
+	if (s && *s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (!*end && v >= 0 && v <= 3600000)
+			ms = (int)v;
+	}
+	if (!__atomic_load_n(&lib.started, __ATOMIC_ACQUIRE))
+		return;
+	/* Wait (bounded) for the daemon to store everything, reconnecting if
+	 * it restarts meanwhile: once we are gone, events it had not taken
+	 * are lost. Not on a host with no daemon at all (no socket, never
+	 * connected): there, exit at once, counting what is left. */
+	pthread_mutex_lock(&lib.lock);
+	daemon_here = lib.ever_connected || lib.connect_err != ENOENT;
+	pthread_mutex_unlock(&lib.lock);
+	err = ringlog_flush(daemon_here ? ms : 0);
+	if (err < 0)
+		lib_diag("at exit: %llu events were not stored (%s); RINGLOG_EXIT_TIMEOUT=%d ms",
+			 (unsigned long long)lib.stats.unstored, strerror(-err), daemon_here ? ms : 0);
 }
 
 #ifndef _WIN32
@@ -172,6 +196,18 @@ static void deadline_after(struct timespec *ts, int ms)
 	}
 }
 
+/* Events in our rings that no daemon has stored, in all of them or in the
+ * refused ones only. */
+static uint64_t unstored_locked(bool refused_only)
+{
+	uint64_t n = 0;
+
+	for (struct lib_ring *r = lib.rings; r; r = r->next)
+		if (!refused_only || r->refused)
+			n += lib_ring_unstored(r);
+	return n;
+}
+
 int ringlog_flush(int timeout_ms)
 {
 	struct timespec dl;
@@ -179,29 +215,29 @@ int ringlog_flush(int timeout_ms)
 	int err = 0;
 
 	if (!__atomic_load_n(&lib.started, __ATOMIC_ACQUIRE))
-		return -ENOTCONN;
-	deadline_after(&dl, timeout_ms);
+		return 0; /* nothing emitted, nothing to store */
+	deadline_after(&dl, timeout_ms < 0 ? 0 : timeout_ms);
 	pthread_mutex_lock(&lib.lock);
-	/* A program that emits and flushes right away must not lose its
-	 * events to the race with the first connection: wait for that first
-	 * attempt, not for a daemon that is not there. */
-	while (!lib.connected && !lib.tried && !err)
-		err = pthread_cond_timedwait(&lib.cond, &lib.lock, &dl);
-	err = 0;
-	if (!lib.connected) {
-		pthread_mutex_unlock(&lib.lock);
-		return -ENOTCONN;
-	}
+	/* The daemon answers SYNC once everything the rings held when it
+	 * read the request is written to a segment. Not connected, or the
+	 * connection lost meanwhile: the thread reconnects at once while we
+	 * wait, and asks the next daemon. */
 	token = ++lib.sync_want;
+	lib.flush_waiters++;
 	pthread_mutex_unlock(&lib.lock);
 	lib_wake();
 	pthread_mutex_lock(&lib.lock);
-	while (lib.sync_acked < token && lib.connected && !err)
+	while (lib.sync_acked < token && !lib.access_refused && !err)
 		err = pthread_cond_timedwait(&lib.cond, &lib.lock, &dl);
-	if (lib.sync_acked >= token)
-		err = 0;
-	else if (!lib.connected)
-		err = ENOTCONN;
+	lib.flush_waiters--;
+	if (lib.sync_acked >= token) {
+		/* Rings the daemon refused were not part of the answer. */
+		lib.stats.unstored = unstored_locked(true);
+		err = lib.stats.unstored ? EPERM : 0;
+	} else {
+		lib.stats.unstored = unstored_locked(false);
+		err = lib.access_refused ? ECONNREFUSED : lib.connected ? ETIMEDOUT : ENOTCONN;
+	}
 	pthread_mutex_unlock(&lib.lock);
 	return -err;
 }
@@ -231,7 +267,7 @@ int ringlog_close(int timeout_ms)
 	}
 	__atomic_store_n(&lib.started, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lib.lock);
-	return err == -ENOTCONN ? 0 : err;
+	return err;
 }
 
 void ringlog_get_stats(struct ringlog_stats *s)

@@ -74,6 +74,11 @@ struct lib {
 	bool tried;                 /* a connection attempt has failed since start */
 	bool refused_all;           /* the daemon refused this process (access) */
 	uint64_t sync_want, sync_acked;
+	unsigned flush_waiters;     /* in ringlog_flush(): reconnect at once */
+	bool ever_connected;        /* a daemon answered since start (at exit) */
+	int connect_err;            /* the last failed attempt's errno, or 0 */
+	bool access_refused;        /* the daemon refused this process; cleared
+	                             * by the next session it accepts */
 
 	void (*diag)(void *ctx, const char *msg);
 	void *diag_ctx;
@@ -98,6 +103,7 @@ int lib_event_register_locked(struct ringlog_event *e) LIB_HIDDEN;
 struct lib_ring *lib_ring_create(void) LIB_HIDDEN;
 void lib_ring_free(struct lib_ring *r) LIB_HIDDEN;
 void lib_rings_gc_locked(void) LIB_HIDDEN;
+uint64_t lib_ring_unstored(const struct lib_ring *r) LIB_HIDDEN;
 void lib_thread_ring_finish(void) LIB_HIDDEN;
 void lib_forget_all_after_fork(void) LIB_HIDDEN;
 

@@ -92,6 +92,32 @@ static bool collectable(struct lib_ring *r)
 	return cons == prod;
 }
 
+/* Events in r that no daemon has stored yet: the records between the
+ * consumer's position (moved only once they are written to a segment)
+ * and ours. The daemon writes cons_pos: a walk bounded by the ring, on
+ * lengths checked against it, whatever it says. */
+uint64_t lib_ring_unstored(const struct lib_ring *r)
+{
+	const struct ringlog_ring_hdr *h = r->prod.hdr;
+	uint64_t size = r->prod.mask + 1, n = 0;
+	uint64_t prod = __atomic_load_n(&h->prod_pos, __ATOMIC_RELAXED);
+	uint64_t pos = __atomic_load_n(&h->cons_pos, __ATOMIC_ACQUIRE);
+
+	if (prod - pos > size)
+		pos = prod - size; /* a confused daemon: count what can be there */
+	while (pos < prod) {
+		struct ringlog_rec_hdr rh;
+
+		memcpy(&rh, r->prod.data + (pos & r->prod.mask), sizeof(rh));
+		if (ringlog_rec_total(rh.len) > prod - pos)
+			break;
+		if (rh.type >= RINGLOG_REC_USER_MIN && rh.type <= RINGLOG_REC_USER_MAX)
+			n++;
+		pos += ringlog_rec_total(rh.len);
+	}
+	return n;
+}
+
 /* Frees finished rings the daemon has emptied. */
 void lib_rings_gc_locked(void)
 {

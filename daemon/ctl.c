@@ -84,6 +84,7 @@ void client_close(struct client *c)
 	if (c->gone)
 		return;
 	c->gone = true;
+	sync_free(c);
 	if (c->tail) {
 		tail_free(c->tail);
 		c->tail = NULL;
@@ -165,10 +166,7 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	case RINGLOG_CTL_META:
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
 	case RINGLOG_CTL_SYNC:
-		if (len != 8)
-			return -EPROTO;
-		drain_all(c->d); /* what the rings held at SYNC is stored */
-		return client_send(c, RINGLOG_CTL_SYNC, p, 8);
+		return sync_request(c, p, len);
 	case RINGLOG_CTL_STATUS:
 		c->tool = true;
 		return status_reply(c, c->access & ACCESS_READ);

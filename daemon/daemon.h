@@ -57,7 +57,8 @@ struct provider {
 	char *name;
 	uint64_t kw[8];      /* effective: config rule, raised by tails */
 	uint64_t stored;     /* events */
-	uint64_t lost;       /* events counted lost, any reason */
+	uint64_t lost_ring;  /* ring overflow the program attributed to it (the
+	                      * LOSS record's aux); other losses have no provider */
 };
 
 /* One ring of a writer: a stream in segment terms. */
@@ -138,6 +139,7 @@ struct client {
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 
 	struct tail *tail;   /* tool running `ringlog tail` */
+	struct sync_wait *syncs; /* SYNC requests not answered yet (sync.c) */
 
 	/* forwarding (forward.c): a backend handle per event id */
 	void **fwd_ev;
@@ -155,6 +157,7 @@ struct segfile {
 	uint64_t bytes;      /* file size we account for */
 	uint64_t first_real_ns, last_real_ns;
 	uint64_t events;
+	uint64_t lost;       /* events its LOSS records count (chunk headers) */
 	bool current;        /* being written */
 	bool closed;
 	bool orphan;         /* its file was deleted under us: out of the
@@ -175,6 +178,7 @@ struct chunk {
 	size_t cap;          /* bytes of mem */
 	size_t len;          /* body bytes */
 	uint32_t events;
+	uint64_t lost;       /* events its LOSS records count */
 	uint64_t first_real_ns, last_real_ns; /* set when sealed */
 	uint64_t ts_min[2], ts_max[2]; /* raw event clocks: [0] monotonic, [1] TSC */
 	uint64_t opened_mono_ns;
@@ -275,6 +279,7 @@ struct daemon {
 
 	struct tail *tails;
 	unsigned ntails;
+	unsigned nsyncs;     /* SYNC requests waiting, all clients */
 	bool notify;         /* $NOTIFY_SOCKET is set */
 
 	/* forwarding to the OS tracer (forward.c) */
@@ -301,6 +306,9 @@ void access_pipe_sids(const struct daemon *d, const char **out);
 unsigned access_peer(const struct daemon *d, int fd, uid_t uid, gid_t gid);
 #endif
 void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf, size_t len);
+/* Create storage_dir if missing; one we create belongs to read_group (on
+ * Linux; access_resolve() first). 0 or -errno. */
+int access_mkdir_store(const struct daemon *d);
 
 /* clock.c */
 uint64_t d_now(int clock_id);
@@ -383,10 +391,11 @@ int seg_lock_dir(struct daemon *d);
  * budget and trim the store to it. */
 void seg_reload(struct daemon *d);
 void seg_fini(struct daemon *d);
-/* A LOSS record of ring r's stream (its events go by runs, below). 0,
- * -EAGAIN (no room now: it stays in the ring) or -errno. */
+/* A LOSS record of ring r's stream (its events go by runs, below), len
+ * bytes at l as in the ring (32 or 40, proto/ring.h). 0, -EAGAIN (no room
+ * now: it stays in the ring) or -errno. */
 int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
-			 const struct ringlog_rec_loss *l);
+			 const struct ringlog_rec_loss *l, uint32_t len);
 int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 		    uint32_t reason);
 /* A run of consecutive event records of one ring, packed straight into the
@@ -429,7 +438,7 @@ int file_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 int file_sync(int fd);
 void file_close(int fd);
 int file_remove(const char *path); /* gone already is fine */
-int file_mkdir(const char *path);  /* there already is fine */
+int file_mkdir(const char *path);  /* 0: there already, 1: made (Linux) */
 int file_space(const char *dir, uint64_t *avail, uint64_t *total);
 /* Hold dir's lock (RINGLOG_LOCK_NAME in it) for the life of the process:
  * 0 (*lock is its descriptor, replacing any old one), -EBUSY (another
@@ -461,7 +470,7 @@ void tool_error(struct client *c, const char *msg);
 void tail_free(struct tail *t);
 void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
-void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason);
+void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l);
 void tail_raise(struct daemon *d, struct provider *p);
 /* Events dropped for slow readers: told and not yet told. */
 uint64_t tail_lost_total(const struct daemon *d);
@@ -478,6 +487,12 @@ void fwd_record(struct daemon *d, struct ring *r, uint16_t type, const struct ri
 void fwd_tick(struct daemon *d);    /* tracers came or went: re-raise */
 void fwd_raise(struct daemon *d, struct provider *p);
 json_t *fwd_status(struct daemon *d);
+
+/* sync.c: SYNC is answered once the rings' events are written */
+int sync_request(struct client *c, const uint8_t *p, uint32_t len);
+void sync_check(struct daemon *d);  /* chunks were released */
+void sync_tick(struct daemon *d);
+void sync_free(struct client *c);
 
 /* status.c */
 int status_reply(struct client *c, bool detail);

@@ -66,6 +66,7 @@ static void on_flush_timer(uv_timer_t *t)
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
 	seg_tick(d);
+	sync_tick(d);
 	fwd_tick(d);
 	if (now - d->rate_prev_ns >= 1000000000u) {
 		double s = (double)(now - d->rate_prev_ns) / 1e9;
@@ -164,7 +165,7 @@ static void on_hup(uv_signal_t *s, int sig)
 		return;
 	}
 	ringlog_config_defaults(&c);
-	if (ringlog_config_load(&c, d->config_path, err, sizeof(err)) < 0) {
+	if (ringlog_config_load_host(&c, d->config_path, err, sizeof(err)) < 0) {
 		d_log(LOG_WARNING, "SIGHUP: keeping the running configuration: %s", err);
 		return;
 	}
@@ -199,9 +200,9 @@ int daemon_start(struct daemon *d)
 		d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
 		return -1;
 	}
+	access_resolve(d); /* first: a storage_dir seg_init() creates gets read_group */
 	if (seg_init(d) < 0)
 		return -1;
-	access_resolve(d);
 	fwd_apply(d);
 	if (ctl_listen(d) < 0)
 		return -1;

@@ -110,6 +110,7 @@ static void finalize(struct segfile *s)
 	s->hdr->first_real_ns = s->first_real_ns;
 	s->hdr->last_real_ns = s->last_real_ns;
 	s->hdr->events = s->events;
+	s->hdr->lost = s->lost;
 	s->hdr->chunks = s->chunks;
 	s->hdr->end = s->off;
 	if ((err = write_header(s)) < 0 || (err = file_sync(s->fd)) < 0)
@@ -150,6 +151,7 @@ static struct chunk *chunk_get(struct daemon *d)
 		if (!c->busy) {
 			c->len = 0;
 			c->events = 0;
+			c->lost = 0;
 			c->first_real_ns = UINT64_MAX;
 			c->last_real_ns = 0;
 			c->ts_min[0] = c->ts_min[1] = UINT64_MAX;
@@ -344,6 +346,8 @@ static void release_ready(struct daemon *d)
 	}
 	if (d->tails)
 		tail_flushed(d);
+	if (d->nsyncs)
+		sync_check(d);
 }
 
 /* The chunk leaves the open slot for good: written or counted lost. */
@@ -396,6 +400,7 @@ static int put_loss_pending(struct daemon *d, struct ring *r)
 		r->held++;
 	}
 	w->loss += r->lost_disk_pending;
+	c->lost += r->lost_disk_pending;
 	r->lost_disk_pending = 0;
 	return 0;
 }
@@ -493,20 +498,21 @@ void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
 }
 
 int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
-			 const struct ringlog_rec_loss *l)
+			 const struct ringlog_rec_loss *l, uint32_t len)
 {
-	size_t total = ringlog_rec_total(sizeof(*l));
+	size_t total = ringlog_rec_total(len);
 	struct seg_run run;
-	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(sizeof(*l)), &run);
+	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(len), &run);
 
 	if (err < 0)
 		return err;
 	/* In the PACK, in ring order, as the producer wrote it */
 	run.bytes = total;
 	run.packed = ringlog_pack_rec(run.out, RINGLOG_REC_LOSS, aux, (const uint8_t *)l,
-				      sizeof(*l), &run.prev_ts);
+				      len, &run.prev_ts);
 	run_commit(d, &run);
 	who_add(d->open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
+	d->open->lost += l->records;
 	return 0;
 }
 
@@ -518,9 +524,11 @@ int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t
 
 	if (!d->cur && open_segment(d) < 0)
 		return -EAGAIN;
-	if ((err = describe(d, r)))
+	if ((err = describe(d, r)) || (err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
+						     NULL, 0)))
 		return err;
-	return put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+	d->open->lost += records;
+	return 0;
 }
 
 /* Everything in a chunk that will not reach the disk is counted, per
@@ -625,7 +633,7 @@ static void store_recover(struct daemon *d)
 	d_log(LOG_ERR, "storage_dir %s was deleted or replaced under ringlogd: %llu stored events "
 	      "in %u segments (%llu bytes) are gone and counted lost; recreating it and storing "
 	      "on", d->cfg.storage_dir, (unsigned long long)events, n, (unsigned long long)bytes);
-	if ((err = file_mkdir(d->cfg.storage_dir)) < 0)
+	if ((err = access_mkdir_store(d)) < 0)
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 	else
 		seg_lock_dir(d);
@@ -706,6 +714,7 @@ void seg_seal(struct daemon *d)
 	h->magic = RINGLOG_CHUNK_MAGIC;
 	h->body_len = (uint32_t)c->len;
 	h->events = c->events;
+	h->lost = c->lost;
 	h->seq = d->cur->chunks;
 	h->first_real_ns = c->events ? c->first_real_ns : 0;
 	h->last_real_ns = c->last_real_ns;
@@ -733,6 +742,7 @@ void seg_seal(struct daemon *d)
 			d->cur->last_real_ns = c->last_real_ns;
 	}
 	d->cur->events += c->events;
+	d->cur->lost += c->lost;
 	d->stored += c->events;
 	d->stored_bytes += total;
 	d->open = NULL;
@@ -868,7 +878,7 @@ int seg_init(struct daemon *d)
 {
 	int err;
 
-	if ((err = file_mkdir(d->cfg.storage_dir)) < 0) {
+	if ((err = access_mkdir_store(d)) < 0) {
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 		return err;
 	}

@@ -29,7 +29,10 @@
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
  *                whole client was refused (limits, bad seals, ...)
  *   C->D SYNC    u64 token; D->C SYNC echoes it once every earlier message
- *                of that client is processed (ringlog_flush()).
+ *                of that client is processed and every event its rings
+ *                held when SYNC was read is written to a segment file
+ *                (daemon/sync.c; ringlog_flush()). Answers keep request
+ *                order; a daemon that dies first never answers.
  * The daemon takes the client's pid, uid and gid from SO_PEERCRED and its
  * command and executable from /proc, never from a message.
  *
@@ -127,5 +130,12 @@ static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");
  * bytes sent, which may be fewer than the frame, or -errno. */
 long ringlog_ctl_send(int sock, uint16_t type, const void *payload, uint32_t len, int pass_fd,
 		      int flags);
+
+/* Why connect() to the control socket at path failed with EACCES or EPERM,
+ * as one line for a person, into buf: "access refused by" the file that
+ * refused (a directory on the way, or the socket), its mode, owner and
+ * group, and what to do: the group to join, or the mode to ask for. The
+ * library's log and every ringlog command say it; Linux only. */
+void ringlog_ctl_refusal(const char *path, char *buf, size_t len);
 
 #endif /* RINGLOG_PROTO_CTL_H */

@@ -211,14 +211,27 @@ RINGLOG_API void ringlog__register_events(struct ringlog_provider *p,
  * metadata region and the background thread. */
 RINGLOG_API int ringlog_open(void);
 
-/* Finish the calling thread's ring, wait up to timeout_ms for the daemon to
- * have taken every ring (not for the drain itself: the daemon drains rings
- * it holds even after we exit), then stop the background thread. */
+/* Finish the calling thread's ring, flush as ringlog_flush(timeout_ms)
+ * does, then stop the background thread and free the finished rings.
+ * Returns what the flush returned: on an error, the events it could not
+ * hand over are lost, and counted in ringlog_stats.unstored.
+ *
+ * At exit the library does the same by itself, waiting at most
+ * RINGLOG_EXIT_TIMEOUT milliseconds (environment; default 2000, 0: do not
+ * wait) for a daemon, unless none was ever reachable (no socket); what it
+ * could not hand over goes to the diagnostic callback. */
 RINGLOG_API int ringlog_close(int timeout_ms);
 
-/* Wait up to timeout_ms until the daemon holds every ring created so far.
- * Returns 0, -ETIMEDOUT, or -ENOTCONN when no daemon is connected (it does
- * not wait for one to appear). */
+/* Wait up to timeout_ms until every event this process emitted before the
+ * call is durably in a segment: written to the file, where `ringlog read`
+ * finds it and a daemon crash cannot take it (not merely taken from the
+ * ring by the daemon). Without a daemon, or when the daemon restarts
+ * meanwhile, it reconnects and waits for the next one, within the timeout.
+ * Returns 0; -ETIMEDOUT (connected, not all written yet), -ENOTCONN (no
+ * daemon within the timeout), -ECONNREFUSED (the daemon refused this
+ * process: not in the writers' group, or a limit), -EPERM (the daemon
+ * refused some rings). On an error ringlog_stats.unstored says how many
+ * events were not yet stored. */
 RINGLOG_API int ringlog_flush(int timeout_ms);
 
 /* Register an event descriptor built at run time. e->fields and the names
@@ -257,6 +270,10 @@ struct ringlog_stats {
 	int connected;
 	uint64_t daemon_wakeups;    /* system calls made to wake a sleeping daemon
 	                             * (a ring past its high-water mark) */
+	uint64_t unstored;          /* events not yet stored when the last
+	                             * ringlog_flush()/ringlog_close() (or the
+	                             * exit) returned an error: lost if the
+	                             * process ends now */
 };
 RINGLOG_API void ringlog_get_stats(struct ringlog_stats *s);
 
