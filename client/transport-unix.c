@@ -60,6 +60,11 @@ struct transport *tr_connect(int *err)
 	return t;
 }
 
+void tr_refusal(char *buf, size_t len)
+{
+	ringlog_ctl_refusal(socket_path(), buf, len);
+}
+
 void tr_close(struct transport *t)
 {
 	if (!t)

@@ -13,6 +13,7 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
@@ -80,6 +81,14 @@ struct transport *tr_connect(int *err)
 	}
 	t->pipe = h;
 	return t;
+}
+
+void tr_refusal(char *buf, size_t len)
+{
+	/* The pipe's security descriptor (daemon/ctl-win.c) decides. */
+	snprintf(buf, len, "access refused by %s: the pipe admits SYSTEM, Administrators and "
+		 "members of ringlogd's socket_group (by default \"ringlog\"); join it and sign in "
+		 "again", pipe_name());
 }
 
 void tr_close(struct transport *t)

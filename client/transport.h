@@ -20,6 +20,9 @@ enum { TR_READABLE = 1, TR_WOKEN = 2 };
 /* Open a connection to the daemon: NULL with *err = -errno when there is
  * none (ENOENT, ECONNREFUSED: not running; EACCES: not allowed). */
 struct transport *tr_connect(int *err);
+/* Why tr_connect() got -EACCES or -EPERM, one line for a person: "access
+ * refused by" what, and the group to join. */
+void tr_refusal(char *buf, size_t len);
 void tr_close(struct transport *t);
 
 /* One frame, with obj (a shared-memory object or LIB_OBJ_NONE) handed to

@@ -6,6 +6,7 @@
  * records where each key path starts. That costs one extra pass over a file
  * of a few hundred bytes, only at load time.
  */
+#define _GNU_SOURCE /* getgrnam_r */
 #include "config.h"
 
 #include <errno.h>
@@ -16,6 +17,12 @@
 #include <string.h>
 
 #include <jansson.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <grp.h>
+#endif
 
 #define MAX_ERRORS 16
 #define KEY_PATH_MAX 400 /* "a/b/c": nesting in this schema is 3 deep */
@@ -36,6 +43,7 @@ struct ctx {
 	size_t nlocs, cap;
 	struct ringlog_config *c;
 	struct ringlog_config_provider *prov; /* entry being parsed in providers */
+	bool host; /* also check names against this host (groups) */
 };
 
 /* ------------------------------------------------------------------------
@@ -436,6 +444,30 @@ static void k_socket_path(struct ctx *x, const char *p, json_t *v)
 	get_string(x, p, v, x->c->socket_path, sizeof(x->c->socket_path), "a socket path");
 }
 
+/* Whether the group exists on this host. A lookup that fails for another
+ * reason than "no such group" (NSS down) counts as existing: the daemon
+ * then resolves it again at start and on SIGHUP, and a group it cannot
+ * resolve grants nothing. */
+static bool group_exists(const char *name)
+{
+#ifdef _WIN32
+	BYTE sid[SECURITY_MAX_SID_SIZE];
+	DWORD sid_len = sizeof(sid), dom_len;
+	char domain[256];
+	SID_NAME_USE use;
+
+	dom_len = sizeof(domain);
+	return LookupAccountNameA(NULL, name, sid, &sid_len, domain, &dom_len, &use) ||
+	       GetLastError() != ERROR_NONE_MAPPED;
+#else
+	struct group g, *found = NULL;
+	char buf[16384];
+	int err = getgrnam_r(name, &g, buf, sizeof(buf), &found);
+
+	return found || (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM);
+#endif
+}
+
 static void group(struct ctx *x, const char *p, json_t *v, char *dst, size_t len)
 {
 	char tmp[RINGLOG_CONFIG_NAME_MAX];
@@ -444,6 +476,15 @@ static void group(struct ctx *x, const char *p, json_t *v, char *dst, size_t len
 		return;
 	if (!is_group_name(tmp) || strlen(tmp) > 32) {
 		report(x, p, "%s is not a valid group name (letters, digits, _ . -; at most 32)", GOT(v));
+		return;
+	}
+	/* A group that does not exist would grant nothing: with a typo in
+	 * read_group nobody could read, silently. The packaged groups come
+	 * from sysusers (ringlog.sysusers). */
+	if (x->host && !group_exists(tmp)) {
+		report(x, p, "no group %s on this host; create it (groupadd %s, or "
+		       "systemd-sysusers for the packaged ones) or name an existing group",
+		       GOT(v), tmp);
 		return;
 	}
 	snprintf(dst, len, "%s", tmp);
@@ -709,7 +750,11 @@ void ringlog_config_defaults(struct ringlog_config *c)
 #endif
 	snprintf(c->socket_group, sizeof(c->socket_group), "ringlog");
 	snprintf(c->read_group, sizeof(c->read_group), "ringlog-read");
-	c->socket_mode = 0660;
+	/* Anyone may connect; the daemon decides from the peer's groups
+	 * (daemon/access.c) and names the group to join when it refuses. With
+	 * 0660 the socket itself turned away every reader not also in
+	 * socket_group, without a word about groups. As ringlogd.socket. */
+	c->socket_mode = 0666;
 	/* rate x worst drain delay: 1 M events/s x 64 B x ~16 ms of daemon
 	 * stall (a flush plus a scheduling hiccup) = 1 MiB per thread. */
 	c->ring_size = 1u << 20;
@@ -730,11 +775,12 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->limits.clients = 4096;
 }
 
-int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
-			 const char *name, char *err, size_t errlen)
+static int parse(struct ringlog_config *c, const char *text, size_t len, const char *name,
+		 bool host, char *err, size_t errlen)
 {
 	struct ringlog_config *tmp = calloc(1, sizeof(*tmp));
-	struct ctx x = { .name = name, .text = text, .len = len, .err = err, .errlen = errlen };
+	struct ctx x = { .name = name, .text = text, .len = len, .err = err, .errlen = errlen,
+			 .host = host };
 	json_error_t je;
 	json_t *root;
 	size_t i = 0;
@@ -771,7 +817,13 @@ int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
 	return x.nerr ? -EINVAL : 0;
 }
 
-int ringlog_config_load(struct ringlog_config *c, const char *path, char *err, size_t errlen)
+int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
+			 const char *name, char *err, size_t errlen)
+{
+	return parse(c, text, len, name, false, err, errlen);
+}
+
+static int load(struct ringlog_config *c, const char *path, bool host, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
@@ -811,11 +863,22 @@ int ringlog_config_load(struct ringlog_config *c, const char *path, char *err, s
 		snprintf(err, errlen, "config: %s: read error", path);
 		goto out;
 	}
-	ret = ringlog_config_parse(c, buf, len, path, err, errlen);
+	ret = parse(c, buf, len, path, host, err, errlen);
 out:
 	free(buf);
 	fclose(f);
 	return ret;
+}
+
+int ringlog_config_load(struct ringlog_config *c, const char *path, char *err, size_t errlen)
+{
+	return load(c, path, false, err, errlen);
+}
+
+int ringlog_config_load_host(struct ringlog_config *c, const char *path, char *err,
+			     size_t errlen)
+{
+	return load(c, path, true, err, errlen);
 }
 
 /* "64M" for 64 MiB: the largest unit that divides exactly. */

@@ -37,7 +37,7 @@ struct ringlog_config {
 	char socket_path[RINGLOG_SOCKET_PATH_MAX];
 	char socket_group[RINGLOG_CONFIG_NAME_MAX]; /* may write events */
 	char read_group[RINGLOG_CONFIG_NAME_MAX];   /* may tail/read/status */
-	uint32_t socket_mode;                       /* e.g. 0660 */
+	uint32_t socket_mode;                       /* 0666: the daemon checks groups */
 	uint64_t ring_size;                         /* default per-thread ring */
 	uint64_t flush_interval_ns;
 	uint64_t max_segment_size;
@@ -76,6 +76,16 @@ int ringlog_config_parse(struct ringlog_config *c, const char *text, size_t len,
  * Returns 0, -EINVAL, or -errno when the file cannot be read (err says so). */
 int ringlog_config_load(struct ringlog_config *c, const char *path, char *err,
 			size_t errlen);
+
+/* ringlog_config_load(), and what only this host can say: socket_group and
+ * read_group, when the file sets them, must name groups that exist here
+ * (else an error at that key, as for any bad value). For ringlogd: start,
+ * --check-config and SIGHUP. The built-in defaults are not checked (a
+ * daemon tried out without a file on a host without the packaged groups
+ * runs; root and its own user may then do everything), nor are files read
+ * by the tools for storage_dir. Returns as ringlog_config_load(). */
+int ringlog_config_load_host(struct ringlog_config *c, const char *path, char *err,
+			     size_t errlen);
 
 /* Write the configuration as a JSON document that ringlog_config_parse()
  * accepts and that yields the same values. Returns 0 or -errno. */

@@ -69,9 +69,18 @@ void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf,
 	bool have = need & ACCESS_WRITE ? d->have_write_gid : d->have_read_gid;
 
 	snprintf(buf, len,
-		 "the user whose SID ends in -%u may not %s: ringlogd allows SYSTEM, Administrators, its own user and "
+		 "access refused: the user whose SID ends in -%u may not %s: ringlogd allows SYSTEM, Administrators, its own user and "
 		 "members of group \"%s\" (config key %s)%s; add the user to that group and sign in "
 		 "again", (unsigned)uid, need & ACCESS_WRITE ? "write events" : "read events", group,
 		 need & ACCESS_WRITE ? "socket_group" : "read_group",
 		 have ? "" : ", which does not exist on this host");
+}
+
+/* Windows: the directory inherits ProgramData's ACL; read_group is not
+ * added to it (ringlog read --dir needs an administrator there). */
+int access_mkdir_store(const struct daemon *d)
+{
+	int err = file_mkdir(d->cfg.storage_dir);
+
+	return err < 0 ? err : 0;
 }

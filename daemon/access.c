@@ -11,7 +11,11 @@
  * supplementary groups, taken when the peer connected. The socket's file
  * mode is only a first gate (the packaged socket is 0666); this is the one
  * that counts. A group that does not exist (ringlogd tried out in a local
- * directory) grants nothing, leaving root and the daemon's user.
+ * directory, without a config file) grants nothing, leaving root and the
+ * daemon's user; a config file that names one is refused at load.
+ *
+ * A storage_dir the daemon creates belongs to read_group, as the packaged
+ * one does, so that readers may also `ringlog read --dir` the segments.
  */
 #define _GNU_SOURCE
 #include "daemon.h"
@@ -21,7 +25,9 @@
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef SO_PEERGROUPS
@@ -101,9 +107,34 @@ void access_explain(const struct daemon *d, uid_t uid, unsigned need, char *buf,
 	bool have = need & ACCESS_WRITE ? d->have_write_gid : d->have_read_gid;
 
 	snprintf(buf, len,
-		 "uid %u (%s) may not %s: ringlogd allows root, its own user and members of group "
-		 "\"%s\" (config key %s)%s; add the user to that group and log in again",
+		 "access refused: uid %u (%s) may not %s: ringlogd allows root, its own user and "
+		 "members of group \"%s\" (config key %s)%s; join that group (usermod -aG %s %s) "
+		 "and log in again",
 		 (unsigned)uid, pw ? pw->pw_name : "?", need & ACCESS_WRITE ? "write events" : "read events",
 		 group, need & ACCESS_WRITE ? "socket_group" : "read_group",
-		 have ? "" : ", which does not exist on this host");
+		 have ? "" : ", which does not exist on this host", group, pw ? pw->pw_name : "USER");
+}
+
+int access_mkdir_store(const struct daemon *d)
+{
+	const char *dir = d->cfg.storage_dir;
+	struct stat st;
+	int err = file_mkdir(dir);
+
+	if (err <= 0 || !d->have_read_gid || stat(dir, &st) < 0 || st.st_gid == d->read_gid)
+		return err < 0 ? err : 0;
+	/* We made it, with our own group (root's, run by hand): give it to
+	 * read_group as tmpfiles and StateDirectory= give the packaged one,
+	 * with the setgid bit so that segments (0640) and the lock created
+	 * in it get that group too whatever our primary group is. The
+	 * packaged daemon's primary group is read_group already: it never
+	 * gets here, so RestrictSUIDSGID= in the unit does not refuse it. */
+	if (chown(dir, (uid_t)-1, d->read_gid) < 0 || chmod(dir, 02750) < 0) {
+		/* Not root, not a member: a trial run in a private directory,
+		 * which keeps our group. */
+		d_log(geteuid() == 0 ? LOG_WARNING : LOG_INFO, "storage_dir %s: cannot give it to "
+		      "read_group \"%s\" (%s): its members cannot `ringlog read --dir` it", dir,
+		      d->cfg.read_group, strerror(errno));
+	}
+	return 0;
 }

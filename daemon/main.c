@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (d->have_config_path &&
-	    ringlog_config_load(&d->cfg, d->config_path, err, sizeof(err)) < 0) {
+	    ringlog_config_load_host(&d->cfg, d->config_path, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s", err);
 		if (err[0] && err[strlen(err) - 1] != '\n')
 			fputc('\n', stderr);

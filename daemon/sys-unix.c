@@ -75,7 +75,9 @@ int file_remove(const char *path)
 
 int file_mkdir(const char *path)
 {
-	return mkdir(path, 0750) < 0 && errno != EEXIST ? -errno : 0;
+	if (mkdir(path, 0750) == 0)
+		return 1; /* the caller may give it a group (access_mkdir_store) */
+	return errno == EEXIST ? 0 : -errno;
 }
 
 int file_lock_dir(const char *dir, int *lock, long *holder)

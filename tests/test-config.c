@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -239,6 +240,32 @@ Test(config, deeply_nested_values_are_an_error_not_a_hang, .timeout = 10)
 		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...\n"
 		"config: t.json:1:2026: \"forward.a\": unknown key; known keys here: "
 		"user_events, etw");
+	free(c);
+}
+
+/* The daemon's load checks groups against the host; the tools' load and
+ * the parser do not (a file read for storage_dir only, fuzzing). */
+Test(config, groups_that_do_not_exist_are_an_error_for_the_daemon_only)
+{
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char path[] = "/tmp/ringlog-config-XXXXXX", err[1024], want[1200];
+	int fd = mkstemp(path);
+	const char *json = "{\n  \"read_group\": \"rltest-no-such-group\",\n"
+			   "  \"socket_group\": \"root\"\n}\n";
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+	ringlog_config_defaults(c);
+	cr_expect_eq(ringlog_config_load_host(c, path, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "config: %s:2:3: \"read_group\": no group "
+		 "\"rltest-no-such-group\" on this host; create it (groupadd rltest-no-such-group, "
+		 "or systemd-sysusers for the packaged ones) or name an existing group", path);
+	cr_expect_str_eq(err, want);
+	cr_expect_str_eq(c->read_group, "ringlog-read", "a refused file changed the config");
+	cr_expect_eq(ringlog_config_load(c, path, err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(c->read_group, "rltest-no-such-group");
+	unlink(path);
 	free(c);
 }
 

@@ -312,7 +312,8 @@ Test(service, socket_activation_takes_the_listening_socket_and_leaves_it)
 
 	/* Segments 0640 in a 0750 directory. */
 	cr_expect_eq(stat(e.store, &st), 0);
-	cr_expect_eq(st.st_mode & 07777, 0750, "storage_dir mode %o", st.st_mode & 07777);
+	/* (02750 where a group ringlog-read exists: see the test below) */
+	cr_expect_eq(st.st_mode & 0777, 0750, "storage_dir mode %o", st.st_mode & 07777);
 	snprintf(cmd, sizeof(cmd), "stat -c %%a '%s'/*.rlseg | sort -u", e.store);
 	live_run(cmd, out, sizeof(out));
 	cr_expect_str_eq(out, "640\n", "segment modes: %s", out);
@@ -431,6 +432,197 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups, .timeout = 180
 	live_run(cmd, out, sizeof(out));
 	cr_expect(strstr(out, "FromWriter") && !strstr(out, "FromNobody") && !strstr(out, "FromReader"),
 		  "store: %s", out);
+	live_cleanup(&e);
+	drop_users();
+}
+
+/* The throw-away users and groups of the tests below, and a daemon run by
+ * hand as root on e with a config naming the groups (plus extra, JSON
+ * members or ""). Skips when not root. */
+static pid_t daemon_with_groups(struct live *e, const char *extra)
+{
+	char conf[400];
+	FILE *f;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to create throw-away users and groups");
+	if (!have("useradd") || !have("setpriv"))
+		cr_skip_test("needs useradd (passwd) and setpriv (util-linux)");
+	drop_users();
+	must("groupadd " W_GROUP " && groupadd " R_GROUP " && "
+	     "useradd -M -N -s /bin/sh rltest-none && "
+	     "useradd -M -N -s /bin/sh -G " W_GROUP " rltest-writer && "
+	     "useradd -M -N -s /bin/sh -G " R_GROUP " rltest-reader");
+	live_init(e);
+	chmod(e->dir, 0755); /* as /run/ringlog and /var/lib: others may look in */
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e->dir);
+	f = fopen(conf, "w");
+	cr_assert(f);
+	fprintf(f, "{\"socket_group\": \"%s\", \"read_group\": \"%s\"%s}\n", W_GROUP, R_GROUP, extra);
+	fclose(f);
+	return live_daemon(e, "--config", conf, NULL);
+}
+
+/* Issue 20, point 6: with the default socket_mode (the shipped config's, as
+ * the socket unit's) a member of the read group only reaches the daemon:
+ * with 0660 it could not connect at all and `status` said the daemon was
+ * not running. Someone in neither group is told "access refused" and the
+ * group to join, by every command. */
+Test(service, with_the_default_socket_mode_readers_connect_and_others_learn_which_group,
+     .timeout = 180)
+{
+	struct live e;
+	char out[8192];
+	pid_t d;
+	int rc;
+
+	d = daemon_with_groups(&e, "");
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " emit Test.Access FromWriter n=1", out,
+		    sizeof(out));
+	cr_expect_eq(rc, 0, "a writer could not write: %s", out);
+
+	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " status", out, sizeof(out));
+	cr_expect_eq(rc, 0, "a reader could not read the status (exit %d): %s", rc, out);
+	cr_expect(!strstr(out, "not running") && strstr(out, "write backend"),
+		  "a reader was told ringlogd is down: %s", out);
+	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " status --json", out, sizeof(out));
+	cr_expect(rc == 0 && strstr(out, "\"clients\"") && !strstr(out, "\"down\""),
+		  "a reader got no detail: %s", out);
+	rc = cli_as(&e, "rltest-reader", "timeout --preserve-status -s INT -k 10 3 " RINGLOG_CLI_PATH
+		    " tail -n 10 --json", out, sizeof(out));
+	cr_expect_eq(rc, 0, "a reader could not tail (exit %d): %s", rc, out);
+	cr_expect(strstr(out, "FromWriter"), "the reader's tail missed the event: %s", out);
+
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " status", out, sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused") && strstr(out, "join") && strstr(out, R_GROUP),
+		  "status does not say access refused and which group: %s", out);
+	cr_expect(!strstr(out, "not running"), "status says the running daemon is down: %s", out);
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " tail", out, sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused") && strstr(out, R_GROUP),
+		  "tail does not say access refused and which group: %s", out);
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " emit Test.Access FromNobody n=2", out,
+		    sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused") && strstr(out, W_GROUP) &&
+		  strstr(out, "not stored"), "emit does not say access refused and which group: %s",
+		  out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+	drop_users();
+}
+
+/* An administrator's socket_mode 0660: the socket's file refuses readers
+ * and strangers before the daemon sees them. Every command says "access
+ * refused by" the socket and the group to join; status never calls the
+ * daemon down, and shows the storage directory's figures when it may. */
+Test(service, a_socket_that_refuses_by_its_mode_says_so_and_never_calls_the_daemon_down,
+     .timeout = 180)
+{
+	struct live e;
+	char cmd[600], out[8192];
+	pid_t d;
+	int rc;
+
+	d = daemon_with_groups(&e, ", \"socket_mode\": \"0660\"");
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " emit Test.Access FromWriter n=1", out,
+		    sizeof(out));
+	cr_expect_eq(rc, 0, "a writer could not write: %s", out);
+
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " status --dir '%s'", e.store);
+	rc = cli_as(&e, "rltest-reader", cmd, out, sizeof(out));
+	cr_expect(strstr(out, "access refused by") && strstr(out, e.sock) &&
+		  strstr(out, "join group " W_GROUP) && strstr(out, "0660"),
+		  "status does not say the socket refused and which group: %s", out);
+	cr_expect(!strstr(out, "not running"), "status says the running daemon is down: %s", out);
+	cr_expect(strstr(out, "figures read from the storage directory") && strstr(out, "segments"),
+		  "no figures from the (readable) storage directory: %s", out);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " status --json --dir '%s'", e.store);
+	rc = cli_as(&e, "rltest-reader", cmd, out, sizeof(out));
+	cr_expect(strstr(out, "\"refused\"") && !strstr(out, "\"down\""), "%s", out);
+	rc = cli_as(&e, "rltest-reader", RINGLOG_CLI_PATH " tail", out, sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused by") && strstr(out, "join group " W_GROUP) &&
+		  !strstr(out, "is the service running"), "tail: %s", out);
+
+	rc = cli_as(&e, "rltest-none", cmd, out, sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused by") && strstr(out, "join group " W_GROUP) &&
+		  !strstr(out, "not running") && strstr(out, "nor may this user read"),
+		  "status: %s", out);
+	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " emit Test.Access FromNobody n=2", out,
+		    sizeof(out));
+	cr_expect_neq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "access refused by") && strstr(out, "join group " W_GROUP) &&
+		  strstr(out, "not stored"), "emit: %s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+	drop_users();
+}
+
+/* socket_group or read_group naming no group on this host would grant
+ * nothing, silently: a config error at the key, as --check-config shows. */
+Test(service, a_group_that_does_not_exist_is_a_config_error)
+{
+	struct live e;
+	char conf[400], cmd[1000], out[8192];
+	int rc;
+
+	live_init(&e);
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
+	live_write_file(conf, "{\"socket_group\": \"rltest-nosuch-w\",\n"
+			      " \"read_group\": \"rltest-nosuch-r\"}\n");
+	snprintf(cmd, sizeof(cmd), RINGLOGD_PATH " --config '%s' --check-config 2>&1", conf);
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect_eq(rc, 2, "--check-config accepted groups that do not exist (exit %d): %s", rc, out);
+	snprintf(cmd, sizeof(cmd), "%s:1:2: \"socket_group\": no group \"rltest-nosuch-w\" on this "
+		 "host", conf);
+	cr_expect(strstr(out, cmd), "want %s\ngot: %s", cmd, out);
+	snprintf(cmd, sizeof(cmd), "%s:2:2: \"read_group\": no group \"rltest-nosuch-r\" on this "
+		 "host", conf);
+	cr_expect(strstr(out, cmd), "want %s\ngot: %s", cmd, out);
+	/* A group that exists everywhere is fine. */
+	live_write_file(conf, "{\"socket_group\": \"root\", \"read_group\": \"root\"}\n");
+	snprintf(cmd, sizeof(cmd), RINGLOGD_PATH " --config '%s' --check-config 2>&1", conf);
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect_eq(rc, 0, "%s", out);
+	live_cleanup(&e);
+}
+
+/* Run by hand as root, ringlogd creates its storage directory for the read
+ * group, as tmpfiles and StateDirectory= make the packaged one: readers may
+ * `ringlog read --dir` it. */
+Test(service, a_storage_dir_made_by_hand_belongs_to_the_read_group, .timeout = 180)
+{
+	struct live e;
+	char cmd[600], out[8192];
+	struct stat st;
+	pid_t d;
+	int rc;
+
+	d = daemon_with_groups(&e, "");
+	rc = cli_as(&e, "rltest-writer", RINGLOG_CLI_PATH " emit Test.Access FromWriter n=1", out,
+		    sizeof(out));
+	cr_expect_eq(rc, 0, "a writer could not write: %s", out);
+	live_daemon_stop(d);
+
+	cr_assert_eq(stat(e.store, &st), 0);
+	snprintf(cmd, sizeof(cmd), "getent group " R_GROUP " | cut -d: -f3");
+	live_run(cmd, out, sizeof(out));
+	cr_expect_eq(st.st_gid, (gid_t)strtoul(out, NULL, 10), "storage_dir group %u, not " R_GROUP,
+		     (unsigned)st.st_gid);
+	cr_expect_eq(st.st_mode & 07777, 02750, "storage_dir mode %o", st.st_mode & 07777);
+	snprintf(cmd, sizeof(cmd), "stat -c '%%a %%G' '%s'/*.rlseg | sort -u", e.store);
+	live_run(cmd, out, sizeof(out));
+	cr_expect_str_eq(out, "640 " R_GROUP "\n", "segments: %s", out);
+
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --dir '%s'", e.store);
+	rc = cli_as(&e, "rltest-reader", cmd, out, sizeof(out));
+	cr_expect(rc == 0 && strstr(out, "FromWriter"), "a reader could not read the store (exit "
+		  "%d): %s", rc, out);
+	rc = cli_as(&e, "rltest-none", cmd, out, sizeof(out));
+	cr_expect(rc != 0 && !strstr(out, "FromWriter"), "anyone could read the store: %s", out);
 	live_cleanup(&e);
 	drop_users();
 }

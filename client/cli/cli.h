@@ -43,7 +43,13 @@ void print_event(const struct printer *p, const struct ringlog_dec_event *e);
 void print_loss(const struct printer *p, const struct ringlog_dec_loss *l);
 
 const char *socket_path(const char *opt);
+/* The connected descriptor, or -errno; unless quiet, a refusal is printed
+ * with its reason (cli_refusal) and anything else with the service hint. */
 int cli_connect(const char *path, bool quiet);
+/* connect-unix.c / connect-win.c: why the socket at path refused us
+ * (cli_connect() gave -EACCES or -EPERM): "access refused by ...", with the
+ * group to join. */
+void cli_refusal(const char *path, char *buf, size_t len);
 /* Ctrl-C (SIGINT, SIGTERM; on Windows the console's Ctrl-C and Ctrl-Break)
  * sets a flag and makes a read blocked on the watched connection return,
  * which a flag alone cannot: landing between a check and the read, it

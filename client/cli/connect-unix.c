@@ -62,13 +62,25 @@ int cli_connect(const char *path, bool quiet)
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		int err = errno;
 
-		if (!quiet)
+		if (!quiet && (err == EACCES || err == EPERM)) {
+			char why[1024];
+
+			/* Not "is it running?": the file said no, whoever listens. */
+			cli_refusal(path, why, sizeof(why));
+			fprintf(stderr, "ringlog: cannot reach ringlogd at %s: %s\n", path, why);
+		} else if (!quiet) {
 			fprintf(stderr, "ringlog: cannot reach ringlogd at %s: %s; is the service running? "
 				"(systemctl status ringlogd)\n", path, strerror(err));
+		}
 		close(fd);
 		return -err;
 	}
 	return fd;
+}
+
+void cli_refusal(const char *path, char *buf, size_t len)
+{
+	ringlog_ctl_refusal(path, buf, len);
 }
 
 int cli_write_full(int fd, const void *b, size_t n)

@@ -62,9 +62,15 @@ int cli_connect(const char *path, bool quiet)
 	if (h == INVALID_HANDLE_VALUE) {
 		int err = e == ERROR_ACCESS_DENIED ? EACCES : e == ERROR_PIPE_BUSY ? EBUSY : ENOENT;
 
-		if (!quiet)
+		if (!quiet && err == EACCES) {
+			char why[512];
+
+			cli_refusal(path, why, sizeof(why));
+			fprintf(stderr, "ringlog: cannot reach ringlogd at %s: %s\n", path, why);
+		} else if (!quiet) {
 			fprintf(stderr, "ringlog: cannot reach ringlogd at %s: %s (Windows error %lu); "
 				"is the service running? (sc query ringlogd)\n", path, strerror(err), e);
+		}
 		return -err;
 	}
 	fd = _open_osfhandle((intptr_t)h, _O_BINARY);
@@ -73,6 +79,15 @@ int cli_connect(const char *path, bool quiet)
 		return -EMFILE;
 	}
 	return fd;
+}
+
+void cli_refusal(const char *path, char *buf, size_t len)
+{
+	/* The pipe's security descriptor (daemon/ctl-win.c) admits SYSTEM,
+	 * Administrators, ringlogd's user and the two configured groups. */
+	snprintf(buf, len, "access refused by %s: the pipe admits SYSTEM, Administrators and "
+		 "members of ringlogd's socket_group and read_group (by default \"ringlog\" and "
+		 "\"ringlog-read\"); join one and sign in again", path);
 }
 
 int cli_write_full(int fd, const void *b, size_t n)

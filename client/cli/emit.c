@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compat-win.h"
 #include "ringlog.h"
@@ -145,7 +146,9 @@ static void diag(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "ringlog emit: %s\n", msg);
-	if (strstr(msg, "refused this process"))
+	/* By the daemon (REFUSE) or by the socket's file: either way the
+	 * message said why; waiting longer changes nothing. */
+	if (strstr(msg, "refused this process") || strstr(msg, "access refused"))
 		refused = 1;
 }
 
@@ -238,8 +241,23 @@ int cmd_emit(int argc, char **argv)
 		fprintf(stderr, "ringlog emit: the event was not stored\n");
 		rc = EXIT_FAIL;
 	} else if (ringlog_flush(1000) < 0) {
-		fprintf(stderr, "ringlog emit: cannot reach ringlogd at %s; the event was not stored\n",
-			socket_path(NULL));
+		char why[1024];
+		int fd = cli_connect(socket_path(NULL), true);
+
+		/* The library does not say why it could not connect: ask the
+		 * socket once more, for the reason. */
+		if (fd >= 0) {
+			close(fd);
+			snprintf(why, sizeof(why), "it accepts connections but did not take the event "
+				 "in time; see its log (journalctl -u ringlogd)");
+		} else if (fd == -EACCES || fd == -EPERM) {
+			cli_refusal(socket_path(NULL), why, sizeof(why));
+		} else {
+			snprintf(why, sizeof(why), "%s; is the service running? (systemctl status "
+				 "ringlogd)", strerror(-fd));
+		}
+		fprintf(stderr, "ringlog emit: cannot reach ringlogd at %s: %s; the event was not "
+			"stored\n", socket_path(NULL), why);
 		rc = EXIT_NODAEMON;
 	}
 	ringlog_close(1000);

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,10 @@ static void print_human(json_t *j, bool down)
 	json_t *v;
 	size_t i;
 
-	if (down)
+	if (down && !strcmp(S(j, "daemon"), "refused"))
+		printf("ringlogd refused this user at its socket (access refused, see above; it may "
+		       "well be running): figures read from the storage directory\n\n");
+	else if (down)
 		printf("ringlogd is not running: figures read from the storage directory\n\n");
 	printf("%-22s %s\n", "storage", S(j, "storage_dir"));
 	printf("%-22s %s used of max_disk %s; %s free on the filesystem (min_free %s)\n", "disk",
@@ -214,6 +218,7 @@ int cmd_status(int argc, char **argv)
 	const char *sock = NULL, *dir = NULL;
 	bool json = false, down = false;
 	json_t *j = NULL;
+	char refused[1024] = "";
 	int fd;
 
 	for (int i = 1; i < argc; i++) {
@@ -236,6 +241,10 @@ int cmd_status(int argc, char **argv)
 		}
 	}
 	fd = cli_connect(socket_path(sock), true);
+	/* Refused by the socket's file: whether ringlogd runs is unknown (it
+	 * may well), so never say it is down. */
+	if (fd == -EACCES || fd == -EPERM)
+		cli_refusal(socket_path(sock), refused, sizeof(refused));
 	if (fd >= 0) {
 		uint16_t type = 0;
 		uint8_t *p = NULL;
@@ -263,10 +272,25 @@ int cmd_status(int argc, char **argv)
 			ringlog_config_load(&c, "/etc/ringlog/ringlogd.json", err, sizeof(err));
 		}
 		down = true;
-		j = offline(dir ? dir : c.storage_dir);
-		if (!json)
-			fprintf(stderr, "ringlog: cannot reach ringlogd at %s; showing the storage directory\n",
-				socket_path(sock));
+		if (refused[0]) {
+			const char *d = dir ? dir : c.storage_dir;
+
+			fprintf(stderr, "ringlog status: cannot ask ringlogd at %s: %s\n",
+				socket_path(sock), refused);
+			if (access(d, R_OK | X_OK) < 0) {
+				fprintf(stderr, "ringlog status: nor may this user read the storage "
+					"directory %s\n", d);
+				return EXIT_NODAEMON;
+			}
+			j = offline(d);
+			json_object_set_new(j, "daemon", json_string("refused"));
+			json_object_set_new(j, "error", json_string(refused));
+		} else {
+			j = offline(dir ? dir : c.storage_dir);
+			if (!json)
+				fprintf(stderr, "ringlog: cannot reach ringlogd at %s; showing the "
+					"storage directory\n", socket_path(sock));
+		}
 	}
 	if (json) {
 		char *s = json_dumps(j, JSON_INDENT(2));
