@@ -124,6 +124,13 @@ d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t st
 	return fd;
 }
 
+d_obj_t ctl_dup_obj(struct client *c, d_obj_t fd)
+{
+	if (!c->d->fdstore || fd < 0)
+		return -1;
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
 void ctl_drop_obj(struct client *c, d_obj_t fd)
 {
 	(void)c;
@@ -372,38 +379,75 @@ static void on_accept(uv_poll_t *h, int status, int events)
 }
 
 /* Socket activation (sd_listen_fds(3), the protocol without libsystemd):
- * fd 3 when LISTEN_PID is us and LISTEN_FDS is 1. Returns the fd, -1 when
- * not activated, or -EINVAL for a passed fd that is no listening Unix
- * stream socket. */
-static int activated_fd(void)
+ * the descriptors from 3 on, when LISTEN_PID is us. Those whose names
+ * (LISTEN_FDNAMES) start with "rlm-" or "rlr-" are rings and metadata
+ * regions the previous daemon left in the fd store (fdstore-unix.c): they
+ * are adopted. Of the others, one may be the listening socket
+ * (ringlogd.socket). Returns its fd, -1 when none was passed, or -EINVAL
+ * for one that is no listening Unix stream socket, or for several. */
+static int activated_fd(struct daemon *d)
 {
 	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
-	int type = 0, listening = 0, fd = 3;
+	const char *names_env = getenv("LISTEN_FDNAMES");
+	char *names = names_env ? strdup(names_env) : NULL, *save = NULL, *tok;
+	char **snames = NULL;
+	int *sfds = NULL, sock = -1, nsock = 0;
+	unsigned nstored = 0;
 	long count;
-	socklen_t len = sizeof(type);
-	struct sockaddr_un a;
-	socklen_t alen = sizeof(a);
 
-	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid())
+	if (!pid || !n || strtol(pid, NULL, 10) != (long)getpid()) {
+		free(names);
 		return -1;
+	}
 	count = strtol(n, NULL, 10);
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	if (count != 1) {
-		d_log(LOG_ERR, "LISTEN_FDS=%ld: expected exactly one socket (ringlogd.socket)", count);
+	if (count < 0 || count > 65536)
+		count = 0;
+	snames = calloc((size_t)count + 1, sizeof(*snames));
+	sfds = calloc((size_t)count + 1, sizeof(*sfds));
+	tok = names ? strtok_r(names, ":", &save) : NULL;
+	for (long i = 0; i < count; i++, tok = tok ? strtok_r(NULL, ":", &save) : NULL) {
+		int fd = 3 + (int)i;
+
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (tok && (!strncmp(tok, "rlm-", 4) || !strncmp(tok, "rlr-", 4)) && snames && sfds) {
+			snames[nstored] = tok;
+			sfds[nstored++] = fd;
+			continue;
+		}
+		sock = fd;
+		nsock++;
+	}
+	if (nstored)
+		fdstore_adopt(d, snames, sfds, nstored);
+	free(snames);
+	free(sfds);
+	free(names);
+	if (nsock == 0)
+		return -1;
+	if (nsock > 1) {
+		d_log(LOG_ERR, "LISTEN_FDS=%ld: expected one socket (ringlogd.socket), got %d", count,
+		      nsock);
 		return -EINVAL;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
-	    getsockname(fd, (struct sockaddr *)&a, &alen) < 0 || a.sun_family != AF_UNIX) {
-		d_log(LOG_ERR, "the socket passed by the service manager (fd 3) is not a listening "
-		      "Unix stream socket; fix ListenStream= in ringlogd.socket");
-		return -EINVAL;
+	{
+		int type = 0, listening = 0;
+		socklen_t len = sizeof(type);
+		struct sockaddr_un a;
+		socklen_t alen = sizeof(a);
+
+		if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+		    getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
+		    getsockname(sock, (struct sockaddr *)&a, &alen) < 0 || a.sun_family != AF_UNIX) {
+			d_log(LOG_ERR, "the socket passed by the service manager (fd %d) is not a "
+			      "listening Unix stream socket; fix ListenStream= in ringlogd.socket", sock);
+			return -EINVAL;
+		}
 	}
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	return fd;
+	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+	return sock;
 }
 
 int ctl_listen(struct daemon *d)
@@ -413,7 +457,7 @@ int ctl_listen(struct daemon *d)
 	struct group *g;
 	int fd, err;
 
-	fd = activated_fd();
+	fd = activated_fd(d);
 	if (fd == -EINVAL)
 		return fd;
 	if (fd >= 0) {

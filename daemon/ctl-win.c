@@ -108,6 +108,14 @@ d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t st
 }
 
 /* The handle is the client's; nothing of ours to close. */
+/* Windows has no fd store: nothing to keep a second reference for. */
+d_obj_t ctl_dup_obj(struct client *c, d_obj_t o)
+{
+	(void)c;
+	(void)o;
+	return D_OBJ_NONE;
+}
+
 void ctl_drop_obj(struct client *c, d_obj_t o)
 {
 	(void)c;

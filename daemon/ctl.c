@@ -108,6 +108,7 @@ void client_maybe_free(struct client *c)
 			break;
 		}
 	d->nclients--;
+	fdstore_forget_meta(c);
 	if (c->meta_map)
 		ctl_unmap((void *)c->meta_map, c->meta_size);
 	ctl_free(c);

@@ -79,6 +79,9 @@ struct ring {
 	                      * records: their ring space is given back only
 	                      * once the chunk is written (segment.c) */
 	bool dead;           /* corrupt: detached, mapping released */
+	bool fd_stored;      /* a copy is in the service manager's fd store */
+	bool handed_over;    /* adopted after a restart, then registered again
+	                      * by its live program: the new ring drains it */
 	bool finishing;      /* drained for good; released when held == 0 */
 };
 
@@ -137,6 +140,9 @@ struct client {
 	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
 	bool refused;
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
+	bool ghost;          /* adopted from the fd store: no connection */
+	bool fd_stored;      /* its metadata region is in the fd store */
+	uint32_t fd_wid;     /* the writer id in its fd store names */
 
 	struct tail *tail;   /* tool running `ringlog tail` */
 	struct sync_wait *syncs; /* SYNC requests not answered yet (sync.c) */
@@ -281,6 +287,7 @@ struct daemon {
 	unsigned ntails;
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */
 	bool notify;         /* $NOTIFY_SOCKET is set */
+	bool fdstore;        /* rings go to the service manager's fd store */
 
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */
@@ -326,6 +333,32 @@ void d_status_notify(struct daemon *d);
 static inline int sd_notify_send(const char *state) { (void)state; return 0; }
 #else
 int sd_notify_send(const char *state);
+/* The same with a descriptor passed along (fd >= 0). */
+int sd_notify_fd(const char *state, int fd);
+#endif
+
+/* fdstore-unix.c: rings and metadata regions kept in systemd's fd store,
+ * so that a restart does not free the rings of programs that exit
+ * meanwhile; taken back from LISTEN_FDS. None on Windows. */
+#ifdef _WIN32
+static inline void fdstore_init(struct daemon *d) { (void)d; }
+static inline void fdstore_keep_meta(struct client *c, d_obj_t o) { (void)c; (void)o; }
+static inline void fdstore_keep_ring(struct ring *r, d_obj_t o) { (void)r; (void)o; }
+static inline void fdstore_forget_ring(struct ring *r) { (void)r; }
+static inline void fdstore_forget_meta(struct client *c) { (void)c; }
+static inline struct ring *fdstore_ghost_ring(struct daemon *d, const struct client *c,
+					      const struct ring *r)
+{ (void)d; (void)c; (void)r; return NULL; }
+#else
+void fdstore_init(struct daemon *d);
+void fdstore_keep_meta(struct client *c, d_obj_t fd);  /* fd is consumed */
+void fdstore_keep_ring(struct ring *r, d_obj_t fd);
+void fdstore_forget_ring(struct ring *r);
+void fdstore_forget_meta(struct client *c);
+/* Names and descriptors from LISTEN_FDS (ctl-unix.c): adopt them. */
+void fdstore_adopt(struct daemon *d, char **names, int *fds, unsigned n);
+/* The adopted ring that r (just registered by c) maps, or NULL. */
+struct ring *fdstore_ghost_ring(struct daemon *d, const struct client *c, const struct ring *r);
 #endif
 /* Stop as SIGTERM does (lifecycle.c); from the loop thread. */
 void daemon_stop(struct daemon *d, const char *why);
@@ -356,6 +389,9 @@ void ctl_free(struct client *c);       /* what the transport keeps till the end 
 /* The object riding on a HELLO or RING frame whose struct is struct_len
  * bytes, now the caller's: map it (or drop it). */
 d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t struct_len);
+/* A second reference to o for the fd store, or D_OBJ_NONE when there is
+ * no store. */
+d_obj_t ctl_dup_obj(struct client *c, d_obj_t o);
 void ctl_drop_obj(struct client *c, d_obj_t o);
 /* Map a region o names (and consume o): 0, -EPERM (not sealed against
  * shrinking, or not a section), -EFBIG (over max bytes: *size says how
@@ -369,6 +405,10 @@ int ctl_send_welcome(struct client *c, const void *w, uint32_t len);
 /* registry.c */
 int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
 int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
+/* Attach a mapped ring to c: the ring, or NULL with *why (the mapping is
+ * then the caller's to drop). */
+struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void *mem, size_t size,
+			  const char **why);
 int reg_meta_sync(struct client *c);
 void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

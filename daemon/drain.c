@@ -117,21 +117,34 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		x->why = "record type not defined by proto/event.h";
 		return -EBADMSG;
 	}
-	/* A LOSS record (a validated private copy, proto/ringbuf.h): in stream
-	 * order, after the run before it. */
-	struct ringlog_rec_loss l;
+	/* A LOSS record (a validated private copy of the long form, len its
+	 * own length; proto/ringbuf.h): in stream order, after the run before
+	 * it. Its aux names the provider of every record in the gap (0: the
+	 * program could not say); an id this writer never defined is ignored,
+	 * not trusted. */
+	struct ringlog_rec_loss_ext l;
 
 	memcpy(&l, payload, sizeof(l));
 	flush_run(x);
-	err = seg_append_ring_loss(x->d, r, aux, &l);
+	err = seg_append_ring_loss(x->d, r, aux, &l.l, len);
 	if (err == -EAGAIN)
 		return 1; /* no room now: the record stays in the ring */
 	if (err < 0)
 		return err;
-	c->lost_ring += l.records;
-	x->d->lost_ring += l.records;
-	if (x->d->ntails)
-		tail_loss(x->d, r, l.records, RINGLOG_LOSS_RING);
+	if (aux && aux >= c->nprov)
+		reg_meta_sync(c);
+	p = aux && aux < c->nprov ? c->prov[aux] : NULL;
+	c->lost_ring += l.l.records;
+	x->d->lost_ring += l.l.records;
+	if (p)
+		p->lost_ring += l.l.records;
+	if (x->d->ntails) {
+		struct ringlog_seg_loss sl = { .records = l.l.records, .bytes = l.l.bytes,
+					       .reason = RINGLOG_LOSS_RING,
+					       .provider = p ? aux : 0, .first_ts = l.first_ts };
+
+		tail_loss(x->d, r, &sl);
+	}
 	return 0;
 }
 
@@ -210,7 +223,9 @@ uint64_t drain_all(struct daemon *d)
 				if (r->lost_disk_pending && seg_settle_loss(d, r) < 0)
 					continue;
 				if ((c->gone || r->finishing) && !r->held) {
-					if (!r->dead) /* the client frees a drained ring */
+					/* the client frees a drained ring (a handed
+					 * over one is the new ring's to give back) */
+					if (!r->dead && !r->handed_over)
 						give_back(d, r);
 					reg_ring_release(r);
 				}

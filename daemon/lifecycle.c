@@ -188,6 +188,7 @@ int daemon_start(struct daemon *d)
 
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
+	fdstore_init(d);
 	d->start_real_ns = d_now(CLOCK_REALTIME);
 	sys_identity(d->boot_id, d->host, sizeof(d->host));
 	clock_calibrate_start(d);
@@ -201,6 +202,13 @@ int daemon_start(struct daemon *d)
 		return -1;
 	}
 	access_resolve(d); /* first: a storage_dir seg_init() creates gets read_group */
+	/* Timers first: rings adopted from the fd store (ctl_listen) start
+	 * the drain. */
+	uv_timer_init(d->loop, &d->drain_timer);
+	uv_timer_init(d->loop, &d->flush_timer);
+	uv_timer_init(d->loop, &d->watchdog_timer);
+	uv_timer_init(d->loop, &d->stop_timer);
+	uv_timer_init(d->loop, &d->accept_timer);
 	if (seg_init(d) < 0)
 		return -1;
 	fwd_apply(d);
@@ -210,11 +218,6 @@ int daemon_start(struct daemon *d)
 	if ((err = ctl_wake_open(d)) < 0)
 		d_log(LOG_WARNING, "wake object: %s; programs cannot wake ringlogd, which drains on "
 		      "its timer only", strerror(-err));
-	uv_timer_init(d->loop, &d->drain_timer);
-	uv_timer_init(d->loop, &d->flush_timer);
-	uv_timer_init(d->loop, &d->watchdog_timer);
-	uv_timer_init(d->loop, &d->stop_timer);
-	uv_timer_init(d->loop, &d->accept_timer);
 	d->flush_timer.data = d;
 	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
 	uv_timer_start(&d->flush_timer, on_flush_timer, 50, d->cfg.flush_interval_ns / 10000000 ?

@@ -196,6 +196,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
+	d_obj_t keep;
 	void *mem;
 	size_t size;
 	int err;
@@ -207,6 +208,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	memcpy(&h, p, sizeof(h));
 	c->writer = true;
 	c->id = ++c->d->next_writer_id;
+	keep = ctl_dup_obj(c, o);
 	err = ctl_map(c, o, false, max < UINT32_MAX ? max : UINT32_MAX, &mem, &size);
 	if (err == -EPERM) {
 		reg_refuse(c, 0, "metadata region is not %s", ctl_obj_kind);
@@ -234,9 +236,11 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 			goto refuse;
 		}
 	}
+	fdstore_keep_meta(c, keep);
 	ctl_send_welcome(c, &w, sizeof(w));
 	return reg_meta_sync(c);
 refuse:
+	ctl_drop_obj(c, keep);
 	c->refused = true;
 	return 0;
 }
@@ -251,11 +255,68 @@ static uint64_t uid_ring_bytes(struct daemon *d, uint32_t uid)
 	return sum;
 }
 
+struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void *mem, size_t size,
+			  const char **why)
+{
+	struct daemon *d = c->d;
+	struct ring *r = calloc(1, sizeof(*r));
+
+	*why = NULL;
+	if (!r)
+		return NULL;
+	if (ringlog_cons_attach(&r->cons, mem, (uint64_t)size) < 0) {
+		*why = r->cons.why;
+		free(r);
+		return NULL;
+	}
+	if (r->cons.hdr->pid != c->pid)
+		d_log(LOG_WARNING, "client pid %u: ring claims pid %u; the kernel's pid is recorded",
+		      c->pid, r->cons.hdr->pid);
+	r->c = c;
+	r->id = ++d->next_stream_id;
+	r->tid = tid;
+	r->handle = handle;
+	r->mem = mem;
+	r->map_size = size;
+	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
+	r->ring_id = r->cons.hdr->created_ns;
+	r->cons.defer = true; /* space goes back once stored: segment.c */
+	/* Half the ring: woken then, a sleeping daemon has the other half's
+	 * worth of time before the producer drops. (Rings are at most 1 GiB,
+	 * checked above, so this fits the u32.) */
+	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
+	r->next = c->rings;
+	c->rings = r;
+	c->nrings++;
+	c->ring_bytes += (uint64_t)size;
+	drain_start(d);
+	return r;
+}
+
+/* A program still running across a restart registers the ring the new
+ * daemon adopted from the fd store: the new ring takes over where the
+ * adopted one stopped (positions past the adopted consumer's are in its
+ * chunks), and the adopted one only waits for those chunks to be written. */
+static void take_over(struct ring *r, struct ring *g)
+{
+	struct ringlog_consumer k = g->cons;
+
+	k.hdr = r->cons.hdr;
+	k.data = r->cons.data;
+	r->cons = k;
+	g->finishing = true;
+	g->handed_over = true;
+	d_log(LOG_INFO, "pid %u: ring of tid %u taken back from the fd store by the program itself",
+	      r->c->pid, r->tid);
+}
+
 int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct daemon *d = c->d;
 	struct ringlog_ctl_ring m;
-	struct ring *r;
+	struct ring *r, *g;
+	const char *why;
+	d_obj_t keep;
 	size_t size;
 	void *mem;
 	int err;
@@ -275,60 +336,46 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 		ctl_drop_obj(c, o);
 		return 0;
 	}
+	keep = ctl_dup_obj(c, o);
 	err = ctl_map(c, o, true, RINGLOG_RING_HEADER_SIZE + (uint64_t)RINGLOG_RING_MAX_DATA, &mem,
 		      &size);
 	if (err == -EPERM) {
 		reg_refuse(c, m.handle, "ring is not %s", ctl_obj_kind);
-		return 0;
+		goto drop;
 	}
 	if (err == -EFBIG || (!err && size < RINGLOG_RING_HEADER_SIZE + RINGLOG_RING_MIN_DATA)) {
 		if (!err)
 			ctl_unmap(mem, size);
 		reg_refuse(c, m.handle, "ring of %zu bytes is outside 8 KiB .. 1 GiB", size);
-		return 0;
+		goto drop;
 	}
 	if (err) {
 		reg_refuse(c, m.handle, "cannot map the ring: %s", strerror(-err));
-		return 0;
+		goto drop;
 	}
 	if (uid_ring_bytes(d, c->uid) + (uint64_t)size > d->cfg.limits.ring_bytes_per_uid) {
 		ctl_unmap(mem, size);
 		reg_refuse(c, m.handle, "uid %u would exceed limits.ring_bytes_per_uid (%llu bytes)",
 			   c->uid, (unsigned long long)d->cfg.limits.ring_bytes_per_uid);
-		return 0;
+		goto drop;
 	}
-	if (!(r = calloc(1, sizeof(*r)))) {
+	r = reg_ring_add(c, m.handle, m.tid, mem, size, &why);
+	if (!r && why) {
+		reg_refuse(c, m.handle, "ring header rejected: %s", why);
 		ctl_unmap(mem, size);
+		goto drop;
+	}
+	if (!r) {
+		ctl_unmap(mem, size);
+		ctl_drop_obj(c, keep);
 		return -ENOMEM;
 	}
-	err = ringlog_cons_attach(&r->cons, mem, (uint64_t)size);
-	if (err < 0) {
-		reg_refuse(c, m.handle, "ring header rejected: %s", r->cons.why);
-		ctl_unmap(mem, size);
-		free(r);
-		return 0;
-	}
-	if (r->cons.hdr->pid != c->pid)
-		d_log(LOG_WARNING, "client pid %u: ring claims pid %u; the kernel's pid is recorded",
-		      c->pid, r->cons.hdr->pid);
-	r->c = c;
-	r->id = ++d->next_stream_id;
-	r->tid = m.tid;
-	r->handle = m.handle;
-	r->mem = mem;
-	r->map_size = size;
-	r->clock = r->cons.hdr->compat_flags & RINGLOG_RING_CLOCK_TSC;
-	r->ring_id = r->cons.hdr->created_ns;
-	r->cons.defer = true; /* space goes back once stored: segment.c */
-	/* Half the ring: woken then, a sleeping daemon has the other half's
-	 * worth of time before the producer drops. (Rings are at most 1 GiB,
-	 * checked above, so this fits the u32.) */
-	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
-	r->next = c->rings;
-	c->rings = r;
-	c->nrings++;
-	c->ring_bytes += (uint64_t)size;
-	drain_start(d);
+	if ((g = fdstore_ghost_ring(d, c, r)))
+		take_over(r, g);
+	fdstore_keep_ring(r, keep);
+	return 0;
+drop:
+	ctl_drop_obj(c, keep);
 	return 0;
 }
 
@@ -343,6 +390,7 @@ void reg_ring_release(struct ring *r)
 		}
 	c->nrings--;
 	c->ring_bytes -= r->map_size;
+	fdstore_forget_ring(r);
 	if (r->mem)
 		ctl_unmap(r->mem, r->map_size);
 	free(r);
