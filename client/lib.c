@@ -278,5 +278,13 @@ void ringlog_get_stats(struct ringlog_stats *s)
 	s->dropped_other = __atomic_load_n(&lib.stats.dropped_other, __ATOMIC_RELAXED);
 	s->connected = lib.connected;
 	s->daemon_wakeups = __atomic_load_n(&lib.stats.daemon_wakeups, __ATOMIC_RELAXED);
+	{
+		/* Refused, or no daemon: nothing in the rings will be stored as
+		 * things stand (connected: only refused rings' events). */
+		uint64_t now = unstored_locked(lib.connected && !lib.access_refused);
+
+		if (now > s->unstored)
+			s->unstored = now;
+	}
 	pthread_mutex_unlock(&lib.lock);
 }

@@ -705,6 +705,21 @@ static void k_lim_clients(struct ctx *x, const char *p, json_t *v)
 	get_uint(x, p, v, 1, 65536, &x->c->limits.clients);
 }
 
+static void k_lim_clients_per_uid(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 65536, &x->c->limits.clients_per_uid);
+}
+
+static void k_lim_clients_reserved(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 0, 65535, &x->c->limits.clients_reserved);
+}
+
+static void k_lim_buffered(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 1u << 20, UINT64_MAX, &x->c->limits.buffered_bytes);
+}
+
 static void k_limits(struct ctx *x, const char *p, json_t *v)
 {
 	static const struct key keys[] = {
@@ -712,8 +727,11 @@ static void k_limits(struct ctx *x, const char *p, json_t *v)
 		{ "ring_bytes_per_uid", k_lim_ring_bytes },
 		{ "metadata_size", k_lim_metadata },
 		{ "clients", k_lim_clients },
+		{ "clients_per_uid", k_lim_clients_per_uid },
+		{ "clients_reserved", k_lim_clients_reserved },
+		{ "buffered_bytes", k_lim_buffered },
 	};
-	walk(x, p, v, keys, 4);
+	walk(x, p, v, keys, 7);
 }
 
 static const struct key top_keys[] = {
@@ -773,6 +791,9 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->limits.ring_bytes_per_uid = 1ull << 30;
 	c->limits.metadata_size = 1u << 20;
 	c->limits.clients = 4096;
+	c->limits.clients_per_uid = 1024;
+	c->limits.clients_reserved = 64;
+	c->limits.buffered_bytes = 64u << 20;
 }
 
 static int parse(struct ringlog_config *c, const char *text, size_t len, const char *name,
@@ -937,7 +958,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 		json_object_set_new(providers, c->providers[i].pattern,
 				    provider_json(&c->providers[i]));
 	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
-			 " s:{s:b, s:b}, s:{s:i, s:o, s:o, s:i}}",
+			 " s:{s:b, s:b}, s:{s:i, s:o, s:o, s:i, s:i, s:i, s:o}}",
 			 "storage_dir", c->storage_dir, "socket_path", c->socket_path,
 			 "socket_group", c->socket_group, "read_group", c->read_group,
 			 "socket_mode", mode, "ring_size", size_json(c->ring_size),
@@ -951,7 +972,10 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 			 "limits", "rings_per_process", (json_int_t)c->limits.rings_per_process,
 			 "ring_bytes_per_uid", size_json(c->limits.ring_bytes_per_uid),
 			 "metadata_size", size_json(c->limits.metadata_size),
-			 "clients", (json_int_t)c->limits.clients);
+			 "clients", (json_int_t)c->limits.clients,
+			 "clients_per_uid", (json_int_t)c->limits.clients_per_uid,
+			 "clients_reserved", (json_int_t)c->limits.clients_reserved,
+			 "buffered_bytes", size_json(c->limits.buffered_bytes));
 	if (!root)
 		return -ENOMEM;
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;

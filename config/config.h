@@ -58,6 +58,9 @@ struct ringlog_config {
 		uint64_t ring_bytes_per_uid;
 		uint64_t metadata_size;
 		uint32_t clients;
+		uint32_t clients_per_uid;   /* connections of one uid (not root) */
+		uint32_t clients_reserved;  /* of clients, kept for root and readers */
+		uint64_t buffered_bytes;    /* partial frames held, all connections */
 	} limits;
 };
 

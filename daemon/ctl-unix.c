@@ -327,6 +327,26 @@ static void pause_accepting(struct daemon *d)
 	uv_timer_start(&d->accept_timer, resume_accepting, 100, 0);
 }
 
+/* A REFUSE for the whole connection (handle 0) with why, then close: the
+ * library passes why to the program's diagnostics, the command prints it. */
+static void refuse_fd(int fd, const char *why)
+{
+	struct ringlog_ctl_refuse r = { 0 };
+	size_t n = strlen(why);
+	struct ringlog_ctl_frame f = { .len = (uint32_t)(sizeof(r) + n), .type = RINGLOG_CTL_REFUSE };
+	uint8_t b[sizeof(f) + sizeof(r) + 256];
+
+	if (n > 256)
+		n = 256, f.len = (uint32_t)(sizeof(r) + n);
+	memcpy(b, &f, sizeof(f));
+	memcpy(b + sizeof(f), &r, sizeof(r));
+	memcpy(b + sizeof(f) + sizeof(r), why, n);
+	if (send(fd, b, sizeof(f) + f.len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* best effort: the peer may be gone already */
+	}
+	close(fd);
+}
+
 static void on_accept(uv_poll_t *h, int status, int events)
 {
 	struct daemon *d = h->data;
@@ -339,29 +359,25 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		struct ucred cr;
 		socklen_t crlen = sizeof(cr);
 		struct client *c;
+		unsigned access;
+		char why[200];
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				pause_accepting(d);
 			return;
 		}
-		if (d->nclients >= d->cfg.limits.clients) {
-			static const char msg[] = "too many clients (limits.clients)";
-			struct ringlog_ctl_refuse r = { 0 };
-			struct ringlog_ctl_frame f = { .len = sizeof(r) + sizeof(msg) - 1,
-						       .type = RINGLOG_CTL_REFUSE };
-			uint8_t b[sizeof(f) + sizeof(r) + sizeof(msg)];
-
-			memcpy(b, &f, sizeof(f));
-			memcpy(b + sizeof(f), &r, sizeof(r));
-			memcpy(b + sizeof(f) + sizeof(r), msg, sizeof(msg) - 1);
-			if (send(fd, b, sizeof(f) + f.len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-				/* best effort */
-			}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
 			close(fd);
 			continue;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || !(c = client_new(d))) {
+		access = access_peer(d, fd, cr.uid, cr.gid);
+		if (!ctl_admit(d, NULL, cr.uid, access, why, sizeof(why))) {
+			d_log(LOG_WARNING, "pid %d (uid %u) refused: %s", (int)cr.pid, cr.uid, why);
+			refuse_fd(fd, why);
+			continue;
+		}
+		if (!(c = client_new(d))) {
 			close(fd);
 			continue;
 		}
@@ -369,7 +385,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
 		c->pid = (uint32_t)cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
-		c->access = access_peer(d, fd, cr.uid, cr.gid);
+		c->access = access;
 		read_proc(c);
 		uv_poll_init(d->loop, &c->poll, fd);
 		c->poll.data = c;

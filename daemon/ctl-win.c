@@ -244,16 +244,17 @@ static void on_client(void *ctx, HANDLE h)
 		client_close(c);
 		return;
 	}
-	if (d->nclients > d->cfg.limits.clients) {
-		static const char msg[] = "too many clients (limits.clients)";
-		uint8_t b[sizeof(struct ringlog_ctl_refuse) + sizeof(msg)] = { 0 };
-
-		memcpy(b + sizeof(struct ringlog_ctl_refuse), msg, sizeof(msg) - 1);
-		client_send(c, RINGLOG_CTL_REFUSE, b, (uint32_t)sizeof(b) - 1);
-		client_close(c);
-		return;
-	}
 	c->access = access_peer_win(d, &c->peer);
+	{
+		char why[200];
+
+		if (!ctl_admit(d, c, c->uid, c->access, why, sizeof(why))) {
+			d_log(LOG_WARNING, "pid %u (uid %u) refused: %s", c->pid, c->uid, why);
+			reg_refuse(c, 0, "%s", why);
+			client_close(c);
+			return;
+		}
+	}
 	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 

@@ -57,6 +57,7 @@ struct client *client_new(struct daemon *d)
 		return NULL;
 	}
 	c->d = d;
+	c->seq = ++d->client_seq;
 	c->tx.limit = 64u << 20;
 	c->next = d->clients;
 	d->clients = c;
@@ -84,6 +85,8 @@ void client_close(struct client *c)
 	if (c->gone)
 		return;
 	c->gone = true;
+	c->d->rx_held -= c->rx_len;
+	c->rx_len = 0;
 	sync_free(c);
 	if (c->tail) {
 		tail_free(c->tail);
@@ -179,11 +182,65 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	}
 }
 
+bool ctl_admit(struct daemon *d, const struct client *self, uint32_t uid, unsigned access,
+	       char *why, size_t len)
+{
+	const struct ringlog_config *cfg = &d->cfg;
+	uint32_t all = 0, mine = 0;
+	uint32_t reserve = cfg->limits.clients_reserved < cfg->limits.clients / 4 ?
+			   cfg->limits.clients_reserved : cfg->limits.clients / 4;
+	bool privileged = uid == 0 || (access & ACCESS_READ);
+
+	for (const struct client *c = d->clients; c; c = c->next) {
+		if (c == self)
+			continue;
+		all++; /* gone writers too: their rings are still held */
+		if (!c->gone && c->uid == uid)
+			mine++;
+	}
+	/* The last clients_reserved places are for root and the read group:
+	 * whoever fills the rest, an operator can still run status and tail. */
+	if (all >= cfg->limits.clients - (privileged ? 0 : reserve)) {
+		snprintf(why, len, "too many clients: %u connected, limits.clients is %u (the last %u "
+			 "for root and read_group)", all, cfg->limits.clients, reserve);
+		return false;
+	}
+	/* One user's programs cannot take every place. */
+	if (uid != 0 && mine >= cfg->limits.clients_per_uid) {
+		snprintf(why, len, "uid %u already has %u connections: limits.clients_per_uid is %u",
+			 uid, mine, cfg->limits.clients_per_uid);
+		return false;
+	}
+	return true;
+}
+
+/* Bytes of unfinished frames held for all connections: over
+ * limits.buffered_bytes, the newest connections holding some are refused
+ * (a peer that sends half a frame and waits holds up to a frame's size). */
+static void rx_bound(struct daemon *d)
+{
+	while (d->rx_held > d->cfg.limits.buffered_bytes) {
+		struct client *newest = NULL;
+
+		for (struct client *c = d->clients; c; c = c->next)
+			if (!c->gone && c->rx_len && (!newest || c->seq > newest->seq))
+				newest = c;
+		if (!newest)
+			return;
+		reg_refuse(newest, 0, "ringlogd holds %llu bytes of unfinished frames, over "
+			   "limits.buffered_bytes (%llu): this connection's %zu are dropped; send whole "
+			   "frames", (unsigned long long)d->rx_held,
+			   (unsigned long long)d->cfg.limits.buffered_bytes, newest->rx_len);
+		client_close(newest);
+	}
+}
+
 void client_received(struct client *c, size_t n)
 {
-	size_t off = 0;
+	size_t off = 0, held = c->rx_len;
 
 	c->rx_len += n;
+	c->d->rx_held += n; /* client_close() takes back what is left */
 	while (c->rx_len - off >= sizeof(struct ringlog_ctl_frame) && !c->gone) {
 		struct ringlog_ctl_frame f;
 		int err;
@@ -212,4 +269,7 @@ void client_received(struct client *c, size_t n)
 		return;
 	memmove(c->rx, c->rx + off, c->rx_len - off);
 	c->rx_len -= off;
+	c->d->rx_held -= off;
+	if (c->rx_len > held)
+		rx_bound(c->d);
 }

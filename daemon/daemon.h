@@ -112,6 +112,7 @@ struct client {
 	bool tr_open;        /* the loop still holds the connection's handle */
 	bool gone;           /* connection closed; rings may still hold data */
 	uint32_t id;         /* writer id, daemon-unique */
+	uint64_t seq;        /* order of connection: the newest is refused first */
 	uint32_t pid, uid, gid; /* Windows: uid is the user SID's last part */
 	char comm[16];
 	char *exe;
@@ -241,6 +242,8 @@ struct daemon {
 
 	struct client *clients;
 	uint32_t nclients;
+	uint64_t client_seq;
+	uint64_t rx_held;    /* bytes of unfinished frames, all connections */
 	gid_t write_gid, read_gid; /* socket_group and read_group, resolved */
 	bool have_write_gid, have_read_gid;
 	bool socket_activated; /* the listening socket came from systemd */
@@ -373,6 +376,11 @@ struct client *client_new(struct daemon *d);
 int client_send(struct client *c, uint16_t type, const void *payload, uint32_t len);
 void client_close(struct client *c);
 void client_maybe_free(struct client *c);
+/* May a peer of uid with access connect now (self: its client, if made
+ * already)? false with why (limits.clients and its reserve for root and
+ * readers, limits.clients_per_uid). */
+bool ctl_admit(struct daemon *d, const struct client *self, uint32_t uid, unsigned access,
+	       char *why, size_t len);
 /* The transport read n bytes into c->rx + c->rx_len: handle the frames. */
 void client_received(struct client *c, size_t n);
 #define CLIENT_RX_CAP (RINGLOG_CTL_MAX + sizeof(struct ringlog_ctl_frame))

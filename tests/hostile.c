@@ -17,6 +17,11 @@
  *                   HELLO, RING before HELLO, a SYNC of the wrong length, a
  *                   frame cut off by the peer hanging up
  *   deaf            asks for status 20,000 times and never reads a reply
+ *   hold N [S]      N idle connections: after 1 s prints "held K of N" (those
+ *                   the daemon neither refused nor closed), then keeps them
+ *                   S more seconds
+ *   half-frames N   N connections, each sending half of a 1 MiB frame and
+ *                   waiting 2 s: prints "held K of N" likewise
  *
  * It prints every REFUSE message it gets, one per line ("refused: ..."),
  * and exits 0 when it got at least one (or, for connect-flood, when it
@@ -217,6 +222,43 @@ int main(int argc, char **argv)
 				close(fds[i - 1000]);
 		}
 		printf("connections: 10000 (%d hung up by the daemon)\n", closed);
+		return 0;
+	}
+	if (!strcmp(mode, "hold") || !strcmp(mode, "half-frames")) {
+		int n = argc > 2 ? atoi(argv[2]) : 100, held = 0;
+		int *fds = calloc((size_t)n, sizeof(int));
+		static uint8_t half[RINGLOG_CTL_MAX / 2 + sizeof(struct ringlog_ctl_frame)];
+		struct ringlog_ctl_frame f = { .len = RINGLOG_CTL_MAX - 64, .type = RINGLOG_CTL_STATUS };
+
+		memcpy(half, &f, sizeof(f));
+		for (int i = 0; i < n && fds; i++) {
+			fds[i] = connect_daemon();
+			if (mode[0] == 'h' && mode[1] == 'a') {
+				size_t off = 0;
+
+				while (off < sizeof(half)) {
+					ssize_t k = send(fds[i], half + off, sizeof(half) - off, MSG_NOSIGNAL);
+
+					if (k <= 0)
+						break;
+					off += (size_t)k;
+				}
+			}
+		}
+		sleep(mode[0] == 'h' && mode[1] == 'a' ? 2 : 1);
+		for (int i = 0; i < n && fds; i++) {
+			struct pollfd pf = { fds[i], POLLIN, 0 };
+
+			/* Refused: a REFUSE frame then EOF; closed: EOF. */
+			if (poll(&pf, 1, 0) == 0)
+				held++;
+			else
+				collect(fds[i], 0);
+		}
+		printf("held %d of %d\n", held, n);
+		fflush(stdout);
+		if (argc > 3)
+			sleep((unsigned)atoi(argv[3]));
 		return 0;
 	}
 	if (!strcmp(mode, "bad-frames")) {

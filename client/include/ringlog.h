@@ -270,10 +270,13 @@ struct ringlog_stats {
 	int connected;
 	uint64_t daemon_wakeups;    /* system calls made to wake a sleeping daemon
 	                             * (a ring past its high-water mark) */
-	uint64_t unstored;          /* events not yet stored when the last
-	                             * ringlog_flush()/ringlog_close() (or the
-	                             * exit) returned an error: lost if the
-	                             * process ends now */
+	uint64_t unstored;          /* events no daemon has stored or will store
+	                             * as things stand: those in rings while no
+	                             * daemon is connected or this process is
+	                             * refused (limits, access), in refused
+	                             * rings, or left by the last failed
+	                             * ringlog_flush()/ringlog_close(); lost if
+	                             * the process ends now */
 };
 RINGLOG_API void ringlog_get_stats(struct ringlog_stats *s);
 

@@ -1,0 +1,244 @@
+/* tests/test-limits.c - one user cannot lock the others out: connections
+ * are limited per uid, the last places are kept for root and readers, the
+ * bytes of unfinished frames are bounded across all connections, and a
+ * program refused for a limit is told, with its events counted as not
+ * stored. Real daemon; the hogs run as other users (root only). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "live.h"
+
+TestSuite(limits, .fini = th_check_leaks, .timeout = 300);
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Writers are members of "nogroup" (socket_group); nobody of theirs reads. */
+static gid_t writers_gid(void)
+{
+	struct group *g = getgrnam("nogroup");
+
+	return g ? g->gr_gid : (gid_t)-1;
+}
+
+static void start(struct live *e, const char *limits)
+{
+	char cfg[400], text[600];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run the hogs as other users");
+	if (writers_gid() == (gid_t)-1)
+		cr_skip_test("needs the group nogroup for the writers");
+	live_init(e);
+	chmod(e->dir, 0755); /* other users reach the socket */
+	snprintf(cfg, sizeof(cfg), "%s/limits.json", e->dir);
+	snprintf(text, sizeof(text), "{ \"socket_group\": \"nogroup\", \"read_group\": \"root\", "
+		 "\"socket_mode\": \"0666\", \"limits\": %s }\n", limits);
+	live_write_file(cfg, text);
+}
+
+/* Run argv as uid (group nogroup) with input on its stdin; wait, and
+ * return its exit status with its stdout in out. */
+static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, const char *input)
+{
+	char path[64], in[64];
+	pid_t pid;
+	int st;
+
+	snprintf(path, sizeof(path), "/tmp/ringlog-limits-out.%d", (int)getpid());
+	snprintf(in, sizeof(in), "/tmp/ringlog-limits-in.%d", (int)getpid());
+	live_write_file(in, input ? input : "");
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666), ifd = open(in, O_RDONLY);
+
+		dup2(fd, 1);
+		dup2(ifd, 0);
+		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	unlink(in);
+	{
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+
+		out[n] = 0;
+		if (f)
+			fclose(f);
+	}
+	unlink(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int held_of(const char *out)
+{
+	const char *p = strstr(out, "held ");
+	int k = -1;
+
+	if (p)
+		sscanf(p, "held %d", &k);
+	return k;
+}
+
+/* Wait for a hog's "held K of N" line (it prints it after 1 s). */
+static int hog_held(const char *path)
+{
+	for (int i = 0; i < 100; i++) {
+		char buf[1 << 16] = "";
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if (held_of(buf) >= 0)
+			return held_of(buf);
+		sleep_ms(100);
+	}
+	return -1;
+}
+
+/* A hog as uid: N idle connections held for secs; its output in path. */
+static pid_t hog(uid_t uid, const char *n, const char *secs, char *path, size_t cap)
+{
+	const char *argv[] = { HOSTILE_PATH, "hold", n, secs, NULL };
+	static int k;
+	pid_t pid;
+
+	snprintf(path, cap, "/tmp/ringlog-hog.%d.%d", (int)getpid(), k++);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		dup2(fd, 1);
+		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void hog_done(pid_t pid, const char *path)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+}
+
+static pid_t daemon_with_config(struct live *e)
+{
+	char cfg[400];
+
+	snprintf(cfg, sizeof(cfg), "%s/limits.json", e->dir);
+	return live_daemon(e, "--config", cfg, NULL);
+}
+
+Test(limits, one_user_cannot_take_every_connection_and_root_still_gets_status)
+{
+	struct live e;
+	char out[4096], path[128];
+	const char *prog[] = { FLUSHER_PATH, NULL };
+	struct live_read rd = { 0 };
+	pid_t d, h;
+	int held;
+
+	start(&e, "{ \"clients\": 64, \"clients_per_uid\": 16, \"clients_reserved\": 8 }");
+	d = daemon_with_config(&e);
+	h = hog(40001, "100", "10", path, sizeof(path));
+	held = hog_held(path);
+	cr_log_info("uid 40001 asked for 100 connections and holds %d", held);
+	cr_expect_eq(held, 16, "uid 40001 holds %d connections (limits.clients_per_uid is 16)", held);
+	/* Another user's program still gets in and is stored. */
+	cr_expect_eq(run_as(40002, prog, out, sizeof(out), "emit 1000\nflush 5000\n"), 0);
+	cr_log_info("a program of uid 40002: %s", out);
+	cr_expect(strstr(out, "flush 0 unstored 0"), "the other user's program: %s", out);
+	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0,
+		     "ringlog status failed while uid 40001 hogs");
+	hog_done(h, path);
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, 1000);
+	live_cleanup(&e);
+}
+
+Test(limits, the_last_places_are_for_root_and_a_refused_program_is_told_and_counts)
+{
+	struct live e;
+	char out[4096], log[1 << 15], p1[128], p2[128];
+	const char *prog[] = { FLUSHER_PATH, NULL };
+	pid_t d, h1, h2;
+
+	start(&e, "{ \"clients\": 40, \"clients_per_uid\": 16, \"clients_reserved\": 8 }");
+	d = daemon_with_config(&e);
+	/* Two users take the 32 places that are not reserved. */
+	h1 = hog(40001, "16", "20", p1, sizeof(p1));
+	h2 = hog(40002, "16", "20", p2, sizeof(p2));
+	cr_expect_eq(hog_held(p1) + hog_held(p2), 32);
+	/* A third user's program is refused: told why, its events counted. */
+	cr_expect_eq(run_as(40003, prog, out, sizeof(out), "emit 1000\nflush 3000\n"), 0);
+	cr_log_info("a program of uid 40003: %s", out);
+	cr_expect(strstr(out, "flush -111 unstored 1000"), "the refused program: %s", out);
+	/* Root (and the read group) still get status from the reserve. */
+	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0,
+		     "ringlog status failed with every unreserved place taken");
+	hog_done(h1, p1);
+	hog_done(h2, p2);
+	live_daemon_stop(d);
+	live_log(&e, log, sizeof(log));
+	cr_expect(strstr(log, "too many clients"), "the log says nothing: %s", log);
+	live_cleanup(&e);
+}
+
+Test(limits, half_frames_are_bounded_across_connections)
+{
+	struct live e;
+	char out[1 << 16], status[256], line[256];
+	const char *argv[] = { HOSTILE_PATH, "half-frames", "40", NULL };
+	long rss = -1;
+	pid_t d;
+	int held;
+	FILE *f;
+
+	start(&e, "{ \"buffered_bytes\": \"4M\" }");
+	d = daemon_with_config(&e);
+	/* As root: no per-uid limit; only the bytes bound stands. */
+	cr_assert_eq(run_as(0, argv, out, sizeof(out), NULL), 0);
+	held = held_of(out);
+	snprintf(status, sizeof(status), "/proc/%d/status", (int)d);
+	if ((f = fopen(status, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "RssAnon: %ld", &rss) == 1)
+				break;
+		fclose(f);
+	}
+	cr_log_info("40 connections with half a 1 MiB frame each: %d held; ringlogd RssAnon %ld kB",
+		    held, rss);
+	cr_expect_leq(held, 9, "%d connections hold half a frame each, over 4 MiB in all", held);
+	cr_expect_geq(held, 6, "only %d held: the bound refused more than it needed", held);
+	cr_expect(strstr(out, "limits.buffered_bytes"), "no reason given: %.300s", out);
+	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
