@@ -2,9 +2,9 @@
  *
  * lifecycle.c starts and stops it; main.c only parses the options.
  * One thread runs a libuv loop: the control channel's frames (ctl.c) over
- * its transport (ctl-unix.c: a Unix socket; ctl-win.c: a named pipe),
+ * its transport (unix/transport.c: a Unix socket; win/transport.c: a named pipe),
  * clients and their rings (registry.c), draining (drain.c), segment files
- * (segment.c, through sys-unix.c / sys-win.c), the disk budget
+ * (segment.c, through unix/file.c / win/file.c), the disk budget
  * (retention.c), live tails (tail.c), status (status.c). Writes leave
  * through one I/O backend (io-ops.h: io_uring or a thread pool on Linux,
  * IOCP on Windows), whose completions come back into the loop.
@@ -17,7 +17,7 @@
 #include <sys/types.h>
 #include <uv.h>
 #ifdef _WIN32
-#include "peer-win.h"
+#include "win/peer.h"
 /* The daemon's log levels, as <syslog.h> numbers them. */
 enum { LOG_ERR = 3, LOG_WARNING = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DEBUG = 7 };
 typedef uint32_t uid_t;
@@ -35,14 +35,14 @@ typedef uint32_t gid_t;
 #include "segment.h"
 #include "decode.h"
 
-#include "io-ops.h"
+#include "store/io-ops.h"
 
 struct daemon;
 struct client;
 
 /* An object a client hands over with a frame (proto/ctl.h): a descriptor
  * received through SCM_RIGHTS, or a handle value in the client's process
- * (Windows). ctl-unix.c / ctl-win.c take, map and drop them. */
+ * (Windows). unix/transport.c / win/transport.c take, map and drop them. */
 #ifdef _WIN32
 typedef uint64_t d_obj_t;
 #define D_OBJ_NONE 0
@@ -96,7 +96,7 @@ struct tail;
 struct client {
 	struct client *next;
 	struct daemon *d;
-	/* the connection (ctl-unix.c / ctl-win.c) */
+	/* the connection (unix/transport.c / win/transport.c) */
 #ifdef _WIN32
 	uv_pipe_t pipe;
 	struct peer_id peer; /* process handle, user SID, image */
@@ -219,7 +219,7 @@ struct daemon {
 	bool have_config_path;
 
 	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
-	/* the control channel (ctl-unix.c / ctl-win.c). Producers wake a
+	/* the control channel (unix/transport.c / win/transport.c). Producers wake a
 	 * sleeping daemon through the wake object (handed to each client with
 	 * WELCOME) when a ring passes its high-water mark. */
 #ifdef _WIN32
@@ -305,7 +305,7 @@ extern struct daemon *the_daemon;
 void d_log_init(bool to_syslog, bool verbose);
 void d_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* access.c (Linux: SO_PEERCRED, SO_PEERGROUPS) / ctl-win.c (the client's
+/* access.c (Linux: SO_PEERCRED, SO_PEERGROUPS) / win/transport.c (the client's
  * token): who may write and who may read */
 enum { ACCESS_WRITE = 1, ACCESS_READ = 2 };
 void access_resolve(struct daemon *d);
@@ -331,7 +331,7 @@ void daemon_finish(struct daemon *d);
 void d_status_notify(struct daemon *d);
 
 /* notify.c: the sd_notify protocol, without libsystemd (Windows: the
- * service control manager is told by service-win.c instead) */
+ * service control manager is told by win/service.c instead) */
 #ifdef _WIN32
 static inline int sd_notify_send(const char *state) { (void)state; return 0; }
 #else
@@ -340,7 +340,7 @@ int sd_notify_send(const char *state);
 int sd_notify_fd(const char *state, int fd);
 #endif
 
-/* fdstore-unix.c: rings and metadata regions kept in systemd's fd store,
+/* unix/fdstore.c: rings and metadata regions kept in systemd's fd store,
  * so that a restart does not free the rings of programs that exit
  * meanwhile; taken back from LISTEN_FDS. None on Windows. */
 #ifdef _WIN32
@@ -358,7 +358,7 @@ void fdstore_keep_meta(struct client *c, d_obj_t fd);  /* fd is consumed */
 void fdstore_keep_ring(struct ring *r, d_obj_t fd);
 void fdstore_forget_ring(struct ring *r);
 void fdstore_forget_meta(struct client *c);
-/* Names and descriptors from LISTEN_FDS (ctl-unix.c): adopt them. */
+/* Names and descriptors from LISTEN_FDS (unix/transport.c): adopt them. */
 void fdstore_adopt(struct daemon *d, char **names, int *fds, unsigned n);
 /* The adopted ring that r (just registered by c) maps, or NULL. */
 struct ring *fdstore_ghost_ring(struct daemon *d, const struct client *c, const struct ring *r);
@@ -385,7 +385,7 @@ bool ctl_admit(struct daemon *d, const struct client *self, uint32_t uid, unsign
 void client_received(struct client *c, size_t n);
 #define CLIENT_RX_CAP (RINGLOG_CTL_MAX + sizeof(struct ringlog_ctl_frame))
 
-/* ctl-unix.c (socket, SCM_RIGHTS, eventfd) / ctl-win.c (named pipe,
+/* unix/transport.c (socket, SCM_RIGHTS, eventfd) / win/transport.c (named pipe,
  * handle duplication, event): the transport under ctl.c */
 int ctl_listen(struct daemon *d);
 void ctl_close_listen(struct daemon *d);
@@ -476,7 +476,7 @@ void seg_check_store(struct daemon *d);
 bool seg_idle(struct daemon *d);
 void seg_close_current(struct daemon *d);
 
-/* sys-unix.c / sys-win.c: segment files, free space, the boot's identity.
+/* unix/file.c / win/file.c: segment files, free space, the boot's identity.
  * Files are the descriptors the I/O backend writes; 0 or -errno. */
 void *file_aligned(size_t n);  /* zeroed, RINGLOG_SEG_ALIGN-aligned */
 void file_aligned_free(void *p);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef _WIN32
-#include "service-win.h"
+#include "win/service.h"
 #else
 #include <sys/resource.h>
 #endif

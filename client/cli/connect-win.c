@@ -83,7 +83,7 @@ int cli_connect(const char *path, bool quiet)
 
 void cli_refusal(const char *path, char *buf, size_t len)
 {
-	/* The pipe's security descriptor (daemon/ctl-win.c) admits SYSTEM,
+	/* The pipe's security descriptor (daemon/win/transport.c) admits SYSTEM,
 	 * Administrators, ringlogd's user and the two configured groups. */
 	snprintf(buf, len, "access refused by %s: the pipe admits SYSTEM, Administrators and "
 		 "members of ringlogd's socket_group and read_group (by default \"ringlog\" and "

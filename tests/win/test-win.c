@@ -13,7 +13,7 @@
  *   EventSetInformation, EventWriteTransfer). Wine implements ETW as stubs:
  *   this shows only that the calls are accepted and disturb nothing.
  * - crc32c: the segment checksum gives the standard check value.
- * - iocp: the daemon's IOCP write backend (daemon/io-iocp.c) on a file
+ * - iocp: the daemon's IOCP write backend (daemon/store/io-iocp.c) on a file
  *   opened unbuffered and overlapped: 32 chunks of 64 KiB issued at once in
  *   reverse order, every completion back on the libuv loop, the file read
  *   back; a write the system refuses comes back as an error, not a crash.
@@ -31,26 +31,26 @@
  *   taken with DuplicateHandle; WELCOME gives it the wake event; its
  *   ringlog_flush() gets the SYNC answer; every event arrives once, in
  *   order per thread.
- * - pipe listener: daemon/pipe-win.c serves three clients at once on a
+ * - pipe listener: daemon/win/pipe.c serves three clients at once on a
  *   libuv loop (instances made with the daemon's security descriptor,
  *   each connected one wrapped with uv_pipe_open and echoed). A second
  *   listener on the same name is refused on Windows; Wine does not
  *   enforce FILE_FLAG_FIRST_PIPE_INSTANCE, and the test says so.
- * - service: ringlogd.exe's service code (daemon/service-win.c) installs a
+ * - service: ringlogd.exe's service code (daemon/win/service.c) installs a
  *   copy of this program as a service, which the service control manager
  *   starts (it reports running), stops (its exit code comes back through
  *   the SCM) and removes; installing twice and removing twice are refused
  *   with a message.
- * - etw forwarder: daemon/fwd-etw.c registers one provider per ringlog
+ * - etw forwarder: daemon/sink/forward/fwd-etw.c registers one provider per ringlog
  *   provider name, shared by that provider's events and unregistered with
  *   the last of them; under Wine nothing is enabled, so nothing is written
  *   and nothing is disturbed.
  */
-#include "io-ops.h" /* first: libuv wants winsock2.h before windows.h */
+#include "store/io-ops.h" /* first: libuv wants winsock2.h before windows.h */
 #include "forward.h"
-#include "peer-win.h"
-#include "pipe-win.h"
-#include "service-win.h"
+#include "win/peer.h"
+#include "win/pipe.h"
+#include "win/service.h"
 
 #include <windows.h>
 #include <evntprov.h>
@@ -461,7 +461,7 @@ static void test_peer_handover(void)
 	CHECK(id.pid == pi.dwProcessId, "pid %u from the pipe, %lu created", id.pid, pi.dwProcessId);
 	CHECK(strstr(id.exe, "test-win") != NULL, "image %s", id.exe);
 	CHECK(!strncmp(id.user, "S-1-", 4), "user %s", id.user);
-	/* group membership, from the client's token (access-win.c's rule) */
+	/* group membership, from the client's token (win/access.c's rule) */
 	CHECK(peer_member(&id, "S-1-1-0"), "the client's token is in Everyone");
 	CHECK(!peer_member(&id, "S-1-5-21-1-2-3-4242"), "a made-up group SID is not the client's");
 	CHECK(!peer_member(&id, "not a SID"), "a malformed SID is nobody's");

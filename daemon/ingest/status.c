@@ -1,0 +1,142 @@
+/* daemon/ingest/status.c - the STATUS reply: retention, rates, backend, clients
+ * and providers, as one JSON object (documented in `ringlog status`). All
+ * figures come from the in-memory index and counters: no disk scan. */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The segments, and in *store what the retained store holds in all: the
+ * events stored and those its LOSS records count, across daemon restarts
+ * (from the segment and chunk headers, retention.c). */
+static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, unsigned *n,
+			json_t **store)
+{
+	json_t *a = json_array();
+	uint64_t events = 0, lost = 0;
+
+	*oldest = *newest = 0;
+	*n = 0;
+	for (struct segfile *s = d->segs; s; s = s->next) {
+		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b}",
+			"seq", (json_int_t)s->seq, "path", s->path, "bytes", (json_int_t)s->bytes,
+			"events", (json_int_t)s->events, "lost", (json_int_t)s->lost,
+			"first_ns", (json_int_t)s->first_real_ns, "last_ns", (json_int_t)s->last_real_ns,
+			"current", s->current));
+		events += s->events;
+		lost += s->lost;
+		if (s->events && (!*oldest || s->first_real_ns < *oldest))
+			*oldest = s->first_real_ns;
+		if (s->last_real_ns > *newest)
+			*newest = s->last_real_ns;
+		(*n)++;
+	}
+	*store = json_pack("{s:I,s:I,s:I}", "segments", (json_int_t)*n, "events", (json_int_t)events,
+			   "lost", (json_int_t)lost);
+	return a;
+}
+
+int status_reply(struct client *c, bool detail)
+{
+	struct daemon *d = c->d;
+	uint64_t oldest, newest, fs_free = ret_fs_free(d), now = d_now(CLOCK_REALTIME);
+	unsigned nseg;
+	json_t *store;
+	json_t *segs = segments(d, &oldest, &newest, &nseg, &store);
+	json_t *clients = json_array(), *providers = json_array(), *j;
+	uint64_t attributed = 0;
+	double left = -1;
+	char *s;
+	int err;
+
+	/* Which programs run, as whom, from where: for readers only. */
+	for (struct client *x = detail ? d->clients : NULL; x; x = x->next) {
+		if (!x->writer)
+			continue;
+		json_array_append_new(clients, json_pack(
+			"{s:I,s:s,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I}",
+			"pid", (json_int_t)x->pid, "comm", x->comm, "exe", x->exe ? x->exe : "",
+			"uid", (json_int_t)x->uid, "rings", (json_int_t)x->nrings,
+			"connected", !x->gone,
+			"stored", (json_int_t)x->stored, "lost_ring", (json_int_t)x->lost_ring,
+			"lost_disk", (json_int_t)x->lost_disk,
+			"lost_corrupt", (json_int_t)x->lost_corrupt));
+	}
+	for (struct provider *p = d->providers; p; p = p->next) {
+		unsigned lvl = 0;
+
+		for (unsigned l = 1; l <= 5; l++)
+			if (p->kw[l])
+				lvl = l;
+		json_array_append_new(providers, json_pack("{s:s,s:I,s:I,s:i}", "name", p->name,
+			"stored", (json_int_t)p->stored, "lost_ring", (json_int_t)p->lost_ring,
+			"enabled_level", (int)lvl));
+		attributed += p->lost_ring;
+	}
+	/* Until the oldest data goes: what the budget still holds over the
+	 * write rate, plus the time the oldest segment took to fill. */
+	if (d->rate_bytes) {
+		uint64_t cap = d->cfg.max_disk, floor = ret_min_free(d);
+		uint64_t room = cap > d->used_bytes ? cap - d->used_bytes : 0;
+
+		if (fs_free != UINT64_MAX && fs_free > floor && fs_free - floor < room)
+			room = fs_free - floor;
+		left = (double)room / (double)d->rate_bytes;
+	}
+	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:f,"
+		      "s:s,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:b,s:s}",
+		"version", "0.1.0",
+		"storage_dir", d->cfg.storage_dir,
+		"max_disk", (json_int_t)d->cfg.max_disk,
+		"min_free", (json_int_t)ret_min_free(d),
+		"used_bytes", (json_int_t)d->used_bytes,
+		"fs_free_bytes", (json_int_t)(fs_free == UINT64_MAX ? 0 : fs_free),
+		"segment_count", (json_int_t)nseg,
+		"oldest_event_ns", (json_int_t)oldest,
+		"newest_event_ns", (json_int_t)newest,
+		"segments", segs,
+		"now_ns", (json_int_t)now,
+		"rate_events_per_s", (json_int_t)d->rate_events,
+		"rate_bytes_per_s", (json_int_t)d->rate_bytes,
+		"stored_events", (json_int_t)d->stored,
+		"producer_wakeups", (json_int_t)d->wakeups,
+		"seconds_until_oldest_deleted", left,
+		"backend", d->io_name,
+		"backend_note", d->io_note,
+		"socket", d->cfg.socket_path,
+		"forwarding", fwd_status(d),
+		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->lost_disk,
+		"reader", (json_int_t)tail_lost_total(d), "corrupt", (json_int_t)d->lost_corrupt,
+		"total", (json_int_t)(d->lost_ring + d->lost_disk + d->lost_corrupt),
+		"clients", clients, "providers", providers,
+		"disk_blocked", d->disk_blocked, "disk_error", d->disk_error);
+	if (!j)
+		return -ENOMEM;
+	/* The sizes in force (seg_sizes(): from the budget, at start and at
+	 * each reload). */
+	json_object_set_new(j, "max_segment_bytes", json_integer((json_int_t)d->seg_max));
+	json_object_set_new(j, "chunk_bytes", json_integer((json_int_t)d->chunk_size));
+	/* Stored, then deleted under the daemon (storage_dir removed). */
+	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->lost_deleted));
+	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
+		d->lost_ring + d->lost_disk + d->lost_corrupt + d->lost_deleted)));
+	/* These counters start at 0 with each daemon: say since when. Ring
+	 * overflow the programs did not attribute to one provider (older
+	 * libraries, gaps mixing providers) is in no provider's row. */
+	json_object_set_new(json_object_get(j, "lost"), "since_ns",
+			    json_integer((json_int_t)d->start_real_ns));
+	json_object_set_new(json_object_get(j, "lost"), "ring_unattributed",
+			    json_integer((json_int_t)(d->lost_ring - attributed)));
+	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
+	json_object_set_new(j, "store", store);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return -ENOMEM;
+	err = client_send(c, RINGLOG_CTL_STATUS, s, (uint32_t)strlen(s));
+	free(s);
+	return err;
+}

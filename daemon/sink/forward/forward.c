@@ -1,0 +1,184 @@
+/* daemon/sink/forward/forward.c - the part of forwarding every tracer shares: start and
+ * stop with the configuration, one backend handle per (writer, event), the
+ * write path from drain.c, loss counters, and enablement raised in the
+ * clients while a tracer listens (the path `ringlog tail` uses). */
+#define _GNU_SOURCE
+#include "daemon.h"
+#include "forward.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+static const struct fwd_ops *const backend = &fwd_user_events_ops;
+#elif defined(_WIN32)
+static const struct fwd_ops *const backend = &fwd_etw_ops;
+#else
+static const struct fwd_ops *const backend = NULL;
+#endif
+
+static bool wanted(const struct daemon *d)
+{
+#ifdef _WIN32
+	return backend && d->cfg.forward.etw;
+#else
+	return backend && d->cfg.forward.user_events;
+#endif
+}
+
+static void event_seen(struct client *c, const struct ringlog_event_desc *e)
+{
+	struct fwd *f = c->d->fwd;
+	struct provider *p;
+
+	if (e->provider >= c->nprov || !(p = c->prov[e->provider]))
+		return;
+	if (ringlog_grow(&c->fwd_ev, &c->nfwd_ev, e->id, sizeof(*c->fwd_ev)) < 0)
+		return;
+	c->fwd_ev[e->id] = f->ops->event_new(f, p->name, e);
+}
+
+/* Ids are dense and handed out in order, so "not offered yet" is the
+ * range from fwd_next to the end. */
+void fwd_sync_client(struct client *c)
+{
+	if (!c->d->fwd)
+		return;
+	for (; c->fwd_next < c->meta.nev; c->fwd_next++)
+		if (c->meta.events[c->fwd_next])
+			event_seen(c, c->meta.events[c->fwd_next]);
+}
+
+static void start(struct daemon *d)
+{
+	struct fwd *f = calloc(1, sizeof(*f));
+	char why[sizeof(d->fwd_state) - 32];
+	int err;
+
+	if (!f) {
+		snprintf(d->fwd_state, sizeof(d->fwd_state), "unavailable: out of memory");
+		return;
+	}
+	f->ops = backend;
+	err = f->ops->open(f, why, sizeof(why));
+	if (err) {
+		snprintf(d->fwd_state, sizeof(d->fwd_state), "unavailable: %s", why);
+		d_log(LOG_NOTICE, "forwarding to %s is unavailable: %s", backend->name, why);
+		free(f);
+		return;
+	}
+	/* Counters survive a stop/start by SIGHUP. */
+	f->forwarded = d->fwd_forwarded;
+	memcpy(f->lost, d->fwd_lost, sizeof(f->lost));
+	d->fwd = f;
+	snprintf(d->fwd_state, sizeof(d->fwd_state), "on");
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->writer)
+			fwd_sync_client(c);
+	d_log(LOG_INFO, "forwarding to %s", backend->name);
+}
+
+void fwd_client_free(struct client *c)
+{
+	struct fwd *f = c->d->fwd;
+
+	for (uint32_t i = 0; i < c->nfwd_ev; i++)
+		if (c->fwd_ev[i] && f)
+			f->ops->event_free(c->fwd_ev[i]);
+	free(c->fwd_ev);
+	c->fwd_ev = NULL;
+	c->nfwd_ev = 0;
+	c->fwd_next = 0;
+}
+
+static void stop(struct daemon *d)
+{
+	struct fwd *f = d->fwd;
+
+	if (!f)
+		return;
+	for (struct client *c = d->clients; c; c = c->next)
+		fwd_client_free(c);
+	d->fwd_forwarded = f->forwarded;
+	memcpy(d->fwd_lost, f->lost, sizeof(d->fwd_lost));
+	f->ops->close(f);
+	free(f);
+	d->fwd = NULL;
+}
+
+void fwd_apply(struct daemon *d)
+{
+	if (wanted(d) && !d->fwd)
+		start(d);
+	else if (!wanted(d) && d->fwd) {
+		stop(d);
+		reg_enable_recompute(d); /* what tracers raised goes back */
+	}
+	if (!wanted(d))
+		snprintf(d->fwd_state, sizeof(d->fwd_state), backend ? "off" : "unsupported");
+}
+
+void fwd_stop(struct daemon *d)
+{
+	stop(d);
+}
+
+void fwd_record(struct daemon *d, struct ring *r, uint16_t type, const struct ringlog_event_desc *e,
+		const uint8_t *payload, uint32_t len)
+{
+	struct fwd *f = d->fwd;
+	struct client *c = r->c;
+	void *ev = e->id < c->nfwd_ev ? c->fwd_ev[e->id] : NULL;
+	uint32_t head = RINGLOG_EVENT_HDR_SIZE;
+	const uint8_t *act = NULL;
+	enum fwd_loss why;
+	uint64_t ts;
+
+	if (!ev || !f->ops->event_enabled(ev))
+		return;
+	if (type == RINGLOG_REC_EVENT_ACT) {
+		act = payload + head;
+		head += RINGLOG_ACTIVITY_SIZE;
+	}
+	memcpy(&ts, payload, sizeof(ts));
+	if (f->ops->event_write(f, ev, act, clock_real_ns(d, r->clock, ts), payload + head,
+				len - head, &why) == 0)
+		f->forwarded++;
+	else
+		f->lost[why]++;
+}
+
+void fwd_tick(struct daemon *d)
+{
+	if (d->fwd && d->fwd->ops->changed(d->fwd))
+		reg_enable_recompute(d);
+}
+
+void fwd_raise(struct daemon *d, struct provider *p)
+{
+	if (d->fwd)
+		d->fwd->ops->raise(d->fwd, p->name, p->kw);
+}
+
+json_t *fwd_status(struct daemon *d)
+{
+	const struct fwd *f = d->fwd;
+	const uint64_t *lost = f ? f->lost : d->fwd_lost;
+	unsigned targets = 0, enabled = 0;
+
+	if (f)
+		f->ops->count(d->fwd, &targets, &enabled);
+	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
+#ifdef _WIN32
+		"user_events", "unsupported on this system", "etw", d->fwd_state,
+#else
+		"user_events", d->fwd_state, "etw", "unsupported on this system",
+#endif
+		"backend", backend ? backend->name : "",
+		"targets", (json_int_t)targets, "enabled", (json_int_t)enabled,
+		"forwarded", (json_int_t)(f ? f->forwarded : d->fwd_forwarded),
+		"lost_disabled", (json_int_t)lost[FWD_LOST_DISABLED],
+		"lost_tracer", (json_int_t)lost[FWD_LOST_TRACER],
+		"lost_other", (json_int_t)lost[FWD_LOST_OTHER]);
+}

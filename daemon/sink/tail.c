@@ -1,0 +1,356 @@
+/* daemon/sink/tail.c - live subscribers (`ringlog tail`).
+ *
+ * Filters run here, on the drain path, so a tail of one provider costs the
+ * daemon nothing for the others' events. Matching events are framed as
+ * segment records (proto/segment.h) in DATA frames: the tail tool decodes
+ * them with the same decoder as segment files. A reader that does not keep
+ * up only fills its own queue; past the limit its events are dropped and
+ * counted, and it is told how many when it catches up.
+ *
+ * A tail asking for more than is enabled (a higher level, other keywords)
+ * raises enablement for the providers it matches while it runs.
+ *
+ * `tail -n` reads the newest segments itself. So that they hold everything
+ * emitted before the tail began, the daemon drains every ring, seals the
+ * open chunk, and answers only once those writes have completed; live
+ * events drained meanwhile are held back for that reader until then, so
+ * its output has no gap, no duplicate and no reordering at the seam.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TAIL_QUEUE_LIMIT (8u << 20)
+/* A write that takes longer than this must not hold a tail back forever:
+ * it answers anyway, and its backlog may then miss what was in flight. */
+#define TAIL_FLUSH_WAIT_NS (2000000000ull)
+
+struct tail {
+	struct tail *next;
+	struct client *c;
+	char *provider;     /* glob, or NULL */
+	char *event;        /* exact name, or NULL */
+	unsigned level;     /* max level */
+	uint64_t keyword;   /* 0: any */
+	int64_t pid, uid;   /* -1: any */
+	uint32_t *writer_nev;   /* by writer id: metadata entries sent + 1 */
+	uint32_t nwriters;
+	uint8_t *stream_sent;   /* by stream id */
+	uint32_t nstreams;
+	uint64_t dropped;       /* events not sent since the last report */
+	uint8_t *frame;         /* DATA frame being built; until answered,
+	                         * every live record held back */
+	size_t flen, fcap;
+	bool answered;          /* TAIL reply sent */
+	uint64_t answer_after;  /* seal number every chunk before which must be
+	                         * on disk before the reply */
+	uint64_t start_ns;      /* CLOCK_MONOTONIC */
+	uint64_t held;          /* events in the frame before the reply */
+};
+
+static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t alen,
+	       const void *b, size_t blen)
+{
+	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + alen + blen);
+	struct ringlog_seg_rec h = { .len = (uint32_t)len, .type = type, .id = id };
+
+	if (t->flen + len > t->fcap) {
+		size_t cap = t->fcap ? t->fcap * 2 : 4096;
+		uint8_t *f;
+
+		while (cap < t->flen + len)
+			cap *= 2;
+		if (!(f = realloc(t->frame, cap)))
+			return -ENOMEM;
+		t->frame = f;
+		t->fcap = cap;
+	}
+	memset(t->frame + t->flen, 0, len);
+	memcpy(t->frame + t->flen, &h, sizeof(h));
+	if (alen)
+		memcpy(t->frame + t->flen + sizeof(h), a, alen);
+	if (blen)
+		memcpy(t->frame + t->flen + sizeof(h) + alen, b, blen);
+	t->flen += len;
+	return 0;
+}
+
+/* Queue the built frame, or count its events as dropped for this reader.
+ * Before the reply, the frame keeps growing instead. */
+static void send_frame(struct tail *t, uint64_t events)
+{
+	if (!t->answered) {
+		t->held += events;
+		return;
+	}
+	if (t->flen && client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) < 0)
+		t->dropped += events;
+	t->flen = 0;
+}
+
+static void report_dropped(struct daemon *d, struct tail *t)
+{
+	struct ringlog_seg_loss l = { .records = t->dropped, .reason = RINGLOG_LOSS_READER };
+
+	if (!t->dropped || !t->answered || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
+		return;
+	rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0);
+	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
+		d->lost_reader += t->dropped;
+		t->dropped = 0;
+	}
+	t->flen = 0;
+}
+
+uint64_t tail_lost_total(const struct daemon *d)
+{
+	uint64_t n = d->lost_reader;
+
+	/* drops not yet told to their reader (it may never read again) */
+	for (const struct tail *t = d->tails; t; t = t->next)
+		n += t->dropped;
+	return n;
+}
+
+static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
+		    const char *provider)
+{
+	if (e->level > t->level)
+		return false;
+	if (t->keyword && e->keyword && !(e->keyword & t->keyword))
+		return false;
+	if (t->pid >= 0 && r->c->pid != (uint64_t)t->pid)
+		return false;
+	if (t->uid >= 0 && r->c->uid != (uint64_t)t->uid)
+		return false;
+	if (t->provider && (!provider || fnmatch(t->provider, provider, 0)))
+		return false;
+	if (t->event && strcmp(t->event, e->name))
+		return false;
+	return true;
+}
+
+static int describe(struct tail *t, struct ring *r)
+{
+	struct client *c = r->c;
+
+	if (ringlog_grow(&t->writer_nev, &t->nwriters, c->id, sizeof(uint32_t)) ||
+	    ringlog_grow(&t->stream_sent, &t->nstreams, r->id, 1))
+		return -ENOMEM;
+	if (!t->writer_nev[c->id]) {
+		struct ringlog_seg_writer w = { .pid = c->pid, .uid = c->uid, .gid = c->gid,
+			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
+			.start_real_ns = c->start_real_ns };
+
+		memcpy(w.comm, c->comm, sizeof(w.comm));
+		rec(t, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w), c->exe, w.exe_len);
+		for (uint32_t id = 1; id < c->meta.nprov; id++) {
+			uint8_t e[RINGLOG_META_PROVIDER_ENTRY_MAX];
+
+			if (c->meta.providers[id])
+				rec(t, RINGLOG_SEG_REC_META, c->id, e,
+				    ringlog_meta_provider_entry(e, (uint16_t)id, c->meta.providers[id]),
+				    NULL, 0);
+		}
+		t->writer_nev[c->id] = 1; /* event ids start at 1 */
+	}
+	/* Ids are dense: stop at the first one not defined yet. */
+	for (uint32_t id = t->writer_nev[c->id]; id < c->meta.nev && c->meta.events[id]; id++) {
+		const struct ringlog_event_desc *e = c->meta.events[id];
+
+		rec(t, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0);
+		t->writer_nev[c->id] = id + 1;
+	}
+	if (!t->stream_sent[r->id]) {
+		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
+						.ring_id = r->ring_id };
+
+		rec(t, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0);
+		t->stream_sent[r->id] = 1;
+	}
+	return 0;
+}
+
+void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	const char *provider = ringlog_meta_provider(&r->c->meta, e->provider);
+	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone || !matches(t, r, e, provider))
+			continue;
+		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
+			t->dropped++;
+			continue;
+		}
+		report_dropped(d, t);
+		if (describe(t, r) < 0) {
+			t->dropped++;
+			continue;
+		}
+		/* A SPAN holding one ring record: rec() pads it to 8 bytes,
+		 * which is exactly ringlog_rec_total(len). */
+		rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), payload, len);
+		send_frame(t, 1);
+	}
+}
+
+/* A loss goes to the tails whose writer filters (pid, uid) it passes and,
+ * for a --provider tail, only when the program attributed it to a matching
+ * provider (ringlog(1)): --event, --level and --keyword select events,
+ * and a loss is not known to be of any. */
+void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l)
+{
+	const char *provider = l->provider ? ringlog_meta_provider(&r->c->meta, l->provider) : NULL;
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid) ||
+		    (t->uid >= 0 && r->c->uid != (uint64_t)t->uid) ||
+		    (t->provider && (!provider || fnmatch(t->provider, provider, 0))))
+			continue;
+		if (describe(t, r) < 0)
+			continue;
+		rec(t, RINGLOG_SEG_REC_LOSS, r->id, l, sizeof(*l), NULL, 0);
+		send_frame(t, 0);
+	}
+}
+
+void tail_raise(struct daemon *d, struct provider *p)
+{
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone || (t->provider && fnmatch(t->provider, p->name, 0)))
+			continue;
+		for (unsigned l = 1; l <= t->level && l <= 5; l++)
+			p->kw[l] |= t->keyword ? t->keyword : ~0ull;
+	}
+}
+
+void tail_free(struct tail *t)
+{
+	struct daemon *d = t->c->d;
+
+	for (struct tail **pp = &d->tails; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			d->ntails--;
+			break;
+		}
+	free(t->provider);
+	free(t->event);
+	free(t->writer_nev);
+	free(t->stream_sent);
+	free(t->frame);
+	free(t);
+}
+
+void tool_error(struct client *c, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (s)
+		client_send(c, RINGLOG_CTL_ERROR, s, (uint32_t)strlen(s));
+	free(s);
+	json_decref(j);
+}
+
+/* The reply, the clock, then what was held back, to every tail whose
+ * backlog is on disk (or that waited too long). */
+void tail_flushed(struct daemon *d)
+{
+	uint64_t now = 0;
+
+	for (struct tail *t = d->tails; t; t = t->next) {
+		struct client *c = t->c;
+
+		if (t->answered || c->gone)
+			continue;
+		if (d->release_next < t->answer_after) {
+			if (!now)
+				now = d_now(CLOCK_MONOTONIC);
+			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
+				continue;
+			d_log(LOG_WARNING, "tail (pid %llu): segment writes still in flight after 2 s; its "
+			      "backlog may miss them", (unsigned long long)c->pid);
+		}
+		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
+				      (json_int_t)(d->cur ? d->cur->seq : d->next_seq));
+		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+					     .type = RINGLOG_SEG_REC_CLOCK };
+		uint8_t b[sizeof(h) + sizeof(d->clock)];
+
+		if (s)
+			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
+		free(s);
+		json_decref(r);
+		memcpy(b, &h, sizeof(h));
+		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
+		t->answered = true;
+		send_frame(t, t->held);
+		t->held = 0;
+	}
+}
+
+int tail_start(struct client *c, const uint8_t *p, uint32_t len)
+{
+	struct daemon *d = c->d;
+	json_error_t jerr;
+	json_t *j = json_loadb((const char *)p, len, 0, &jerr), *v;
+	struct tail *t;
+
+	if (!j || !json_is_object(j) || c->tail || c->writer) {
+		json_decref(j);
+		tool_error(c, "TAIL request must be one JSON object, once per connection");
+		return 0;
+	}
+	if (!(t = calloc(1, sizeof(*t)))) {
+		json_decref(j);
+		return -ENOMEM;
+	}
+	t->c = c;
+	t->level = 4;
+	t->pid = t->uid = -1;
+	if ((v = json_object_get(j, "provider")) && json_is_string(v))
+		t->provider = strdup(json_string_value(v));
+	if ((v = json_object_get(j, "event")) && json_is_string(v))
+		t->event = strdup(json_string_value(v));
+	if ((v = json_object_get(j, "level")) && json_is_integer(v))
+		t->level = (unsigned)json_integer_value(v);
+	if ((v = json_object_get(j, "keyword")) && json_is_integer(v))
+		t->keyword = (uint64_t)json_integer_value(v);
+	if ((v = json_object_get(j, "pid")) && json_is_integer(v))
+		t->pid = json_integer_value(v);
+	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
+		t->uid = json_integer_value(v);
+	json_decref(j);
+	if (t->level < 1 || t->level > 5) {
+		free(t->provider);
+		free(t->event);
+		free(t);
+		tool_error(c, "level must be 1..5");
+		return 0;
+	}
+	/* Everything emitted before this point goes to the segments (the
+	 * backlog): drain it all before the tail joins, seal the open chunk,
+	 * and answer once it is written. Events drained from here on are live. */
+	drain_all(d);
+	seg_seal(d);
+	c->tail = t;
+	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
+	t->answer_after = d->seal_next;
+	t->start_ns = d_now(CLOCK_MONOTONIC);
+	t->next = d->tails;
+	d->tails = t;
+	d->ntails++;
+	reg_enable_recompute(d);
+	tail_flushed(d);
+	return 0;
+}

@@ -1,0 +1,212 @@
+/* daemon/store/retention.c - the segment index and the global disk budget.
+ *
+ * All segments form one circular log: when the next chunk would not fit
+ * under max_disk, or would leave less than min_free on the filesystem, the
+ * oldest segments are deleted first. The segment being written counts, and
+ * the check runs before every chunk write, so usage never exceeds the
+ * budget by more than one chunk (in practice not at all). The index lives
+ * in memory: status and tail never rescan the directory.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "decode.h"
+
+void ret_add(struct daemon *d, struct segfile *s)
+{
+	struct segfile **pp = &d->segs;
+
+	while (*pp && (*pp)->seq < s->seq)
+		pp = &(*pp)->next;
+	s->next = *pp;
+	*pp = s;
+	d->used_bytes += s->bytes;
+}
+
+uint64_t ret_fs_free(const struct daemon *d)
+{
+	uint64_t avail, total;
+
+	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
+		return UINT64_MAX;
+	return avail;
+}
+
+uint64_t ret_min_free(const struct daemon *d)
+{
+	uint64_t avail, total;
+
+	if (d->cfg.min_free_bytes || !d->cfg.min_free_percent)
+		return d->cfg.min_free_bytes;
+	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
+		return 0;
+	return total / 100 * d->cfg.min_free_percent;
+}
+
+static void delete_oldest(struct daemon *d)
+{
+	struct segfile *s = d->segs;
+	int err;
+
+	d->segs = s->next;
+	d->used_bytes -= s->bytes;
+	if ((err = file_remove(s->path)) < 0)
+		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(-err));
+	free(s->path);
+	file_aligned_free(s->hdr);
+	free(s);
+}
+
+static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uint64_t min_free)
+{
+	/* The filesystem floor is hard: never write into the last min_free. */
+	return fs_free >= d->chunk_size && fs_free - d->chunk_size >= min_free;
+}
+
+int ret_make_room(struct daemon *d, uint64_t bytes)
+{
+	uint64_t min_free = ret_min_free(d);
+
+	for (;;) {
+		uint64_t fs_free = ret_fs_free(d);
+		bool disk_ok = d->used_bytes + bytes <= d->cfg.max_disk;
+		bool fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
+		struct segfile *s = d->segs;
+
+		if (disk_ok && fs_ok)
+			return 0;
+		if (!s)
+			return -ENOSPC;
+		if (s->current) {
+			/* Only the segment being written is left. The chunk
+			 * at hand was built for it, so it goes there (one chunk
+			 * over), and the caller closes the segment so that it
+			 * is the next to go: the circular log eats its tail. */
+			if (!s->chunks || !disk_ok_with_one_chunk(d, fs_free, min_free))
+				return -ENOSPC;
+			return -EXDEV;
+		}
+		if (s->inflight)
+			return -EAGAIN;
+		delete_oldest(d);
+	}
+}
+
+/* Seal a crashed daemon's segment with the totals of the scan, so that
+ * readers and the next startup see a closed segment (flagged RECOVERED)
+ * instead of rescanning it every time. */
+static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
+			   const struct segfile *s, uint64_t end)
+{
+	struct ringlog_seg_hdr h = *old;
+	int fd = file_open_existing(path), err = fd < 0 ? fd : 0;
+
+	h.state = RINGLOG_SEG_CLOSED;
+	h.compat_flags |= RINGLOG_SEG_RECOVERED;
+	h.first_real_ns = s->first_real_ns;
+	h.last_real_ns = s->last_real_ns;
+	h.events = s->events;
+	h.lost = s->lost;
+	h.chunks = s->chunks;
+	h.end = end;
+	h.hdr_crc = ringlog_seg_hdr_crc(&h);
+	if (!err && !(err = file_pwrite(fd, &h, sizeof(h), 0)))
+		err = file_sync(fd);
+	if (err)
+		d_log(LOG_ERR, "segment %s: could not seal it: %s (it stays readable)", path, strerror(-err));
+	if (fd >= 0)
+		file_close(fd);
+}
+
+/* A segment the index does not know yet (startup): read its header, and
+ * walk the chunk headers of one that a crash left ONLINE. */
+static void scan_one(struct daemon *d, const char *path, uint64_t seq)
+{
+	struct ringlog_seg_file f;
+	struct segfile *s;
+	const char *why;
+	int err = ringlog_seg_open(&f, path, &why);
+
+	if (err < 0) {
+		d_log(LOG_WARNING, "segment %s ignored: %s", path, why ? why : strerror(-err));
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->path = strdup(path))) {
+		free(s);
+		ringlog_seg_close(&f);
+		return;
+	}
+	s->seq = seq;
+	s->bytes = f.size;
+	s->closed = true;
+	s->fd = -1;
+	if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
+		s->first_real_ns = f.hdr.first_real_ns;
+		s->last_real_ns = f.hdr.last_real_ns;
+		s->events = f.hdr.events;
+		s->lost = f.hdr.lost;
+		s->chunks = f.hdr.chunks;
+	} else {
+		uint64_t end = RINGLOG_SEG_HEADER_SIZE;
+
+		while (ringlog_seg_next(&f, true) == 1) {
+			end = f.off;
+			if (f.chunk.events) {
+				if (!s->first_real_ns || f.chunk.first_real_ns < s->first_real_ns)
+					s->first_real_ns = f.chunk.first_real_ns;
+				if (f.chunk.last_real_ns > s->last_real_ns)
+					s->last_real_ns = f.chunk.last_real_ns;
+			}
+			s->events += f.chunk.events;
+			s->lost += f.chunk.lost;
+			s->chunks++;
+		}
+		d_log(LOG_WARNING, "segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",
+		      path, (unsigned long long)s->chunks);
+		if (f.hdr_ok)
+			seal_recovered(path, &f.hdr, s, end);
+	}
+	ringlog_seg_close(&f);
+	ret_add(d, s);
+	if (seq >= d->next_seq)
+		d->next_seq = seq + 1;
+}
+
+int ret_scan(struct daemon *d)
+{
+	DIR *dir = opendir(d->cfg.storage_dir);
+	struct dirent *e;
+	int err;
+
+	if (!dir) {
+		err = -errno;
+		d_log(LOG_ERR, "cannot read storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		return err;
+	}
+	while ((e = readdir(dir))) {
+		char path[RINGLOG_CONFIG_PATH_MAX + 300];
+		unsigned long long seq;
+		int n = 0;
+
+		if (sscanf(e->d_name, "%16llx.rlseg%n", &seq, &n) != 1 ||
+		    n != (int)strlen(e->d_name) || strlen(e->d_name) != 22)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d->cfg.storage_dir, e->d_name);
+		scan_one(d, path, seq);
+	}
+	closedir(dir);
+	/* A directory already over budget is trimmed before any event. */
+	if (ret_make_room(d, 0) < 0 && d->segs)
+		d_log(LOG_ERR, "storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
+	return 0;
+}
