@@ -36,6 +36,9 @@ typedef uint32_t gid_t;
 #include "decode.h"
 
 #include "store/io-ops.h"
+#include "store/store.h"
+#include "store/file.h"
+#include "sink/sink.h"
 
 struct daemon;
 struct client;
@@ -154,64 +157,6 @@ struct client {
 	uint32_t fwd_next;   /* event ids below it were offered */
 };
 
-struct chunk;
-
-/* A segment file known to the index (retention.c). */
-struct segfile {
-	struct segfile *next;  /* by seq, oldest first */
-	uint64_t seq;
-	char *path;
-	uint64_t bytes;      /* file size we account for */
-	uint64_t first_real_ns, last_real_ns;
-	uint64_t events;
-	uint64_t lost;       /* events its LOSS records count (chunk headers) */
-	bool current;        /* being written */
-	bool closed;
-	bool orphan;         /* its file was deleted under us: out of the
-	                      * index, freed once its last write lands */
-	int inflight;        /* writes not completed */
-	int fd;
-	bool direct;
-	uint64_t off;        /* next chunk offset (current) */
-	uint64_t created_mono_ns;
-	uint64_t chunks;
-	uint64_t begun;      /* chunks started in it (room(), segment.c) */
-	uint64_t limit;      /* rotate before passing it (seg_limit()) */
-	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
-};
-
-struct chunk {
-	uint8_t *mem;        /* RINGLOG_SEG_ALIGN-aligned: header + body */
-	size_t cap;          /* bytes of mem */
-	size_t len;          /* body bytes */
-	uint32_t events;
-	uint64_t lost;       /* events its LOSS records count */
-	uint64_t first_real_ns, last_real_ns; /* set when sealed */
-	uint64_t ts_min[2], ts_max[2]; /* raw event clocks: [0] monotonic, [1] TSC */
-	uint64_t opened_mono_ns;
-	struct segfile *seg;
-	bool busy;           /* sealed: in flight, or written and waiting for
-	                      * the chunks sealed before it */
-	bool done;           /* the write completed (or failed and was counted) */
-	uint64_t seal_no;    /* order of sealing: ring space is released in it */
-	/* whose records it carries: to release their ring space once written,
-	 * or to count them lost if the write fails */
-	struct chunk_who {
-		struct ring *r;
-		uint32_t events;
-		uint64_t loss;                   /* disk loss it reports in-stream:
-		                                  * pending again if it is lost */
-		uint64_t end;                    /* ring position after them */
-		uint64_t seen_records, seen_bytes; /* loss totals as of end */
-	} *who;
-	uint32_t nwho, capwho;
-	size_t span_off;     /* open PACK record, or SIZE_MAX */
-	uint32_t span_stream;
-	uint64_t span_next;  /* ring position the open PACK continues at */
-	uint64_t span_ts;    /* its last timestamp: the next delta's base */
-	struct daemon *d;
-};
-
 struct daemon {
 	uv_loop_t *loop;
 	struct ringlog_config cfg;
@@ -251,27 +196,8 @@ struct daemon {
 	uint32_t next_writer_id, next_stream_id;
 	struct provider *providers;
 
-	/* storage */
-	struct io *io;
-	const char *io_name;
-	char io_note[160];   /* why the backend is what it is */
-	struct segfile *segs; /* index, oldest first */
-	struct segfile *cur;
-	uint64_t next_seq;
-	uint64_t used_bytes; /* sum of segfile.bytes */
-	uint32_t seg_gen;
-	struct chunk *chunks;
-	unsigned nchunks;
-	struct chunk *open;  /* being filled, or NULL */
-	uint64_t seal_next;  /* seal_no of the next chunk sealed */
-	uint64_t release_next; /* seal_no whose ring space is released next */
-	size_t chunk_size;   /* of the chunks opened now (seg_sizes()) */
-	size_t chunk_alloc;  /* of the buffers: chunk_size's ceiling */
-	uint64_t seg_max;     /* effective max_segment_size */
-	bool disk_blocked;   /* last write failed for lack of space */
-	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
-	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
-	char disk_error[4400];
+	/* storage (store/store.h) */
+	struct store st;
 
 	/* clock calibration */
 	struct ringlog_seg_clock clock;
@@ -280,8 +206,7 @@ struct daemon {
 	char host[64];
 
 	/* counters */
-	uint64_t stored, stored_bytes, lost_disk, lost_ring, lost_corrupt, lost_reader;
-	uint64_t lost_deleted; /* stored, then deleted under us (not by budget) */
+	uint64_t lost_ring, lost_corrupt, lost_reader; /* the store counts its own */
 	uint64_t rate_events, rate_bytes;     /* per second, smoothed */
 	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;
 	uint64_t start_real_ns;
@@ -292,13 +217,14 @@ struct daemon {
 	bool notify;         /* $NOTIFY_SOCKET is set */
 	bool fdstore;        /* rings go to the service manager's fd store */
 
+	/* the sinks lifecycle.c hands the store, in the order they are told */
+	struct sink fwd_sink, tail_sink, sync_sink;
+
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */
 	char fwd_state[320]; /* "on", "off", "unavailable: why" */
 	uint64_t fwd_forwarded, fwd_lost[3]; /* kept while fwd is NULL */
 };
-
-extern struct daemon *the_daemon;
 
 /* log.c: the daemon's own diagnostics; level is LOG_ERR .. LOG_DEBUG
  * (<syslog.h>). Rate-limited per call site. */
@@ -430,117 +356,38 @@ void drain_start(struct daemon *d);
 /* A producer passed its high-water mark and woke us (n times). */
 void drain_woken(struct daemon *d, uint64_t n);
 
-/* segment.c */
-int seg_init(struct daemon *d);
-/* Take storage_dir's lock (again, once it was recreated): 0 or -errno,
- * logged with what to do. */
-int seg_lock_dir(struct daemon *d);
-/* The configuration was reloaded: size chunks and segments from the new
- * budget and trim the store to it. */
-void seg_reload(struct daemon *d);
-void seg_fini(struct daemon *d);
-/* A LOSS record of ring r's stream (its events go by runs, below), len
- * bytes at l as in the ring (32 or 40, proto/ring.h). 0, -EAGAIN (no room
- * now: it stays in the ring) or -errno. */
-int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
-			 const struct ringlog_rec_loss *l, uint32_t len);
-int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
-		    uint32_t reason);
-/* A run of consecutive event records of one ring, packed straight into the
- * open chunk (the drain's fast path): ready the chunk for a first record
- * that packs into at most need bytes, at ring position at (0, -EAGAIN or
- * -errno; fills out, room and prev_ts), pack records while they fit in
- * room, then put the run. */
-struct seg_run {
-	const uint8_t *recs; /* first record header, in the ring */
-	size_t bytes;        /* of ring records */
-	uint32_t events;
-	uint64_t ts_min, ts_max; /* raw clock */
-	uint64_t end;        /* ring position after the last record */
-	uint8_t *out;        /* where the run is packed, in the open chunk */
-	size_t packed;       /* bytes packed at out */
-	size_t room;         /* what the readied chunk can take at out */
-	uint64_t prev_ts;    /* the PACK's last timestamp (pack.h) */
-};
-int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
-		  struct seg_run *run);
-void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run);
-/* Report r's pending disk loss in its stream now (a ring about to go);
- * 0, or -EAGAIN while the disk still refuses. */
-int seg_settle_loss(struct daemon *d, struct ring *r);
-void seg_seal(struct daemon *d);
-void seg_tick(struct daemon *d);
-/* Has storage_dir or the current segment been deleted under us? Then
- * count what they held as lost, recreate the directory and go on. */
-void seg_check_store(struct daemon *d);
-bool seg_idle(struct daemon *d);
-void seg_close_current(struct daemon *d);
-
-/* unix/file.c / win/file.c: segment files, free space, the boot's identity.
- * Files are the descriptors the I/O backend writes; 0 or -errno. */
-void *file_aligned(size_t n);  /* zeroed, RINGLOG_SEG_ALIGN-aligned */
-void file_aligned_free(void *p);
-int file_create(const char *path, bool *direct); /* a new file, unbuffered if it can */
-int file_open_existing(const char *path);
-int file_pwrite(int fd, const void *buf, size_t len, uint64_t off);
-int file_sync(int fd);
-void file_close(int fd);
-int file_remove(const char *path); /* gone already is fine */
-int file_mkdir(const char *path);  /* 0: there already, 1: made (Linux) */
-int file_space(const char *dir, uint64_t *avail, uint64_t *total);
-/* Hold dir's lock (RINGLOG_LOCK_NAME in it) for the life of the process:
- * 0 (*lock is its descriptor, replacing any old one), -EBUSY (another
- * process holds it: *holder is its PID, or 0 if unknown) or -errno. */
-#define RINGLOG_LOCK_NAME "ringlogd.lock"
-int file_lock_dir(const char *dir, int *lock, long *holder);
-/* What identifies dir now (device, inode), to notice it was replaced. */
-int file_dir_id(const char *dir, uint64_t id[2]);
-/* 1 if the open file fd has no name left (deleted), 0, or -errno. */
-int file_unlinked(int fd);
-void sys_identity(uint8_t boot_id[16], char *host, size_t host_len);
 #ifdef _WIN32
 #include "compat-win.h" /* fnmatch */
 #else
 #include <fnmatch.h>
 #endif
 
-/* retention.c */
-int ret_scan(struct daemon *d);
-void ret_add(struct daemon *d, struct segfile *s);
-int ret_make_room(struct daemon *d, uint64_t bytes);
-uint64_t ret_fs_free(const struct daemon *d);
-uint64_t ret_min_free(const struct daemon *d);
-
 /* tail.c */
 int tail_start(struct client *c, const uint8_t *json, uint32_t len);
 /* An ERROR frame {"error": msg} to a tool. */
 void tool_error(struct client *c, const char *msg);
 void tail_free(struct tail *t);
-void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
-		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
-void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l);
 void tail_raise(struct daemon *d, struct provider *p);
 /* Events dropped for slow readers: told and not yet told. */
 uint64_t tail_lost_total(const struct daemon *d);
-/* Answer the tails waiting for their backlog to reach the disk. */
-void tail_flushed(struct daemon *d);
+/* Periodic: answer the tails whose backlog write takes too long. */
+void tail_tick(struct daemon *d);
+extern const struct sink_ops tail_sink_ops;
 
 /* forward.c: events to the OS tracer (forward.h) */
 void fwd_apply(struct daemon *d);   /* start or stop as the config says */
-void fwd_stop(struct daemon *d);
 void fwd_sync_client(struct client *c); /* new event definitions */
 void fwd_client_free(struct client *c);
-void fwd_record(struct daemon *d, struct ring *r, uint16_t type, const struct ringlog_event_desc *e,
-		const uint8_t *payload, uint32_t len);
 void fwd_tick(struct daemon *d);    /* tracers came or went: re-raise */
 void fwd_raise(struct daemon *d, struct provider *p);
 json_t *fwd_status(struct daemon *d);
+extern const struct sink_ops fwd_sink_ops; /* its shutdown closes the backend */
 
 /* sync.c: SYNC is answered once the rings' events are written */
 int sync_request(struct client *c, const uint8_t *p, uint32_t len);
-void sync_check(struct daemon *d);  /* chunks were released */
 void sync_tick(struct daemon *d);
 void sync_free(struct client *c);
+extern const struct sink_ops sync_sink_ops;
 
 /* status.c */
 int status_reply(struct client *c, bool detail);

@@ -19,9 +19,9 @@
  * handles segments are opened with, and io_uring is Linux's. */
 static void open_backend(struct daemon *d)
 {
-	d->io = io_iocp_ops.open(d->loop);
-	d->io_name = io_iocp_ops.name;
-	snprintf(d->io_note, sizeof(d->io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
+	d->st.io = io_iocp_ops.open(d->loop);
+	d->st.io_name = io_iocp_ops.name;
+	snprintf(d->st.io_note, sizeof(d->st.io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
 		 "io_backend pool: Windows writes through IOCP" : "auto");
 }
 #else
@@ -30,21 +30,21 @@ static void open_backend(struct daemon *d)
 	enum ringlog_io_backend want = d->cfg.io_backend;
 
 	if (want != RINGLOG_IO_POOL) {
-		d->io = io_uring_ops.open(d->loop);
-		if (d->io) {
-			d->io_name = io_uring_ops.name;
-			snprintf(d->io_note, sizeof(d->io_note), "%s",
+		d->st.io = io_uring_ops.open(d->loop);
+		if (d->st.io) {
+			d->st.io_name = io_uring_ops.name;
+			snprintf(d->st.io_note, sizeof(d->st.io_note), "%s",
 				 want == RINGLOG_IO_URING ? "forced by configuration" : "auto");
 			return;
 		}
-		snprintf(d->io_note, sizeof(d->io_note), "io_uring refused (%s): fell back to the thread pool",
+		snprintf(d->st.io_note, sizeof(d->st.io_note), "io_uring refused (%s): fell back to the thread pool",
 			 strerror(errno));
-		d_log(LOG_INFO, "%s", d->io_note);
+		d_log(LOG_INFO, "%s", d->st.io_note);
 	} else {
-		snprintf(d->io_note, sizeof(d->io_note), "forced by configuration");
+		snprintf(d->st.io_note, sizeof(d->st.io_note), "forced by configuration");
 	}
-	d->io = io_pool_ops.open(d->loop);
-	d->io_name = io_pool_ops.name;
+	d->st.io = io_pool_ops.open(d->loop);
+	d->st.io_name = io_pool_ops.name;
 }
 #endif
 
@@ -55,8 +55,8 @@ void d_status_notify(struct daemon *d)
 	if (!d->notify)
 		return;
 	snprintf(msg, sizeof(msg), "STATUS=%u clients, %llu events stored, %llu MiB of %llu MiB used",
-		 d->nclients, (unsigned long long)d->stored,
-		 (unsigned long long)(d->used_bytes >> 20), (unsigned long long)(d->cfg.max_disk >> 20));
+		 d->nclients, (unsigned long long)d->st.stored,
+		 (unsigned long long)(d->st.used_bytes >> 20), (unsigned long long)(d->cfg.max_disk >> 20));
 	sd_notify_send(msg);
 }
 
@@ -65,7 +65,8 @@ static void on_flush_timer(uv_timer_t *t)
 	struct daemon *d = t->data;
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
-	seg_tick(d);
+	store_tick(d);
+	tail_tick(d);
 	sync_tick(d);
 	fwd_tick(d);
 	if (now - d->rate_prev_ns >= 1000000000u) {
@@ -73,11 +74,11 @@ static void on_flush_timer(uv_timer_t *t)
 
 		/* Smoothed over ~5 s: a user reading status wants the trend. */
 		d->rate_events = (uint64_t)(0.8 * (double)d->rate_events +
-					    0.2 * (double)(d->stored - d->rate_prev_events) / s);
+					    0.2 * (double)(d->st.stored - d->rate_prev_events) / s);
 		d->rate_bytes = (uint64_t)(0.8 * (double)d->rate_bytes +
-					   0.2 * (double)(d->stored_bytes - d->rate_prev_bytes) / s);
-		d->rate_prev_events = d->stored;
-		d->rate_prev_bytes = d->stored_bytes;
+					   0.2 * (double)(d->st.stored_bytes - d->rate_prev_bytes) / s);
+		d->rate_prev_events = d->st.stored;
+		d->rate_prev_bytes = d->st.stored_bytes;
 		d->rate_prev_ns = now;
 		d_status_notify(d);
 	}
@@ -98,7 +99,7 @@ static void finish_stop(struct daemon *d)
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
 	uv_signal_stop(&d->sig_hup);
-	seg_close_current(d);
+	store_close_current(d);
 	uv_stop(d->loop);
 }
 
@@ -110,8 +111,8 @@ static void on_stop_step(uv_timer_t *t)
 	uint64_t moved = drain_all(d);
 
 	if (!moved)
-		seg_seal(d);
-	if (!moved && seg_idle(d)) {
+		store_seal(d);
+	if (!moved && store_idle(d)) {
 		finish_stop(d);
 		return;
 	}
@@ -174,7 +175,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
-	seg_reload(d);
+	store_reload(d);
 	access_resolve(d);
 	fwd_apply(d);
 	reg_enable_recompute(d);
@@ -182,26 +183,45 @@ static void on_hup(uv_signal_t *s, int sig)
 }
 #endif
 
+/* The one place that knows who consumes what: the store publishes to
+ * this list and asks the drain to resume through st.room, never by name.
+ * A new consumer (export, a flight recorder, shipping) is one more node. */
+static void wire(struct daemon *d)
+{
+	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink };
+
+	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
+	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
+	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
+	d->st.sinks = NULL;
+	for (size_t i = sizeof(order) / sizeof(order[0]); i-- > 0;) {
+		order[i]->next = d->st.sinks;
+		d->st.sinks = order[i];
+	}
+	d->st.room = drain_start;
+}
+
 int daemon_start(struct daemon *d)
 {
 	int err;
 
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
+	wire(d);
 	fdstore_init(d);
 	d->start_real_ns = d_now(CLOCK_REALTIME);
 	sys_identity(d->boot_id, d->host, sizeof(d->host));
 	clock_calibrate_start(d);
 	open_backend(d);
-	if (!d->io) {
+	if (!d->st.io) {
 		d_log(LOG_ERR, "no I/O backend could start (%s)", strerror(errno));
 		return -1;
 	}
-	if (d->cfg.io_backend == RINGLOG_IO_URING && strcmp(d->io_name, "io_uring")) {
+	if (d->cfg.io_backend == RINGLOG_IO_URING && strcmp(d->st.io_name, "io_uring")) {
 		d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
 		return -1;
 	}
-	access_resolve(d); /* first: a storage_dir seg_init() creates gets read_group */
+	access_resolve(d); /* first: a storage_dir store_init() creates gets read_group */
 	/* Timers first: rings adopted from the fd store (ctl_listen) start
 	 * the drain. */
 	uv_timer_init(d->loop, &d->drain_timer);
@@ -209,7 +229,7 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->watchdog_timer);
 	uv_timer_init(d->loop, &d->stop_timer);
 	uv_timer_init(d->loop, &d->accept_timer);
-	if (seg_init(d) < 0)
+	if (store_init(d) < 0)
 		return -1;
 	fwd_apply(d);
 	if (ctl_listen(d) < 0)
@@ -252,7 +272,7 @@ int daemon_start(struct daemon *d)
 		}
 	}
 	d_log(LOG_NOTICE, "listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
-	      d->cfg.storage_dir, d->io_name, (unsigned long long)d->cfg.max_disk);
+	      d->cfg.storage_dir, d->st.io_name, (unsigned long long)d->cfg.max_disk);
 	sd_notify_send("READY=1\nSTATUS=collecting");
 	return 0;
 }
@@ -267,8 +287,8 @@ void daemon_finish(struct daemon *d)
 			reg_ring_release(c->rings);
 		client_close(c);
 	}
-	fwd_stop(d);
-	d->io->ops->close(d->io);
+	sink_publish_shutdown(d->st.sinks);
+	d->st.io->ops->close(d->st.io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);
@@ -282,7 +302,7 @@ void daemon_finish(struct daemon *d)
 	uv_close((uv_handle_t *)&d->stop_async, NULL);
 #endif
 	uv_run(d->loop, UV_RUN_DEFAULT);
-	seg_fini(d);
+	store_fini(d);
 	while (d->providers) {
 		struct provider *p = d->providers;
 

@@ -1,16 +1,16 @@
-/* daemon/ingest/drain.c - move records from every ring into the open chunk.
+/* daemon/ingest/drain.c - move validated records from every ring into the
+ * store (store_event()), which packs them and publishes them to the sinks.
  *
  * Runs on a timer: 1 ms while data flows (sooner when a producer passes
- * its high-water mark), 10 ms when the rings were empty
- * (the rings absorb what arrives in between; DESIGN.md sizes them by
- * "rate x worst drain delay"). Each record is validated by the consumer
+ * its high-water mark), 10 ms when the rings were empty (the rings absorb
+ * what arrives in between, so a ring is sized by rate x worst drain
+ * delay). Each record is validated by the consumer
  * (proto/ringbuf.c) and here against the writer's metadata: an event id
  * that the metadata does not define, or a payload shorter than its fixed
  * fields, detaches the ring as corrupt.
  */
 #define _GNU_SOURCE
 #include "daemon.h"
-#include "pack.h"
 
 #include <errno.h>
 #include <string.h>
@@ -23,56 +23,7 @@ struct drain_ctx {
 	struct daemon *d;
 	struct ring *r;
 	const char *why;
-	struct seg_run run;  /* events packed, waiting to be committed as one */
 };
-
-/* Commit the pending run to the chunk readied for it. */
-static void flush_run(struct drain_ctx *x)
-{
-	if (x->run.bytes)
-		seg_run_put(x->d, x->r, &x->run);
-	x->run.bytes = 0;
-}
-
-/* An event record (type, metadata id `id`), validated: pack it into the
- * run, or start a new run. Returns 0, 1 (no room now: the record stays in
- * the ring), or -errno. */
-static int take_event(struct drain_ctx *x, uint16_t type, uint16_t id, const uint8_t *payload,
-		      uint32_t len)
-{
-	struct seg_run *run = &x->run;
-	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
-	size_t total = ringlog_rec_total(len);
-	size_t need = RINGLOG_PACK_MAX(len);
-	uint64_t ts;
-	int err;
-
-	memcpy(&ts, payload, sizeof(ts));
-	/* The run goes on while the ring bytes do, the chunk has room and the
-	 * segment already holds the event's metadata (ids below seg_nev;
-	 * a new one is described by seg_run_ready() before its records). */
-	if (!run->bytes || rec != run->recs + run->bytes || need > run->room - run->packed ||
-	    id >= x->r->c->seg_nev) {
-		flush_run(x);
-		err = seg_run_ready(x->d, x->r, x->r->cons.rec_end - total, need, run);
-		if (err == -EAGAIN)
-			return 1;
-		if (err < 0)
-			return err;
-		run->recs = rec;
-		run->ts_min = run->ts_max = ts;
-	}
-	run->bytes += total;
-	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
-					&run->prev_ts);
-	run->events++;
-	run->end = x->r->cons.rec_end;
-	if (ts < run->ts_min)
-		run->ts_min = ts;
-	if (ts > run->ts_max)
-		run->ts_max = ts;
-	return 0;
-}
 
 static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		     uint32_t len)
@@ -102,15 +53,12 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-		if ((err = take_event(x, type, aux, payload, len)) != 0)
+		/* STORE_FULL: no room now, the record stays in the ring */
+		if ((err = store_event(x->d, r, type, aux, payload, len, e)) != 0)
 			return err;
 		c->stored++;
 		if (p)
 			p->stored++;
-		if (x->d->fwd)
-			fwd_record(x->d, r, type, e, payload, len);
-		if (x->d->ntails)
-			tail_event(x->d, r, type, aux, payload, len, e);
 		return 0;
 	}
 	if (type != RINGLOG_REC_LOSS) {
@@ -125,26 +73,20 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	struct ringlog_rec_loss_ext l;
 
 	memcpy(&l, payload, sizeof(l));
-	flush_run(x);
-	err = seg_append_ring_loss(x->d, r, aux, &l.l, len);
-	if (err == -EAGAIN)
-		return 1; /* no room now: the record stays in the ring */
-	if (err < 0)
-		return err;
 	if (aux && aux >= c->nprov)
 		reg_meta_sync(c);
 	p = aux && aux < c->nprov ? c->prov[aux] : NULL;
+	struct ringlog_seg_loss sl = { .records = l.l.records, .bytes = l.l.bytes,
+				       .reason = RINGLOG_LOSS_RING,
+				       .provider = p ? aux : 0, .first_ts = l.first_ts };
+
+	/* STORE_FULL: no room now, the record stays in the ring */
+	if ((err = store_ring_loss(x->d, r, aux, &l.l, len, &sl)) != 0)
+		return err;
 	c->lost_ring += l.l.records;
 	x->d->lost_ring += l.l.records;
 	if (p)
 		p->lost_ring += l.l.records;
-	if (x->d->ntails) {
-		struct ringlog_seg_loss sl = { .records = l.l.records, .bytes = l.l.bytes,
-					       .reason = RINGLOG_LOSS_RING,
-					       .provider = p ? aux : 0, .first_ts = l.first_ts };
-
-		tail_loss(x->d, r, &sl);
-	}
 	return 0;
 }
 
@@ -158,7 +100,7 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	d->lost_corrupt++;
 	/* The stream says where it broke; the count is unknown, the bytes are
 	 * what was left. */
-	seg_append_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
+	store_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
 	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
 	r->dead = true;
 	ctl_unmap(r->mem, r->map_size);
@@ -180,7 +122,7 @@ static void finish(struct daemon *d, struct ring *r)
 	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
 
 	if (l.records) {
-		seg_append_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		store_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
@@ -188,7 +130,7 @@ static void finish(struct daemon *d, struct ring *r)
 	 * seal now rather than hold a dead thread's ring for a flush interval. */
 	r->finishing = true;
 	if (r->held)
-		seg_seal(d);
+		store_seal(d);
 }
 
 /* After a pass over r: with no chunk holding its records, what is left
@@ -202,7 +144,7 @@ static void give_back(struct daemon *d, struct ring *r)
 	if (!r->held)
 		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
 	else if (k->pos - k->published >= k->size / 4)
-		seg_seal(d);
+		store_seal(d);
 }
 
 uint64_t drain_all(struct daemon *d)
@@ -220,7 +162,7 @@ uint64_t drain_all(struct daemon *d)
 			if (r->dead || r->finishing) {
 				/* Its disk loss goes into its stream before it goes:
 				 * the chunk carrying the report then holds it. */
-				if (r->lost_disk_pending && seg_settle_loss(d, r) < 0)
+				if (r->lost_disk_pending && store_settle_loss(d, r) < 0)
 					continue;
 				if ((c->gone || r->finishing) && !r->held) {
 					/* the client frees a drained ring (a handed
@@ -232,7 +174,7 @@ uint64_t drain_all(struct daemon *d)
 				continue;
 			}
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
-			flush_run(&x); /* before anything else writes to the chunk */
+			store_events_end(d); /* before anything else writes to the chunk */
 			moved += r->cons.pos - before;
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);

@@ -66,7 +66,7 @@ int sync_request(struct client *c, const uint8_t *p, uint32_t len)
 	/* Take what is there now and send it to the disk without waiting
 	 * for the chunk to fill or age. */
 	drain_all(d);
-	seg_seal(d);
+	store_seal(d);
 	for (struct ring *r = c->rings; r; r = r->next)
 		n++;
 	w = calloc(1, sizeof(*w) + n * sizeof(w->t[0]));
@@ -92,7 +92,7 @@ int sync_request(struct client *c, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
-void sync_check(struct daemon *d)
+static void sync_check(struct daemon *d)
 {
 	for (struct client *c = d->clients; c && d->nsyncs; c = c->next) {
 		while (c->syncs && sync_done(c, c->syncs)) {
@@ -114,7 +114,7 @@ void sync_tick(struct daemon *d)
 	if (!d->nsyncs)
 		return;
 	drain_all(d);
-	seg_seal(d);
+	store_seal(d);
 	sync_check(d);
 }
 
@@ -128,3 +128,19 @@ void sync_free(struct client *c)
 		free(w);
 	}
 }
+
+/* A sink only for the chunks: each one written gives ring space back,
+ * which may answer a request. */
+static void sink_chunk(struct sink *s, const struct sink_chunk *c)
+{
+	struct daemon *d = s->ctx;
+
+	(void)c;
+	if (d->nsyncs)
+		sync_check(d);
+}
+
+const struct sink_ops sync_sink_ops = {
+	.name = "sync",
+	.chunk = sink_chunk,
+};

@@ -176,8 +176,8 @@ static int describe(struct tail *t, struct ring *r)
 	return 0;
 }
 
-void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
-		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+		       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
 {
 	const char *provider = ringlog_meta_provider(&r->c->meta, e->provider);
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
@@ -205,7 +205,7 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
  * for a --provider tail, only when the program attributed it to a matching
  * provider (ringlog(1)): --event, --level and --keyword select events,
  * and a loss is not known to be of any. */
-void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l)
+static void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l)
 {
 	const char *provider = l->provider ? ringlog_meta_provider(&r->c->meta, l->provider) : NULL;
 
@@ -241,6 +241,7 @@ void tail_free(struct tail *t)
 			d->ntails--;
 			break;
 		}
+	d->tail_sink.want_records = d->ntails > 0;
 	free(t->provider);
 	free(t->event);
 	free(t->writer_nev);
@@ -262,7 +263,7 @@ void tool_error(struct client *c, const char *msg)
 
 /* The reply, the clock, then what was held back, to every tail whose
  * backlog is on disk (or that waited too long). */
-void tail_flushed(struct daemon *d)
+static void tail_flushed(struct daemon *d)
 {
 	uint64_t now = 0;
 
@@ -271,7 +272,7 @@ void tail_flushed(struct daemon *d)
 
 		if (t->answered || c->gone)
 			continue;
-		if (d->release_next < t->answer_after) {
+		if (d->st.release_next < t->answer_after) {
 			if (!now)
 				now = d_now(CLOCK_MONOTONIC);
 			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
@@ -280,7 +281,7 @@ void tail_flushed(struct daemon *d)
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
 		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->cur ? d->cur->seq : d->next_seq));
+				      (json_int_t)(d->st.cur ? d->st.cur->seq : d->st.next_seq));
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
 					     .type = RINGLOG_SEG_REC_CLOCK };
@@ -342,15 +343,47 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	 * backlog): drain it all before the tail joins, seal the open chunk,
 	 * and answer once it is written. Events drained from here on are live. */
 	drain_all(d);
-	seg_seal(d);
+	store_seal(d);
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
-	t->answer_after = d->seal_next;
+	t->answer_after = d->st.seal_next;
 	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
 	d->ntails++;
+	d->tail_sink.want_records = true;
 	reg_enable_recompute(d);
 	tail_flushed(d);
 	return 0;
 }
+
+void tail_tick(struct daemon *d)
+{
+	if (d->tails)
+		tail_flushed(d); /* those whose backlog write is slow */
+}
+
+/* The sink: events and losses as they are stored, and the backlog's
+ * answer once the chunks sealed before a tail began are written. */
+static void sink_record(struct sink *s, const struct sink_record *rec)
+{
+	tail_event(s->ctx, rec->r, rec->type, rec->id, rec->payload, rec->len, rec->e);
+}
+
+static void sink_loss(struct sink *s, struct ring *r, const struct ringlog_seg_loss *l)
+{
+	tail_loss(s->ctx, r, l);
+}
+
+static void sink_chunk(struct sink *s, const struct sink_chunk *c)
+{
+	(void)c;
+	tail_tick(s->ctx);
+}
+
+const struct sink_ops tail_sink_ops = {
+	.name = "tail",
+	.record = sink_record,
+	.loss = sink_loss,
+	.chunk = sink_chunk,
+};

@@ -23,42 +23,43 @@
 
 void ret_add(struct daemon *d, struct segfile *s)
 {
-	struct segfile **pp = &d->segs;
+	struct segfile **pp = &d->st.segs;
 
 	while (*pp && (*pp)->seq < s->seq)
 		pp = &(*pp)->next;
 	s->next = *pp;
 	*pp = s;
-	d->used_bytes += s->bytes;
+	d->st.used_bytes += s->bytes;
 }
 
 uint64_t ret_fs_free(const struct daemon *d)
 {
 	uint64_t avail, total;
 
-	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
+	if (d->st.space(d->cfg.storage_dir, &avail, &total) < 0)
 		return UINT64_MAX;
 	return avail;
 }
 
 uint64_t ret_min_free(const struct daemon *d)
 {
+	const struct store_budget *b = &d->st.budget;
 	uint64_t avail, total;
 
-	if (d->cfg.min_free_bytes || !d->cfg.min_free_percent)
-		return d->cfg.min_free_bytes;
-	if (file_space(d->cfg.storage_dir, &avail, &total) < 0)
+	if (b->min_free_bytes || !b->min_free_percent)
+		return b->min_free_bytes;
+	if (d->st.space(d->cfg.storage_dir, &avail, &total) < 0)
 		return 0;
-	return total / 100 * d->cfg.min_free_percent;
+	return total / 100 * b->min_free_percent;
 }
 
 static void delete_oldest(struct daemon *d)
 {
-	struct segfile *s = d->segs;
+	struct segfile *s = d->st.segs;
 	int err;
 
-	d->segs = s->next;
-	d->used_bytes -= s->bytes;
+	d->st.segs = s->next;
+	d->st.used_bytes -= s->bytes;
 	if ((err = file_remove(s->path)) < 0)
 		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(-err));
 	free(s->path);
@@ -69,34 +70,34 @@ static void delete_oldest(struct daemon *d)
 static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uint64_t min_free)
 {
 	/* The filesystem floor is hard: never write into the last min_free. */
-	return fs_free >= d->chunk_size && fs_free - d->chunk_size >= min_free;
+	return fs_free >= d->st.budget.chunk_size && fs_free - d->st.budget.chunk_size >= min_free;
 }
 
-int ret_make_room(struct daemon *d, uint64_t bytes)
+enum store_room ret_make_room(struct daemon *d, uint64_t bytes)
 {
 	uint64_t min_free = ret_min_free(d);
 
 	for (;;) {
 		uint64_t fs_free = ret_fs_free(d);
-		bool disk_ok = d->used_bytes + bytes <= d->cfg.max_disk;
+		bool disk_ok = d->st.used_bytes + bytes <= d->st.budget.max_disk;
 		bool fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
-		struct segfile *s = d->segs;
+		struct segfile *s = d->st.segs;
 
 		if (disk_ok && fs_ok)
-			return 0;
+			return ROOM_OK;
 		if (!s)
-			return -ENOSPC;
+			return ROOM_FULL;
 		if (s->current) {
 			/* Only the segment being written is left. The chunk
 			 * at hand was built for it, so it goes there (one chunk
 			 * over), and the caller closes the segment so that it
 			 * is the next to go: the circular log eats its tail. */
 			if (!s->chunks || !disk_ok_with_one_chunk(d, fs_free, min_free))
-				return -ENOSPC;
-			return -EXDEV;
+				return ROOM_FULL;
+			return ROOM_ROTATE;
 		}
 		if (s->inflight)
-			return -EAGAIN;
+			return ROOM_WAIT;
 		delete_oldest(d);
 	}
 }
@@ -178,8 +179,8 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 	}
 	ringlog_seg_close(&f);
 	ret_add(d, s);
-	if (seq >= d->next_seq)
-		d->next_seq = seq + 1;
+	if (seq >= d->st.next_seq)
+		d->st.next_seq = seq + 1;
 }
 
 int ret_scan(struct daemon *d)
@@ -206,7 +207,7 @@ int ret_scan(struct daemon *d)
 	}
 	closedir(dir);
 	/* A directory already over budget is trimmed before any event. */
-	if (ret_make_room(d, 0) < 0 && d->segs)
+	if (ret_make_room(d, 0) != ROOM_OK && d->st.segs)
 		d_log(LOG_ERR, "storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
 	return 0;
 }

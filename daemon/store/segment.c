@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "pack.h"
+#include "sink/sink.h"
+#include "store/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +35,6 @@
  * a run's room, so that packers count only their records. */
 #define RUN_FILLER 7
 
-static uint64_t seg_limit(const struct daemon *d);
-
 static int write_header(struct segfile *s)
 {
 	s->hdr->hdr_crc = ringlog_seg_hdr_crc(s->hdr);
@@ -49,11 +49,13 @@ static int open_segment(struct daemon *d)
 
 	if (!s)
 		return -ENOMEM;
-	if ((err = ret_make_room(d, RINGLOG_SEG_HEADER_SIZE)) == -ENOSPC)
+	if (ret_make_room(d, RINGLOG_SEG_HEADER_SIZE) == ROOM_FULL) {
+		err = -ENOSPC;
 		goto fail;
-	s->limit = seg_limit(d);
+	}
+	s->limit = store_seg_limit(d);
 	snprintf(path, sizeof(path), "%s/%016llx.rlseg", d->cfg.storage_dir,
-		 (unsigned long long)d->next_seq);
+		 (unsigned long long)d->st.next_seq);
 	s->path = strdup(path);
 	s->hdr = file_aligned(RINGLOG_SEG_HEADER_SIZE);
 	if (!s->path || !s->hdr) {
@@ -65,7 +67,7 @@ static int open_segment(struct daemon *d)
 		goto fail;
 	}
 	clock_refresh(d);
-	s->seq = d->next_seq++;
+	s->seq = d->st.next_seq++;
 	s->hdr->magic = RINGLOG_SEG_MAGIC;
 	s->hdr->version = RINGLOG_SEG_VERSION;
 	s->hdr->header_size = RINGLOG_SEG_HEADER_SIZE;
@@ -89,11 +91,11 @@ static int open_segment(struct daemon *d)
 	s->current = true;
 	s->created_mono_ns = d_now(CLOCK_MONOTONIC);
 	ret_add(d, s);
-	d->cur = s;
-	d->seg_gen++; /* everything must be described again in this file */
+	d->st.cur = s;
+	d->st.seg_gen++; /* everything must be described again in this file */
 	return 0;
 fail:
-	snprintf(d->disk_error, sizeof(d->disk_error), "cannot create segment %s: %s",
+	snprintf(d->st.disk_error, sizeof(d->st.disk_error), "cannot create segment %s: %s",
 		 s->path ? s->path : d->cfg.storage_dir, strerror(-err));
 	free(s->path);
 	file_aligned_free(s->hdr);
@@ -127,13 +129,13 @@ static void finalize(struct segfile *s)
 	}
 }
 
-void seg_close_current(struct daemon *d)
+void store_close_current(struct daemon *d)
 {
-	struct segfile *s = d->cur;
+	struct segfile *s = d->st.cur;
 
 	if (!s)
 		return;
-	d->cur = NULL;
+	d->st.cur = NULL;
 	s->current = false;
 	if (s->inflight == 0)
 		finalize(s);
@@ -145,8 +147,8 @@ void seg_close_current(struct daemon *d)
 
 static struct chunk *chunk_get(struct daemon *d)
 {
-	for (unsigned i = 0; i < d->nchunks; i++) {
-		struct chunk *c = &d->chunks[i];
+	for (unsigned i = 0; i < d->st.nchunks; i++) {
+		struct chunk *c = &d->st.chunks[i];
 
 		if (!c->busy) {
 			c->len = 0;
@@ -159,7 +161,10 @@ static struct chunk *chunk_get(struct daemon *d)
 			c->nwho = 0;
 			c->span_off = SIZE_MAX;
 			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
-			c->cap = d->chunk_size; /* a reload may have lowered it */
+			c->cap = d->st.budget.chunk_size; /* a reload may have lowered it */
+			c->seg_seq = UINT64_MAX;
+			c->total = 0;
+			c->failed = false;
 			return c;
 		}
 	}
@@ -187,21 +192,21 @@ static void close_span(struct chunk *c)
  * its ring for the next pass. */
 static struct chunk *room(struct daemon *d, size_t n)
 {
-	if (d->open && d->open->len + n <= body_cap(d->open))
-		return d->open;
-	if (d->open && d->open->len)
-		seg_seal(d);
-	if (d->open && d->open->len)
+	if (d->st.open && d->st.open->len + n <= body_cap(d->st.open))
+		return d->st.open;
+	if (d->st.open && d->st.open->len)
+		store_seal(d);
+	if (d->st.open && d->st.open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
 	 * generation changes before anything is written for it. */
-	if (!d->cur && open_segment(d) < 0)
+	if (!d->st.cur && open_segment(d) < 0)
 		return NULL;
-	if (!d->open && (d->open = chunk_get(d)) && ++d->cur->begun % DESCRIBE_EVERY == 0)
-		d->seg_gen++; /* describe every writer again from this chunk on */
-	if (!d->open || n > body_cap(d->open))
+	if (!d->st.open && (d->st.open = chunk_get(d)) && ++d->st.cur->begun % DESCRIBE_EVERY == 0)
+		d->st.seg_gen++; /* describe every writer again from this chunk on */
+	if (!d->st.open || n > body_cap(d->st.open))
 		return NULL;
-	return d->open;
+	return d->st.open;
 }
 
 static int put_rec(struct daemon *d, uint16_t type, uint32_t id, const void *a, size_t alen,
@@ -241,7 +246,7 @@ static int describe(struct daemon *d, struct ring *r)
 	struct client *c = r->c;
 	int err;
 
-	if (c->seg_gen != d->seg_gen) {
+	if (c->seg_gen != d->st.seg_gen) {
 		struct ringlog_seg_writer w = {
 			.pid = c->pid, .uid = c->uid, .gid = c->gid,
 			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
@@ -252,7 +257,7 @@ static int describe(struct daemon *d, struct ring *r)
 		if ((err = put_rec(d, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
 				   c->exe, w.exe_len)))
 			return err;
-		c->seg_gen = d->seg_gen;
+		c->seg_gen = d->st.seg_gen;
 		c->seg_nprov = c->seg_nev = 0;
 	}
 	/* Ids are dense from 1: stop at the first one not defined yet. */
@@ -269,13 +274,13 @@ static int describe(struct daemon *d, struct ring *r)
 		if ((err = put_rec(d, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
 			return err;
 	}
-	if (r->seg_gen != d->seg_gen) {
+	if (r->seg_gen != d->st.seg_gen) {
 		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
 						.ring_id = r->ring_id };
 
 		if ((err = put_rec(d, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
 			return err;
-		r->seg_gen = d->seg_gen;
+		r->seg_gen = d->st.seg_gen;
 	}
 	return 0;
 }
@@ -324,10 +329,10 @@ static void release_ready(struct daemon *d)
 {
 	for (bool more = true; more;) {
 		more = false;
-		for (unsigned i = 0; i < d->nchunks; i++) {
-			struct chunk *c = &d->chunks[i];
+		for (unsigned i = 0; i < d->st.nchunks; i++) {
+			struct chunk *c = &d->st.chunks[i];
 
-			if (!c->busy || !c->done || c->seal_no != d->release_next)
+			if (!c->busy || !c->done || c->seal_no != d->st.release_next)
 				continue;
 			for (uint32_t k = 0; k < c->nwho; k++) {
 				struct chunk_who *w = &c->who[k];
@@ -338,22 +343,26 @@ static void release_ready(struct daemon *d)
 				w->r->held--;
 			}
 			c->nwho = 0;
+			d->st.release_next++;
+			/* The sinks see it with its ring space given back, and
+			 * before the buffer is reused. */
+			struct sink_chunk sc = { .bytes = c->failed ? NULL : c->mem,
+						 .len = c->failed ? 0 : c->total,
+						 .segment = c->seg_seq, .seal_no = c->seal_no,
+						 .events = c->events };
+
+			sink_publish_chunk(d->st.sinks, &sc);
 			c->busy = false;
 			c->done = false;
-			d->release_next++;
 			more = true;
 		}
 	}
-	if (d->tails)
-		tail_flushed(d);
-	if (d->nsyncs)
-		sync_check(d);
 }
 
 /* The chunk leaves the open slot for good: written or counted lost. */
 static void chunk_sealed(struct daemon *d, struct chunk *c)
 {
-	c->seal_no = d->seal_next++;
+	c->seal_no = d->st.seal_next++;
 	c->busy = true;
 	c->done = false;
 }
@@ -378,18 +387,18 @@ static int put_loss_pending(struct daemon *d, struct ring *r)
 	/* Room first: sealing may start a new segment, which must describe
 	 * the writer and the stream before the record that names them. */
 	for (int tries = 0;; tries++) {
-		uint32_t gen = d->seg_gen;
+		uint32_t gen = d->st.seg_gen;
 
 		if (!(c = room(d, len)) || who_reserve(c) || tries > 2)
 			return -EAGAIN;
-		if (gen == d->seg_gen)
+		if (gen == d->st.seg_gen)
 			break;
 		if ((err = describe(d, r)))
 			return err;
 	}
 	if ((err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
 		return err;
-	c = d->open;
+	c = d->st.open;
 	w = c->nwho ? &c->who[c->nwho - 1] : NULL;
 	if (!w || w->r != r) {
 		/* end = what is already released: releasing it is a no-op */
@@ -405,51 +414,53 @@ static int put_loss_pending(struct daemon *d, struct ring *r)
 	return 0;
 }
 
-int seg_settle_loss(struct daemon *d, struct ring *r)
+int store_settle_loss(struct daemon *d, struct ring *r)
 {
 	int err;
 
 	if (!r->lost_disk_pending)
 		return 0;
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
-	if ((err = describe(d, r)))
-		return err;
-	return put_loss_pending(d, r);
+	store_events_end(d);
+	if (!d->st.cur && open_segment(d) < 0)
+		return STORE_FULL;
+	if (!(err = describe(d, r)))
+		err = put_loss_pending(d, r);
+	return err == -EAGAIN ? STORE_FULL : err;
 }
 
 /* Runs: the drain's fast path. Consecutive event records of one ring, back
  * to back in the ring, are packed (proto/pack.h) straight into the open
  * chunk's PACK for their stream and accounted once per run, not per record.
- * seg_run_ready() prepares the open chunk (descriptions, the PACK) for a run
+ * run_ready() prepares the open chunk (descriptions, the PACK) for a run
  * whose first record packs into at most `need` bytes; nothing else may
- * write to the chunk until seg_run_put() has committed the run. The packer
+ * write to the chunk until run_put() has committed the run. The packer
  * uses only the header values the consumer validated: a writer that
  * rewrites its records meanwhile changes only its own events' bytes. */
-int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, struct seg_run *run)
+static int run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
+		     struct store_run *run)
 {
 	struct chunk *c;
 	int err;
 
-	if (!d->cur && open_segment(d) < 0)
+	if (!d->st.cur && open_segment(d) < 0)
 		return -EAGAIN;
 	for (int tries = 0;; tries++) {
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
 					     .type = RINGLOG_SEG_REC_PACK, .id = r->id };
 		struct ringlog_seg_span sp = { .pos = at };
-		uint32_t gen = d->seg_gen;
+		uint32_t gen = d->st.seg_gen;
 
 		if ((err = describe(d, r)))
 			return err;
 		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
 			return err;
-		c = d->open;
+		c = d->st.open;
 		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
 		    c->span_next == at && c->len + need + RUN_FILLER <= body_cap(c))
 			break;
 		if (!(c = room(d, h.len + need + RUN_FILLER)))
 			return -EAGAIN;
-		if (gen != d->seg_gen) {
+		if (gen != d->st.seg_gen) {
 			if (tries > 2)
 				return -EAGAIN;
 			continue;
@@ -465,15 +476,15 @@ int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, st
 	}
 	if (who_reserve(c))
 		return -EAGAIN;
-	*run = (struct seg_run){ .out = body(c) + c->len,
-				 .room = body_cap(c) - c->len - RUN_FILLER, .prev_ts = c->span_ts };
+	*run = (struct store_run){ .out = body(c) + c->len,
+				   .room = body_cap(c) - c->len - RUN_FILLER, .prev_ts = c->span_ts };
 	return 0;
 }
 
 /* The run's bytes join the PACK, padded to 8 with filler (pack.h). */
-static struct chunk *run_commit(struct daemon *d, const struct seg_run *run)
+static struct chunk *run_commit(struct daemon *d, const struct store_run *run)
 {
-	struct chunk *c = d->open;
+	struct chunk *c = d->st.open;
 	size_t n = ringlog_align_up8(run->packed);
 
 	memset(run->out + run->packed, 0, n - run->packed);
@@ -484,7 +495,7 @@ static struct chunk *run_commit(struct daemon *d, const struct seg_run *run)
 	return c;
 }
 
-void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
+static void run_put(struct daemon *d, struct ring *r, const struct store_run *run)
 {
 	struct chunk *c = run_commit(d, run);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
@@ -497,37 +508,94 @@ void seg_run_put(struct daemon *d, struct ring *r, const struct seg_run *run)
 	who_add(c, r, run->events, run->end, r->cons.seen.total_records, r->cons.seen.total_bytes);
 }
 
-int seg_append_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
-			 const struct ringlog_rec_loss *l, uint32_t len)
+void store_events_end(struct daemon *d)
+{
+	struct store_run *run = &d->st.run;
+
+	if (run->r && run->bytes)
+		run_put(d, run->r, run);
+	run->bytes = 0;
+	run->r = NULL;
+}
+
+/* The run goes on while the ring bytes do, the chunk has room and the
+ * segment already holds the event's metadata (ids below seg_nev; a new
+ * one is described by run_ready() before its records). */
+int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
+		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	struct store_run *run = &d->st.run;
+	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
+	size_t total = ringlog_rec_total(len);
+	size_t need = RINGLOG_PACK_MAX(len);
+	uint64_t ts;
+	int err;
+
+	memcpy(&ts, payload, sizeof(ts));
+	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
+	    need > run->room - run->packed || id >= r->c->seg_nev) {
+		store_events_end(d);
+		err = run_ready(d, r, r->cons.rec_end - total, need, run);
+		if (err < 0)
+			return err == -EAGAIN ? STORE_FULL : err;
+		run->r = r;
+		run->recs = rec;
+		run->ts_min = run->ts_max = ts;
+	}
+	run->bytes += total;
+	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
+					&run->prev_ts);
+	run->events++;
+	run->end = r->cons.rec_end;
+	if (ts < run->ts_min)
+		run->ts_min = ts;
+	if (ts > run->ts_max)
+		run->ts_max = ts;
+	if (d->st.sinks) {
+		struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload,
+					  .len = len, .e = e };
+
+		sink_publish_record(d->st.sinks, &sr);
+	}
+	return 0;
+}
+
+int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
+		    const struct ringlog_rec_loss *l, uint32_t len,
+		    const struct ringlog_seg_loss *sl)
 {
 	size_t total = ringlog_rec_total(len);
-	struct seg_run run;
-	int err = seg_run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(len), &run);
+	struct store_run run;
+	int err;
 
+	store_events_end(d); /* in stream order, after the run before it */
+	err = run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(len), &run);
 	if (err < 0)
-		return err;
+		return err == -EAGAIN ? STORE_FULL : err;
 	/* In the PACK, in ring order, as the producer wrote it */
 	run.bytes = total;
 	run.packed = ringlog_pack_rec(run.out, RINGLOG_REC_LOSS, aux, (const uint8_t *)l,
 				      len, &run.prev_ts);
 	run_commit(d, &run);
-	who_add(d->open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
-	d->open->lost += l->records;
+	who_add(d->st.open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
+	d->st.open->lost += l->records;
+	sink_publish_loss(d->st.sinks, r, sl);
 	return 0;
 }
 
-int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
-		    uint32_t reason)
+int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
+	       uint32_t reason)
 {
 	struct ringlog_seg_loss l = { .records = records, .bytes = bytes, .reason = reason };
 	int err;
 
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
+	store_events_end(d);
+	if (!d->st.cur && open_segment(d) < 0)
+		return STORE_FULL;
 	if ((err = describe(d, r)) || (err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
 						     NULL, 0)))
-		return err;
-	d->open->lost += records;
+		return err == -EAGAIN ? STORE_FULL : err;
+	d->st.open->lost += records;
 	return 0;
 }
 
@@ -541,15 +609,16 @@ static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
 		r->lost_disk_pending += c->who[i].events + c->who[i].loss;
 		r->c->lost_disk += c->who[i].events;
 	}
-	d->lost_disk += c->events;
-	if (!d->disk_blocked)
+	d->st.lost_disk += c->events;
+	c->failed = true;
+	if (!d->st.disk_blocked)
 		d_log(LOG_ERR, "cannot store %u events: %s; counting what is lost until writing works again",
 		      c->events, why);
-	d->disk_blocked = true;
-	if (why != d->disk_error) /* it may already be the reason */
-		snprintf(d->disk_error, sizeof(d->disk_error), "%s", why);
+	d->st.disk_blocked = true;
+	if (why != d->st.disk_error) /* it may already be the reason */
+		snprintf(d->st.disk_error, sizeof(d->st.disk_error), "%s", why);
 	/* Its metadata records are gone too: describe everything again. */
-	d->seg_gen++;
+	d->st.seg_gen++;
 }
 
 static void on_written(void *arg, long res)
@@ -561,21 +630,21 @@ static void on_written(void *arg, long res)
 
 	s->inflight--;
 	if (res != (long)total) {
-		char why[4400];
+		char why[STORE_WHY_MAX];
 
 		snprintf(why, sizeof(why), "write to %s failed: %s", s->path,
 			 res < 0 ? strerror((int)-res) : "short write");
 		chunk_lost(d, c, why);
-	} else if (d->disk_blocked) {
-		d->disk_blocked = false;
-		d->disk_error[0] = 0;
+	} else if (d->st.disk_blocked) {
+		d->st.disk_blocked = false;
+		d->st.disk_error[0] = 0;
 		d_log(LOG_NOTICE, "writing to %s works again", s->path);
 	}
 	chunk_done(d, c);
 	if (!s->current && !s->closed && s->inflight == 0)
 		finalize(s);
-	if (d->stopping || d->open == NULL)
-		drain_start(d); /* buffers are free again: resume draining */
+	if ((d->stopping || d->st.open == NULL) && d->st.room)
+		d->st.room(d); /* buffers are free again: resume draining */
 }
 
 /* ------------------------------------------------------------------------
@@ -591,11 +660,11 @@ static bool store_gone(struct daemon *d)
 {
 	uint64_t id[2];
 
-	if (d->cur && file_unlinked(d->cur->fd) == 1)
+	if (d->st.cur && file_unlinked(d->st.cur->fd) == 1)
 		return true;
 	if (file_dir_id(d->cfg.storage_dir, id) < 0)
 		return true;
-	return id[0] != d->dir_id[0] || id[1] != d->dir_id[1];
+	return id[0] != d->st.dir_id[0] || id[1] != d->st.dir_id[1];
 }
 
 /* Count what the deleted files held as lost, forget them, recreate the
@@ -606,9 +675,9 @@ static void store_recover(struct daemon *d)
 	unsigned n = 0;
 	int err;
 
-	if (d->cur)
-		seg_close_current(d); /* its in-flight writes land in the void */
-	for (struct segfile **pp = &d->segs, *s; (s = *pp);) {
+	if (d->st.cur)
+		store_close_current(d); /* its in-flight writes land in the void */
+	for (struct segfile **pp = &d->st.segs, *s; (s = *pp);) {
 		struct stat st;
 		bool open = s->fd >= 0 && !s->closed;
 
@@ -617,7 +686,7 @@ static void store_recover(struct daemon *d)
 			continue;
 		}
 		*pp = s->next;
-		d->used_bytes -= s->bytes;
+		d->st.used_bytes -= s->bytes;
 		events += s->events;
 		bytes += s->bytes;
 		n++;
@@ -629,71 +698,75 @@ static void store_recover(struct daemon *d)
 			free(s);
 		}
 	}
-	d->lost_deleted += events;
+	d->st.lost_deleted += events;
 	d_log(LOG_ERR, "storage_dir %s was deleted or replaced under ringlogd: %llu stored events "
 	      "in %u segments (%llu bytes) are gone and counted lost; recreating it and storing "
 	      "on", d->cfg.storage_dir, (unsigned long long)events, n, (unsigned long long)bytes);
 	if ((err = access_mkdir_store(d)) < 0)
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 	else
-		seg_lock_dir(d);
-	d->seg_gen++;
+		store_lock_dir(d);
+	d->st.seg_gen++;
 }
 
-void seg_check_store(struct daemon *d)
+void store_check(struct daemon *d)
 {
 	if (!store_gone(d))
 		return;
 	/* The open chunk was built for the current segment: it goes there
 	 * (and is lost with it), and the seal comes back here. */
-	if (d->cur && d->open && d->open->len)
-		seg_seal(d);
+	if (d->st.cur && d->st.open && d->st.open->len)
+		store_seal(d);
 	if (store_gone(d))
 		store_recover(d);
 }
 
-void seg_seal(struct daemon *d)
+void store_seal(struct daemon *d)
 {
-	struct chunk *c = d->open;
+	struct chunk *c;
 	struct ringlog_chunk_hdr *h;
 	bool rotate = false;
 	size_t total;
 	int err;
 
+	store_events_end(d); /* a run pending belongs in this chunk */
+	c = d->st.open;
 	if (!c || !c->len)
 		return;
 	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
-	if (!d->cur && store_gone(d))
+	if (!d->st.cur && store_gone(d))
 		store_recover(d);
-	if (!d->cur && open_segment(d) < 0) {
-		chunk_lost(d, c, d->disk_error);
-		d->open = NULL;
+	if (!d->st.cur && open_segment(d) < 0) {
+		chunk_lost(d, c, d->st.disk_error);
+		d->st.open = NULL;
 		chunk_sealed(d, c);
 		chunk_done(d, c);
 		return;
 	}
-	err = ret_make_room(d, total);
-	if (err == -EXDEV) {
+	switch (ret_make_room(d, total)) {
+	case ROOM_OK:
+		break;
+	case ROOM_ROTATE:
 		rotate = true;
-		err = 0;
-	}
-	if (err == -EAGAIN)
+		break;
+	case ROOM_WAIT:
 		return; /* deletable space frees up when writes complete */
-	if (err < 0) {
-		char why[4400];
+	case ROOM_FULL: {
+		char why[STORE_WHY_MAX];
 
 		snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) available",
 			 d->cfg.storage_dir, (unsigned long long)ret_min_free(d));
 		chunk_lost(d, c, why);
-		d->open = NULL;
+		d->st.open = NULL;
 		chunk_sealed(d, c);
 		chunk_done(d, c);
 		/* Nothing older is left to delete: close the segment being
 		 * written so that it is, and the newest data has room again
 		 * at the next chunk (the circular log eats its tail). */
-		if (d->cur && d->segs == d->cur && d->cur->chunks)
-			seg_close_current(d);
+		if (d->st.cur && d->st.segs == d->st.cur && d->st.cur->chunks)
+			store_close_current(d);
 		return;
+	}
 	}
 	close_span(c);
 	for (unsigned k = 0; k < 2; k++) {
@@ -715,98 +788,110 @@ void seg_seal(struct daemon *d)
 	h->body_len = (uint32_t)c->len;
 	h->events = c->events;
 	h->lost = c->lost;
-	h->seq = d->cur->chunks;
+	h->seq = d->st.cur->chunks;
 	h->first_real_ns = c->events ? c->first_real_ns : 0;
 	h->last_real_ns = c->last_real_ns;
 	h->crc = ringlog_chunk_crc(h, body(c));
 	memset(c->mem + RINGLOG_CHUNK_HDR_SIZE + c->len, 0, total - RINGLOG_CHUNK_HDR_SIZE - c->len);
 
-	c->seg = d->cur;
+	c->seg = d->st.cur;
+	c->seg_seq = d->st.cur->seq;
+	c->total = total;
 	chunk_sealed(d, c);
-	err = d->io->ops->write(d->io, d->cur->fd, c->mem, total, d->cur->off, on_written, c);
+	err = d->st.io->ops->write(d->st.io, d->st.cur->fd, c->mem, total, d->st.cur->off, on_written, c);
 	if (err < 0) {
 		chunk_lost(d, c, "the I/O backend refused the write");
-		d->open = NULL;
+		d->st.open = NULL;
 		chunk_done(d, c);
 		return;
 	}
-	d->cur->inflight++;
-	d->cur->off += total;
-	d->cur->bytes += total;
-	d->used_bytes += total;
-	d->cur->chunks++;
+	d->st.cur->inflight++;
+	d->st.cur->off += total;
+	d->st.cur->bytes += total;
+	d->st.used_bytes += total;
+	d->st.cur->chunks++;
 	if (c->events) {
-		if (!d->cur->first_real_ns || c->first_real_ns < d->cur->first_real_ns)
-			d->cur->first_real_ns = c->first_real_ns;
-		if (c->last_real_ns > d->cur->last_real_ns)
-			d->cur->last_real_ns = c->last_real_ns;
+		if (!d->st.cur->first_real_ns || c->first_real_ns < d->st.cur->first_real_ns)
+			d->st.cur->first_real_ns = c->first_real_ns;
+		if (c->last_real_ns > d->st.cur->last_real_ns)
+			d->st.cur->last_real_ns = c->last_real_ns;
 	}
-	d->cur->events += c->events;
-	d->cur->lost += c->lost;
-	d->stored += c->events;
-	d->stored_bytes += total;
-	d->open = NULL;
+	d->st.cur->events += c->events;
+	d->st.cur->lost += c->lost;
+	d->st.stored += c->events;
+	d->st.stored_bytes += total;
+	d->st.open = NULL;
 	/* Rotate after the chunk, never before: it was built (metadata and
 	 * all) for this segment. The next event opens the next segment. */
 	if (store_gone(d))
 		store_recover(d);
-	else if (rotate || d->cur->off + d->chunk_size > d->cur->limit)
-		seg_close_current(d);
+	else if (rotate || d->st.cur->off + d->st.budget.chunk_size > d->st.cur->limit)
+		store_close_current(d);
 }
 
 /* Periodic: seal a chunk that waited long enough, rotate by age. */
-void seg_tick(struct daemon *d)
+void store_tick(struct daemon *d)
 {
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
-	if (d->tails)
-		tail_flushed(d); /* those whose backlog write is slow */
-	seg_check_store(d);
-	if (d->open && d->open->len &&
-	    now - d->open->opened_mono_ns >= d->cfg.flush_interval_ns / 2)
-		seg_seal(d);
-	if (d->cur && d->cur->chunks &&
-	    now - d->cur->created_mono_ns >= d->cfg.max_segment_age_ns) {
-		seg_seal(d);
-		if (!d->open || !d->open->len)
-			seg_close_current(d);
+	store_check(d);
+	if (d->st.open && d->st.open->len &&
+	    now - d->st.open->opened_mono_ns >= d->st.budget.seal_after_ns)
+		store_seal(d);
+	if (d->st.cur && d->st.cur->chunks &&
+	    now - d->st.cur->created_mono_ns >= d->st.budget.max_age_ns) {
+		store_seal(d);
+		if (!d->st.open || !d->st.open->len)
+			store_close_current(d);
 	}
 }
 
-bool seg_idle(struct daemon *d)
+bool store_idle(struct daemon *d)
 {
-	if (d->open && d->open->len)
+	if (d->st.open && d->st.open->len)
 		return false;
-	for (unsigned i = 0; i < d->nchunks; i++)
-		if (d->chunks[i].busy)
+	for (unsigned i = 0; i < d->st.nchunks; i++)
+		if (d->st.chunks[i].busy)
 			return false;
 	return true;
 }
 
-/* Chunk and segment sizes from the budget, at start and at every reload
- * (chunks no larger than max, the buffers' size). */
-static void seg_sizes(struct daemon *d, size_t max)
+/* Every size from the configuration, at start and at every reload: the
+ * one place that reads the budget's settings. Chunks are no larger than
+ * the buffers (chunk_alloc, fixed at start: 1 MiB at most). */
+void store_configure(struct daemon *d)
 {
-	uint64_t cs = d->cfg.max_segment_size / 8;
+	struct store_budget *b = &d->st.budget;
+	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
+	uint64_t cs;
 
-	if (cs > d->cfg.max_disk / 16)
-		cs = d->cfg.max_disk / 16;
+	b->max_disk = d->cfg.max_disk;
+	b->min_free_bytes = d->cfg.min_free_bytes;
+	b->min_free_percent = d->cfg.min_free_percent;
+	b->max_age_ns = d->cfg.max_segment_age_ns;
+	/* Half the flush interval: a chunk sealed then is on disk within it. */
+	b->seal_after_ns = d->cfg.flush_interval_ns / 2;
+	cs = d->cfg.max_segment_size / 8;
+	if (cs > b->max_disk / 16)
+		cs = b->max_disk / 16;
 	/* Chunks: large enough to amortise a write, small enough that a crash
 	 * or a tight budget loses little. */
 	if (cs > max)
 		cs = max;
 	if (cs < (64u << 10))
 		cs = 64u << 10;
-	d->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
-	if (d->chunk_size > max)
-		d->chunk_size = max;
+	b->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
+	if (b->chunk_size > max)
+		b->chunk_size = max;
+	if (!b->chunk_alloc)
+		b->chunk_alloc = b->chunk_size;
 	/* Several segments under the budget, so the oldest can go while the
 	 * newest fills: at most a quarter of max_disk each. */
-	d->seg_max = d->cfg.max_segment_size;
-	if (d->seg_max > d->cfg.max_disk / 4)
-		d->seg_max = d->cfg.max_disk / 4;
-	if (d->seg_max < 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE)
-		d->seg_max = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+	b->seg_max = d->cfg.max_segment_size;
+	if (b->seg_max > b->max_disk / 4)
+		b->seg_max = b->max_disk / 4;
+	if (b->seg_max < 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE)
+		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
 }
 
 /* How large the segment opened now may grow: seg_max, and at most a
@@ -814,49 +899,50 @@ static void seg_sizes(struct daemon *d, size_t max)
  * filesystem has above min_free, whichever is less). A min_free that
  * leaves less than max_segment_size would otherwise let one segment take
  * all the room, with nothing older to delete to make more. */
-static uint64_t seg_limit(const struct daemon *d)
+uint64_t store_seg_limit(const struct daemon *d)
 {
-	uint64_t fs_free = ret_fs_free(d), floor = ret_min_free(d), room = d->cfg.max_disk;
-	uint64_t lim = d->seg_max, least = 2 * d->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+	const struct store_budget *b = &d->st.budget;
+	uint64_t fs_free = ret_fs_free(d), floor = ret_min_free(d), room = b->max_disk;
+	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
 
-	if (fs_free != UINT64_MAX && d->used_bytes + fs_free - floor < room && fs_free > floor)
-		room = d->used_bytes + fs_free - floor;
+	if (fs_free != UINT64_MAX && d->st.used_bytes + fs_free - floor < room && fs_free > floor)
+		room = d->st.used_bytes + fs_free - floor;
 	if (room / 4 < lim)
 		lim = room / 4;
 	return lim < least ? least : lim;
 }
 
-void seg_reload(struct daemon *d)
+void store_reload(struct daemon *d)
 {
-	size_t old_chunk = d->chunk_size;
-	uint64_t old_max = d->seg_max;
+	size_t old_chunk = d->st.budget.chunk_size;
+	uint64_t old_max = d->st.budget.seg_max;
 
 	/* The open chunk was sized for the old budget: it goes now, and the
 	 * next one takes the new size. */
-	seg_seal(d);
-	seg_sizes(d, d->chunk_alloc);
-	if (d->cur) {
-		uint64_t lim = seg_limit(d);
+	store_seal(d);
+	store_configure(d);
+	if (d->st.cur) {
+		uint64_t lim = store_seg_limit(d);
 
-		if (d->cur->off + d->chunk_size > lim)
-			seg_close_current(d); /* so that the budget may take it */
-		else if (lim < d->cur->limit)
-			d->cur->limit = lim;
+		if (d->st.cur->off + d->st.budget.chunk_size > lim)
+			store_close_current(d); /* so that the budget may take it */
+		else if (lim < d->st.cur->limit)
+			d->st.cur->limit = lim;
 	}
-	if (ret_make_room(d, 0) == 0 || d->used_bytes <= d->cfg.max_disk)
+	if (ret_make_room(d, 0) == ROOM_OK || d->st.used_bytes <= d->st.budget.max_disk)
 		d_log(LOG_INFO, "storage: chunks of %zu bytes (were %zu), segments up to %llu (were %llu), "
-		      "max_disk %llu, %llu used", d->chunk_size, old_chunk, (unsigned long long)d->seg_max,
-		      (unsigned long long)old_max, (unsigned long long)d->cfg.max_disk,
-		      (unsigned long long)d->used_bytes);
+		      "max_disk %llu, %llu used", d->st.budget.chunk_size, old_chunk, (unsigned long long)d->st.budget.seg_max,
+		      (unsigned long long)old_max, (unsigned long long)d->st.budget.max_disk,
+		      (unsigned long long)d->st.used_bytes);
 	else
 		d_log(LOG_INFO, "storage: max_disk now %llu, %llu used: older segments go as writes "
-		      "complete", (unsigned long long)d->cfg.max_disk, (unsigned long long)d->used_bytes);
+		      "complete", (unsigned long long)d->st.budget.max_disk, (unsigned long long)d->st.used_bytes);
 }
 
-int seg_lock_dir(struct daemon *d)
+int store_lock_dir(struct daemon *d)
 {
 	long holder;
-	int err = file_lock_dir(d->cfg.storage_dir, &d->dir_lock, &holder);
+	int err = file_lock_dir(d->cfg.storage_dir, &d->st.dir_lock, &holder);
 
 	if (err == -EBUSY && holder > 0)
 		d_log(LOG_ERR, "storage_dir %s is in use by another ringlogd (PID %ld holds %s/%s): "
@@ -869,12 +955,12 @@ int seg_lock_dir(struct daemon *d)
 	else if (err < 0)
 		d_log(LOG_ERR, "cannot lock storage_dir %s (%s/%s): %s", d->cfg.storage_dir,
 		      d->cfg.storage_dir, RINGLOG_LOCK_NAME, strerror(-err));
-	if (!err && (err = file_dir_id(d->cfg.storage_dir, d->dir_id)) < 0)
+	if (!err && (err = file_dir_id(d->cfg.storage_dir, d->st.dir_id)) < 0)
 		d_log(LOG_ERR, "storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 	return err;
 }
 
-int seg_init(struct daemon *d)
+int store_init(struct daemon *d)
 {
 	int err;
 
@@ -885,44 +971,46 @@ int seg_init(struct daemon *d)
 	/* One daemon per directory, before any file in it is touched: a
 	 * second one would seal the first one's live segment as crashed and
 	 * then write the same segment names. */
-	d->dir_lock = -1;
-	if ((err = seg_lock_dir(d)) < 0)
+	d->st.dir_lock = -1;
+	if ((err = store_lock_dir(d)) < 0)
 		return err;
-	seg_sizes(d, 1u << 20);
-	d->chunk_alloc = d->chunk_size;
-	d->chunks = calloc(NCHUNKS, sizeof(*d->chunks));
-	if (!d->chunks)
+	if (!d->st.space)
+		d->st.space = file_space;
+	d->st.budget.chunk_alloc = 0;
+	store_configure(d);
+	d->st.chunks = calloc(NCHUNKS, sizeof(*d->st.chunks));
+	if (!d->st.chunks)
 		return -ENOMEM;
-	d->nchunks = NCHUNKS;
+	d->st.nchunks = NCHUNKS;
 	for (unsigned i = 0; i < NCHUNKS; i++) {
-		d->chunks[i].cap = d->chunk_alloc;
-		d->chunks[i].d = d;
-		d->chunks[i].span_off = SIZE_MAX;
-		if (!(d->chunks[i].mem = file_aligned(d->chunk_alloc)))
+		d->st.chunks[i].cap = d->st.budget.chunk_alloc;
+		d->st.chunks[i].d = d;
+		d->st.chunks[i].span_off = SIZE_MAX;
+		if (!(d->st.chunks[i].mem = file_aligned(d->st.budget.chunk_alloc)))
 			return -ENOMEM;
 	}
-	if (d->io->ops->register_buffers) {
+	if (d->st.io->ops->register_buffers) {
 		static void *bufs[NCHUNKS]; /* the backend keeps this array */
 
 		for (unsigned i = 0; i < NCHUNKS; i++)
-			bufs[i] = d->chunks[i].mem;
-		if ((err = d->io->ops->register_buffers(d->io, bufs, d->chunk_alloc, NCHUNKS)) < 0)
+			bufs[i] = d->st.chunks[i].mem;
+		if ((err = d->st.io->ops->register_buffers(d->st.io, bufs, d->st.budget.chunk_alloc, NCHUNKS)) < 0)
 			d_log(LOG_INFO, "%s: chunk buffers not registered (%s): each write pins "
-			      "them again", d->io_name, strerror(-err));
+			      "them again", d->st.io_name, strerror(-err));
 	}
 	if ((err = ret_scan(d)) < 0)
 		return err;
 	if ((err = open_segment(d)) < 0) {
-		d_log(LOG_INFO, "%s", d->disk_error);
+		d_log(LOG_INFO, "%s", d->st.disk_error);
 		return err;
 	}
 	return 0;
 }
 
-void seg_fini(struct daemon *d)
+void store_fini(struct daemon *d)
 {
-	seg_close_current(d);
-	for (struct segfile *s = d->segs, *n; s; s = n) {
+	store_close_current(d);
+	for (struct segfile *s = d->st.segs, *n; s; s = n) {
 		n = s->next;
 		if (s->fd > 0 && !s->closed)
 			finalize(s);
@@ -930,14 +1018,14 @@ void seg_fini(struct daemon *d)
 		file_aligned_free(s->hdr);
 		free(s);
 	}
-	d->segs = NULL;
-	for (unsigned i = 0; i < d->nchunks; i++) {
-		file_aligned_free(d->chunks[i].mem);
-		free(d->chunks[i].who);
+	d->st.segs = NULL;
+	for (unsigned i = 0; i < d->st.nchunks; i++) {
+		file_aligned_free(d->st.chunks[i].mem);
+		free(d->st.chunks[i].who);
 	}
-	free(d->chunks);
-	d->chunks = NULL;
-	if (d->dir_lock >= 0)
-		file_close(d->dir_lock);
-	d->dir_lock = -1;
+	free(d->st.chunks);
+	d->st.chunks = NULL;
+	if (d->st.dir_lock >= 0)
+		file_close(d->st.dir_lock);
+	d->st.dir_lock = -1;
 }

@@ -237,7 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		turn();
 		drain_all(d);
-		seg_seal(d);
+		store_seal(d);
 		nanosleep(&ts, NULL);
 	}
 	if (d->nclients)

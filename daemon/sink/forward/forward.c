@@ -72,6 +72,7 @@ static void start(struct daemon *d)
 	f->forwarded = d->fwd_forwarded;
 	memcpy(f->lost, d->fwd_lost, sizeof(f->lost));
 	d->fwd = f;
+	d->fwd_sink.want_records = true;
 	snprintf(d->fwd_state, sizeof(d->fwd_state), "on");
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer)
@@ -105,6 +106,7 @@ static void stop(struct daemon *d)
 	f->ops->close(f);
 	free(f);
 	d->fwd = NULL;
+	d->fwd_sink.want_records = false;
 }
 
 void fwd_apply(struct daemon *d)
@@ -119,13 +121,8 @@ void fwd_apply(struct daemon *d)
 		snprintf(d->fwd_state, sizeof(d->fwd_state), backend ? "off" : "unsupported");
 }
 
-void fwd_stop(struct daemon *d)
-{
-	stop(d);
-}
-
-void fwd_record(struct daemon *d, struct ring *r, uint16_t type, const struct ringlog_event_desc *e,
-		const uint8_t *payload, uint32_t len)
+static void fwd_record(struct daemon *d, struct ring *r, uint16_t type,
+		       const struct ringlog_event_desc *e, const uint8_t *payload, uint32_t len)
 {
 	struct fwd *f = d->fwd;
 	struct client *c = r->c;
@@ -182,3 +179,21 @@ json_t *fwd_status(struct daemon *d)
 		"lost_tracer", (json_int_t)lost[FWD_LOST_TRACER],
 		"lost_other", (json_int_t)lost[FWD_LOST_OTHER]);
 }
+
+/* The sink: every stored event, while a backend is open (want_records);
+ * the backend closes at shutdown. */
+static void sink_record(struct sink *s, const struct sink_record *rec)
+{
+	fwd_record(s->ctx, rec->r, rec->type, rec->e, rec->payload, rec->len);
+}
+
+static void sink_shutdown(struct sink *s)
+{
+	stop(s->ctx);
+}
+
+const struct sink_ops fwd_sink_ops = {
+	.name = "forward",
+	.record = sink_record,
+	.shutdown = sink_shutdown,
+};
