@@ -115,6 +115,7 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 	h.first_real_ns = s->first_real_ns;
 	h.last_real_ns = s->last_real_ns;
 	h.events = s->events;
+	h.lost = s->lost;
 	h.chunks = s->chunks;
 	h.end = end;
 	h.hdr_crc = ringlog_seg_hdr_crc(&h);
@@ -153,6 +154,7 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 		s->first_real_ns = f.hdr.first_real_ns;
 		s->last_real_ns = f.hdr.last_real_ns;
 		s->events = f.hdr.events;
+		s->lost = f.hdr.lost;
 		s->chunks = f.hdr.chunks;
 	} else {
 		uint64_t end = RINGLOG_SEG_HEADER_SIZE;
@@ -166,6 +168,7 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 					s->last_real_ns = f.chunk.last_real_ns;
 			}
 			s->events += f.chunk.events;
+			s->lost += f.chunk.lost;
 			s->chunks++;
 		}
 		d_log(LOG_WARNING, "segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",

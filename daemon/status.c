@@ -9,24 +9,33 @@
 #include <string.h>
 #include <time.h>
 
-static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, unsigned *n)
+/* The segments, and in *store what the retained store holds in all: the
+ * events stored and those its LOSS records count, across daemon restarts
+ * (from the segment and chunk headers, retention.c). */
+static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, unsigned *n,
+			json_t **store)
 {
 	json_t *a = json_array();
+	uint64_t events = 0, lost = 0;
 
 	*oldest = *newest = 0;
 	*n = 0;
 	for (struct segfile *s = d->segs; s; s = s->next) {
-		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:b}",
+		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b}",
 			"seq", (json_int_t)s->seq, "path", s->path, "bytes", (json_int_t)s->bytes,
-			"events", (json_int_t)s->events,
+			"events", (json_int_t)s->events, "lost", (json_int_t)s->lost,
 			"first_ns", (json_int_t)s->first_real_ns, "last_ns", (json_int_t)s->last_real_ns,
 			"current", s->current));
+		events += s->events;
+		lost += s->lost;
 		if (s->events && (!*oldest || s->first_real_ns < *oldest))
 			*oldest = s->first_real_ns;
 		if (s->last_real_ns > *newest)
 			*newest = s->last_real_ns;
 		(*n)++;
 	}
+	*store = json_pack("{s:I,s:I,s:I}", "segments", (json_int_t)*n, "events", (json_int_t)events,
+			   "lost", (json_int_t)lost);
 	return a;
 }
 
@@ -35,8 +44,10 @@ int status_reply(struct client *c, bool detail)
 	struct daemon *d = c->d;
 	uint64_t oldest, newest, fs_free = ret_fs_free(d), now = d_now(CLOCK_REALTIME);
 	unsigned nseg;
-	json_t *segs = segments(d, &oldest, &newest, &nseg);
+	json_t *store;
+	json_t *segs = segments(d, &oldest, &newest, &nseg, &store);
 	json_t *clients = json_array(), *providers = json_array(), *j;
+	uint64_t attributed = 0;
 	double left = -1;
 	char *s;
 	int err;
@@ -61,8 +72,9 @@ int status_reply(struct client *c, bool detail)
 			if (p->kw[l])
 				lvl = l;
 		json_array_append_new(providers, json_pack("{s:s,s:I,s:I,s:i}", "name", p->name,
-			"stored", (json_int_t)p->stored, "lost", (json_int_t)p->lost,
+			"stored", (json_int_t)p->stored, "lost_ring", (json_int_t)p->lost_ring,
 			"enabled_level", (int)lvl));
+		attributed += p->lost_ring;
 	}
 	/* Until the oldest data goes: what the budget still holds over the
 	 * write rate, plus the time the oldest segment took to fill. */
@@ -111,6 +123,15 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->lost_deleted));
 	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
 		d->lost_ring + d->lost_disk + d->lost_corrupt + d->lost_deleted)));
+	/* These counters start at 0 with each daemon: say since when. Ring
+	 * overflow the programs did not attribute to one provider (older
+	 * libraries, gaps mixing providers) is in no provider's row. */
+	json_object_set_new(json_object_get(j, "lost"), "since_ns",
+			    json_integer((json_int_t)d->start_real_ns));
+	json_object_set_new(json_object_get(j, "lost"), "ring_unattributed",
+			    json_integer((json_int_t)(d->lost_ring - attributed)));
+	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
+	json_object_set_new(j, "store", store);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)

@@ -201,16 +201,22 @@ void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
 	}
 }
 
-void tail_loss(struct daemon *d, struct ring *r, uint64_t records, uint32_t reason)
+/* A loss goes to the tails whose writer filters (pid, uid) it passes and,
+ * for a --provider tail, only when the program attributed it to a matching
+ * provider (ringlog(1)): --event, --level and --keyword select events,
+ * and a loss is not known to be of any. */
+void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l)
 {
-	struct ringlog_seg_loss l = { .records = records, .reason = reason };
+	const char *provider = l->provider ? ringlog_meta_provider(&r->c->meta, l->provider) : NULL;
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid))
+		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid) ||
+		    (t->uid >= 0 && r->c->uid != (uint64_t)t->uid) ||
+		    (t->provider && (!provider || fnmatch(t->provider, provider, 0))))
 			continue;
 		if (describe(t, r) < 0)
 			continue;
-		rec(t, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0);
+		rec(t, RINGLOG_SEG_REC_LOSS, r->id, l, sizeof(*l), NULL, 0);
 		send_frame(t, 0);
 	}
 }
