@@ -130,20 +130,35 @@ static void map_field(const struct ringlog_field_desc *f, uint8_t *in, uint8_t *
 		[RINGLOG_TYPE_STR] = RINGLOG_TLG_IN_COUNTEDANSISTRING,
 		[RINGLOG_TYPE_BLOB] = RINGLOG_TLG_IN_BINARY,
 	};
-	bool is_int = f->type >= RINGLOG_TYPE_I8 && f->type <= RINGLOG_TYPE_U64;
+	bool is_8 = f->type == RINGLOG_TYPE_I8 || f->type == RINGLOG_TYPE_U8;
+	bool is_16 = f->type == RINGLOG_TYPE_I16 || f->type == RINGLOG_TYPE_U16;
 	bool is_32 = f->type == RINGLOG_TYPE_I32 || f->type == RINGLOG_TYPE_U32;
+	bool is_64 = f->type == RINGLOG_TYPE_I64 || f->type == RINGLOG_TYPE_U64;
 
 	/* types are checked by the metadata parser; stay in bounds anyway */
 	*in = f->type < sizeof(intype) && intype[f->type] ? intype[f->type] : RINGLOG_TLG_IN_UINT8;
 	*out = 0;
-	if (f->type == RINGLOG_TYPE_BOOL)
+	if (f->type == RINGLOG_TYPE_BOOL) {
 		*out = RINGLOG_TLG_OUT_BOOLEAN;
-	else if (f->type == RINGLOG_TYPE_STR)
+	} else if (f->type == RINGLOG_TYPE_STR) {
 		*out = RINGLOG_TLG_OUT_UTF8;
-	else if (is_int && f->format == RINGLOG_FMT_HEX)
-		*out = RINGLOG_TLG_OUT_HEX;
-	else if (is_32 && f->format == RINGLOG_FMT_PID)
+	} else if (f->format == RINGLOG_FMT_HEX) {
+		/* Only TraceLoggingDynamic.h's Type combinations, which TDH and
+		 * WPA know: TypeHexInt8/16 are UINT8/UINT16 + HEX, TypeHexInt32/64
+		 * the HEXINT32/HEXINT64 in-types (the sign is the formatter's
+		 * business: hex shows the bits either way) */
+		if (is_8 || is_16) {
+			*in = is_8 ? RINGLOG_TLG_IN_UINT8 : RINGLOG_TLG_IN_UINT16;
+			*out = RINGLOG_TLG_OUT_HEX;
+		} else if (is_32) {
+			*in = RINGLOG_TLG_IN_HEXINT32;
+		} else if (is_64) {
+			*in = RINGLOG_TLG_IN_HEXINT64;
+		}
+	} else if (is_32 && f->format == RINGLOG_FMT_PID) {
+		*in = RINGLOG_TLG_IN_UINT32; /* TypePid: UINT32 + PID */
 		*out = RINGLOG_TLG_OUT_PID;
+	}
 }
 
 long ringlog_tlg_metadata(uint8_t *out, size_t cap, const struct ringlog_event_desc *e)

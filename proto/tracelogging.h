@@ -38,14 +38,18 @@
  *
  * The first field, "emit_time_ns" (UINT64), is when the program emitted the
  * event, in nanoseconds since the Unix epoch; ETW's own timestamp is the
- * time of forwarding. Field types map as follows (outtype only where it is
- * not the intype's default):
+ * time of forwarding. Field types map as follows, only to the InType +
+ * OutType combinations of TraceLoggingDynamic.h's Type enum (the ones
+ * winmeta.xml defines and TDH, WPA and xperf decode; outtype only where it
+ * is not the intype's default):
  *
  *   ringlog            intype                     outtype
  *   i8/i16/i32/i64     INT8/16/32/64  (3 5 7 9)
  *   u8/u16/u32/u64     UINT8/16/32/64 (4 6 8 10)
- *     hint hex         same                       HEX (4)
- *     hint pid         UINT32 / INT32             PID (5)       32-bit only
+ *     hint hex 8/16    UINT8/UINT16 (4 6)         HEX (4)       TypeHexInt8/16
+ *     hint hex 32/64   HEXINT32/HEXINT64 (20 21)                TypeHexInt32/64
+ *     hint pid         UINT32 (8)                 PID (5)       TypePid, 32-bit
+ *                                                               only
  *     hint errno       same                       (none: errno values are
  *                                                 not Win32 error codes)
  *     hint time        UINT64                     (none: nanoseconds, not a
@@ -80,6 +84,8 @@ enum {
 	RINGLOG_TLG_IN_UINT64 = 10,
 	RINGLOG_TLG_IN_DOUBLE = 12,
 	RINGLOG_TLG_IN_BINARY = 14,
+	RINGLOG_TLG_IN_HEXINT32 = 20,
+	RINGLOG_TLG_IN_HEXINT64 = 21,
 	RINGLOG_TLG_IN_COUNTEDANSISTRING = 23,
 	RINGLOG_TLG_IN_CHAIN = 0x80, /* an outtype byte follows */
 

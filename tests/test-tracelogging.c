@@ -1,14 +1,20 @@
 /* tests/test-tracelogging.c - the TraceLogging (ETW) encoder, byte for byte.
  *
- * Every expected byte below is written from Microsoft's published format,
- * not from the encoder's output: provider traits are a u16 total size and
- * the UTF-8 name with its NUL ("Provider Traits", ETW docs); event metadata
- * is a u16 total size, the tag chain (one 0x00 byte for no tags), the event
- * name and per field its name, an intype with chain bit 0x80 and then an
- * outtype; intypes INT8=3 UINT8=4 INT16=5 UINT16=6 INT32=7 UINT32=8 INT64=9
- * UINT64=10 DOUBLE=12 BINARY=14 COUNTEDANSISTRING=23, outtypes BOOLEAN=3
- * HEX=4 PID=5 UTF8=35. The provider GUIDs are the ones Microsoft's
- * TraceLogging examples print beside their provider names.
+ * Every expected byte below is written from Microsoft's code and
+ * documentation, not from the encoder's output. TraceLoggingDynamic.h
+ * (microsoft/tracelogging, etw/cpp/traceloggingdynamic): provider traits
+ * are a u16 total size and the UTF-8 name with its NUL
+ * (ProviderMetadataBuilder); event metadata is a u16 total size, the tag
+ * chain (one 0x00 byte for no tags), the event name and per field its
+ * name, an intype with chain bit 0x80 and then an outtype
+ * (EventMetadataBuilder::AddFieldInfo); the InType enum counts INT8=3
+ * UINT8=4 INT16=5 UINT16=6 INT32=7 UINT32=8 INT64=9 UINT64=10 DOUBLE=12
+ * BINARY=14 HEXINT32=20 HEXINT64=21 COUNTEDANSISTRING=23, OutType BOOLEAN=3
+ * HEX=4 PID=5 UTF8=35, and each field uses one of the Type enum's
+ * combinations (TypeHexInt8 = UINT8 + HEX, TypeHexInt16 = UINT16 + HEX,
+ * TypeHexInt32 = HEXINT32, TypeHexInt64 = HEXINT64, TypePid = UINT32 + PID,
+ * TypeBool8, TypeCountedUtf8String, TypeBinary). Provider GUIDs: see
+ * provider_guids_are_computed_as_GetGuidForName_does.
  */
 #include <criterion/criterion.h>
 
@@ -130,11 +136,13 @@ Test(tracelogging, metadata_maps_every_field_type)
 		F(U32, HEX, "hx"),    F(I32, PID, "pid"),   F(I32, ERRNO, "err"),
 		F(U64, TIME, "t"),    F(U64, HEX, "hx64"),  F(I64, PID, "p64"),
 		F(U8, HEX, "h8"),     F(STR, DEFAULT, "semi;colon"),
+		F(I8, HEX, "i8h"),    F(I16, HEX, "i16h"),  F(U16, HEX, "u16h"),
+		F(I32, HEX, "i32h"),  F(I64, HEX, "i64h"),  F(U32, PID, "upid"),
 	};
 	struct ringlog_event_desc e = { .name = (char *)"Conn;ect", .fields = f,
 					.nfields = sizeof(f) / sizeof(f[0]) };
 	static const uint8_t want[] = {
-		0x74, 0x00,                   /* total size, 116 */
+		0x99, 0x00,                   /* total size, 153 */
 		0x00,                         /* no tags */
 		'C', 'o', 'n', 'n', ';', 'e', 'c', 't', 0, /* ';' is fine in ETW */
 		'e', 'm', 'i', 't', '_', 't', 'i', 'm', 'e', '_', 'n', 's', 0, 10,
@@ -150,18 +158,24 @@ Test(tracelogging, metadata_maps_every_field_type)
 		'o', 'k', 0, 0x84, 3,         /* UINT8, BOOLEAN */
 		's', 0, 0x97, 35,             /* COUNTEDANSISTRING, UTF8 */
 		'b', 'i', 'n', 0, 14,         /* BINARY (hex by default) */
-		'h', 'x', 0, 0x88, 4,         /* UINT32, HEX */
-		'p', 'i', 'd', 0, 0x87, 5,    /* INT32, PID */
+		'h', 'x', 0, 20,              /* TypeHexInt32: HEXINT32 */
+		'p', 'i', 'd', 0, 0x88, 5,    /* TypePid: UINT32 + PID */
 		'e', 'r', 'r', 0, 7,          /* errno: no Win32 outtype fits */
 		't', 0, 10,                   /* ns since 1970: plain UINT64 */
-		'h', 'x', '6', '4', 0, 0x8a, 4,
+		'h', 'x', '6', '4', 0, 21,    /* TypeHexInt64: HEXINT64 */
 		'p', '6', '4', 0, 9,          /* pid is 32-bit only */
-		'h', '8', 0, 0x84, 4,
+		'h', '8', 0, 0x84, 4,         /* TypeHexInt8: UINT8 + HEX */
 		's', 'e', 'm', 'i', ';', 'c', 'o', 'l', 'o', 'n', 0, 0x97, 35,
+		'i', '8', 'h', 0, 0x84, 4,    /* TypeHexInt8, not INT8 + HEX */
+		'i', '1', '6', 'h', 0, 0x86, 4, /* TypeHexInt16: UINT16 + HEX */
+		'u', '1', '6', 'h', 0, 0x86, 4,
+		'i', '3', '2', 'h', 0, 20,    /* TypeHexInt32 */
+		'i', '6', '4', 'h', 0, 21,    /* TypeHexInt64 */
+		'u', 'p', 'i', 'd', 0, 0x88, 5, /* TypePid */
 	};
 	uint8_t out[RINGLOG_TLG_META_MAX];
 
-	cr_assert_eq(sizeof(want), 0x74);
+	cr_assert_eq(sizeof(want), 153);
 	expect_bytes(out, ringlog_tlg_metadata(out, sizeof(out), &e), want, sizeof(want));
 	for (size_t cap = 0; cap < sizeof(want); cap++)
 		cr_assert_eq(ringlog_tlg_metadata(out, cap, &e), -ENOSPC, "cap %zu", cap);
