@@ -9,13 +9,18 @@
  * and allocation-free, so it is unit-tested byte for byte on Linux.
  *
  * Provider. One ETW provider per ringlog provider. Its GUID is derived from
- * the name as TraceLogging and EventSource do:
+ * the name as TraceLoggingDynamic.h's GetGuidForName does (and EventSource,
+ * tracelog and PerfView's "*Name"):
  *
  *   SHA-1( 48 2C 2D B2 C3 90 47 C8 87 F8 1A 15 BF C1 30 FB    namespace
- *          || UTF-16BE(upper-case(name)) )                    ASCII letters
- *   the first 16 bytes, byte 7 = (byte 7 & 0x0F) | 0x50,      folded; other
- *   read as a GUID in Windows' in-memory (little-endian) order  code points
- *                                                               as they are
+ *          || UTF-16BE(upper-case(name)) )
+ *   the first 16 bytes, byte 7 = (byte 7 & 0x0F) | 0x50,
+ *   read as a GUID in Windows' in-memory (little-endian) order
+ *
+ * where the name's UTF-8 is decoded as CopyUtfCodePoint decodes it (a byte
+ * that does not start a valid sequence is the Latin-1 character of its
+ * value) and upper-cased per UTF-16 code unit with Windows' default casing
+ * table (LCMapStringEx without LCMAP_LINGUISTIC_CASING; tlg-upcase.h).
  * Provider traits (EventSetInformation(EventProviderSetTraits) and, on
  * every event, an EVENT_DATA_DESCRIPTOR of type 2):
  *
@@ -109,8 +114,8 @@ enum {
 	(3 + (RINGLOG_NAME_MAX + 1) * (RINGLOG_FIELDS_MAX + 1) + 2 * RINGLOG_FIELDS_MAX + \
 	 sizeof(RINGLOG_TLG_TIME_FIELD) + 1)
 
-/* The provider GUID for name (UTF-8; invalid sequences count as U+FFFD),
- * as the 16 bytes of a Windows GUID in memory. */
+/* The provider GUID for name (UTF-8; invalid bytes count as Latin-1, as in
+ * GetGuidForName), as the 16 bytes of a Windows GUID in memory. */
 void ringlog_tlg_provider_guid(uint8_t guid[16], const char *name);
 
 /* The GUID as text, "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" (39 bytes with
