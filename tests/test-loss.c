@@ -540,5 +540,16 @@ Test(loss, forged_header_size_and_tsc_hz_are_named_and_skip_nothing)
 		  "the reader does not name the file, the field and the value: %s", err);
 	cr_expect_eq(rc, 4, "a forged header is damage: exit %d", rc);
 	times_within(first, t0, t1, "tsc_hz 1000");
+	{
+		/* the daemon's startup scan names a forged header too */
+		static char log[1 << 16];
+
+		snprintf(cmd, sizeof(cmd), "cp '%s/header-size.rlseg' '%s'", e.dir, seg);
+		must_run(cmd);
+		live_daemon_stop(live_daemon(&e, NULL));
+		live_log(&e, log, sizeof(log));
+		cr_expect(strstr(log, seg) && strstr(log, "header_size is 61440"),
+			  "ringlogd's scan does not name the forged header_size: %s", log);
+	}
 	live_cleanup(&e);
 }
