@@ -115,6 +115,14 @@ static void print_human(json_t *j, bool down)
 						    I(v, "lost_other")),
 			       (unsigned long long)I(v, "lost_disabled"),
 			       (unsigned long long)I(v, "lost_tracer"), (unsigned long long)I(v, "lost_other"));
+		/* providers the tracer would mistake for another (issue 21) */
+		for (size_t k = 0; k < json_array_size(json_object_get(v, "refused")); k++) {
+			json_t *r = json_array_get(json_object_get(v, "refused"), k);
+
+			printf("%-22s provider \"%s\" is not forwarded: it would share %s with provider "
+			       "\"%s\" (rename one of them)\n", "", S(r, "provider"), S(r, "target"),
+			       S(r, "owner"));
+		}
 		v = json_object_get(j, "lost");
 		/* The daemon's counters start at 0 with it: say so, and since when. */
 		printf("%-22s %llu since ringlogd started %s (%s): ring overflow %llu, disk %llu, "
