@@ -163,6 +163,16 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	}
 	if (__builtin_expect(!p, 0)) {
 		drop(&lib.stats.dropped_full);
+		/* Where the gap began and whose events it holds, for its LOSS
+		 * record (proto/ring.h): one clock read per gap. */
+		if (len + head <= r->prod.max_len) {
+			if (ringlog_prod_gap_opened(&r->prod)) {
+				r->prod.gap_ts = lib_clock();
+				r->prod.gap_aux = e->provider->id;
+			} else if (r->prod.gap_aux != e->provider->id) {
+				r->prod.gap_aux = 0;
+			}
+		}
 		goto fail;
 	}
 	ts = lib_clock();

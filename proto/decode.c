@@ -58,6 +58,17 @@ uint64_t ringlog_dec_real_ns(const struct ringlog_seg_clock *c, uint32_t stream_
 	return c->real_ref + (ts - c->mono_ref);
 }
 
+/* When a gap began: the record's own time (first_ts, in st's clock) when
+ * it has one, else the previous event of its stream, else the previous
+ * event decoded: never another thread's event when its own is known. */
+static void loss_time(struct ringlog_decoder *d, const struct ringlog_dec_stream *st,
+		      uint64_t first_ts, struct ringlog_dec_loss *dl)
+{
+	uint64_t t = first_ts && st ? ringlog_dec_real_ns(&d->clock, st->s.clock, first_ts) : 0;
+
+	dl->real_ns = t ? t : st && st->last_real_ns ? st->last_real_ns : d->last_real_ns;
+}
+
 static void damage(struct ringlog_decoder *d, const char *what)
 {
 	d->damaged++;
@@ -219,17 +230,19 @@ static int ring_record(struct ringlog_decoder *d, struct run_of *o,
 		o->seen->next = o->pos;
 	}
 	if (h->type == RINGLOG_REC_LOSS) {
-		struct ringlog_rec_loss l;
+		struct ringlog_rec_loss_ext l = { 0 }; /* first_ts 0 in the short form */
 		struct ringlog_dec_loss dl = { .writer = o->w, .stream = o->st,
-			.reason = RINGLOG_LOSS_RING, .real_ns = d->last_real_ns };
+			.reason = RINGLOG_LOSS_RING };
 
-		if (h->len != sizeof(l)) {
+		if (h->len != sizeof(l.l) && h->len != sizeof(l)) {
 			damage(d, "LOSS record of the wrong size");
 			return 0;
 		}
-		memcpy(&l, p, sizeof(l));
-		dl.records = l.records;
-		dl.bytes = l.bytes;
+		memcpy(&l, p, h->len);
+		dl.records = l.l.records;
+		dl.bytes = l.l.bytes;
+		dl.provider = h->aux ? ringlog_meta_provider(&o->w->meta, h->aux) : NULL;
+		loss_time(d, o->st, l.first_ts, &dl);
 		if (d->on_loss)
 			d->on_loss(d->ctx, &dl);
 		return 0;
@@ -262,7 +275,10 @@ static int ring_record(struct ringlog_decoder *d, struct run_of *o,
 		.values = vals,
 		.stream_id = o->sid,
 	};
+	if (!ev.real_ns)
+		ev.real_ns = d->unknown_time_ns;
 	d->last_real_ns = ev.real_ns;
+	o->st->last_real_ns = ev.real_ns;
 	return d->on_event ? d->on_event(d->ctx, &ev) : 0;
 }
 
@@ -375,20 +391,23 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
 				return ret;
 			break;
 		case RINGLOG_SEG_REC_LOSS: {
-			struct ringlog_seg_loss l;
+			struct ringlog_seg_loss l = { 0 }; /* the short form: not said */
 			struct ringlog_dec_stream *st = r.id < sc->nstreams && sc->streams[r.id].known
 				? &sc->streams[r.id] : NULL;
 
-			if (blen < sizeof(l)) {
+			if (blen < RINGLOG_SEG_LOSS_V1_SIZE) {
 				damage(d, "LOSS record too short");
 				break;
 			}
-			memcpy(&l, b, sizeof(l));
+			memcpy(&l, b, blen < sizeof(l) ? blen : sizeof(l));
 			struct ringlog_dec_loss dl = {
 				.writer = st ? writer_of(sc, st->s.writer) : NULL,
 				.stream = st, .records = l.records, .bytes = l.bytes,
-				.reason = l.reason, .real_ns = d->last_real_ns,
+				.reason = l.reason,
 			};
+			if (dl.writer && l.provider)
+				dl.provider = ringlog_meta_provider(&dl.writer->meta, l.provider);
+			loss_time(d, st, l.first_ts, &dl);
 			if (d->on_loss)
 				d->on_loss(d->ctx, &dl);
 			break;
@@ -411,12 +430,39 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
  * Files
  */
 
+static bool tsc_hz_allowed(uint64_t hz)
+{
+	return !hz || (hz >= RINGLOG_SEG_TSC_HZ_MIN && hz <= RINGLOG_SEG_TSC_HZ_MAX);
+}
+
 void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_clock *c)
 {
 	c->tsc_ref = h->tsc_ref;
 	c->mono_ref = h->mono_ref;
 	c->real_ref = h->real_ref;
-	c->tsc_hz = h->tsc_hz;
+	c->tsc_hz = tsc_hz_allowed(h->tsc_hz) ? h->tsc_hz : 0;
+}
+
+/* Fields a checksum cannot vouch for (a forger recomputes it): each is
+ * checked against what the format allows, and the reader says what it
+ * does instead of trusting it. */
+static void check_header(struct ringlog_seg_file *f)
+{
+	size_t n = 0;
+
+	f->warning[0] = 0;
+	if (f->hdr.header_size != RINGLOG_SEG_HEADER_SIZE)
+		n += (size_t)snprintf(f->warning + n, sizeof(f->warning) - n,
+				      "header_size is %u, but format version %u has a %u-byte header: "
+				      "ignored, chunks read from byte %u (nothing skipped)",
+				      f->hdr.header_size, RINGLOG_SEG_VERSION, RINGLOG_SEG_HEADER_SIZE,
+				      RINGLOG_SEG_HEADER_SIZE);
+	if (!tsc_hz_allowed(f->hdr.tsc_hz) && n < sizeof(f->warning))
+		snprintf(f->warning + n, sizeof(f->warning) - n,
+			 "%stsc_hz is %llu, outside what the format allows (0, or %llu..%llu): "
+			 "TSC timestamps cannot be converted; those events are shown at the time "
+			 "of their chunk", n ? "; " : "", (unsigned long long)f->hdr.tsc_hz,
+			 RINGLOG_SEG_TSC_HZ_MIN, RINGLOG_SEG_TSC_HZ_MAX);
 }
 
 int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why)
@@ -450,9 +496,9 @@ int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **
 		return -EPROTO;
 	}
 	f->hdr_ok = ringlog_seg_hdr_crc(&f->hdr) == f->hdr.hdr_crc;
-	f->off = f->hdr.header_size >= RINGLOG_SEG_HEADER_SIZE &&
-		 f->hdr.header_size % RINGLOG_SEG_ALIGN == 0 ? f->hdr.header_size
-							     : RINGLOG_SEG_HEADER_SIZE;
+	/* Never from header_size: a forged one would skip chunks unseen. */
+	f->off = RINGLOG_SEG_HEADER_SIZE;
+	check_header(f);
 	return 0;
 err:
 	n = -errno;

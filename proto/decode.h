@@ -26,6 +26,7 @@ struct ringlog_dec_writer {
 struct ringlog_dec_stream {
 	struct ringlog_seg_stream s;
 	bool known;
+	uint64_t last_real_ns;   /* of its last event decoded here, 0: none yet */
 };
 
 struct ringlog_dec_scope {
@@ -49,10 +50,16 @@ struct ringlog_dec_event {
 struct ringlog_dec_loss {
 	const struct ringlog_dec_writer *writer; /* may be NULL */
 	const struct ringlog_dec_stream *stream;
+	const char *provider;    /* of every lost event, as the program said;
+	                          * NULL: not attributed to one provider */
 	uint64_t records;
 	uint64_t bytes;
 	uint32_t reason;         /* enum ringlog_loss_reason */
-	uint64_t real_ns;        /* of the neighbouring event, 0 if unknown */
+	uint64_t real_ns;        /* wall clock of the gap: when its first event
+	                          * was dropped where the record says (ring.h);
+	                          * otherwise the previous event of the same
+	                          * stream, else the previous event decoded
+	                          * (any stream), 0 if none */
 };
 
 /* Ring positions already delivered, per ring, across segments: see
@@ -78,6 +85,9 @@ struct ringlog_decoder {
 	uint32_t nscopes;
 	uint32_t scope;
 	uint64_t last_real_ns;
+	uint64_t unknown_time_ns; /* given to events whose clock cannot be
+	                           * converted (a TSC stream without a valid
+	                           * tsc_hz): `read` sets the chunk's first time */
 	uint64_t damaged;        /* records that could not be decoded */
 	void *ctx;
 	int (*on_event)(void *ctx, const struct ringlog_dec_event *ev);
@@ -109,6 +119,10 @@ struct ringlog_seg_file {
 	uint8_t *body;           /* of the last chunk returned */
 	size_t cap;
 	uint64_t damaged_bytes;
+	char warning[480];       /* header fields outside what the format allows:
+	                          * which, their value and what the reader does
+	                          * instead (empty: none); the caller prints it
+	                          * with the path */
 	const char *path;
 	void *ctx;
 	/* one call per damaged range: [from, to) and why */
@@ -118,7 +132,9 @@ struct ringlog_seg_file {
 
 /* Open a segment and check its header. Returns 0 or -errno; -EBADMSG when
  * the file is not a segment at all (no header magic), with *why set. A bad
- * header CRC is not fatal: chunks still carry their own CRCs. */
+ * header CRC is not fatal: chunks still carry their own CRCs. A header_size
+ * or tsc_hz outside what the format allows (segment.h) is not fatal either:
+ * f->warning says which, and chunks are read from 4096 all the same. */
 int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why);
 void ringlog_seg_close(struct ringlog_seg_file *f);
 
@@ -128,7 +144,9 @@ void ringlog_seg_close(struct ringlog_seg_file *f);
  * (fast index scans of closed segments). */
 int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only);
 
-/* The calibration of a segment header, for the decoder. */
+/* The calibration of a segment header, for the decoder; a tsc_hz outside
+ * what the format allows is given as 0 (TSC times unknown: the decoder
+ * then uses unknown_time_ns). */
 void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_clock *c);
 
 #endif /* RINGLOG_PROTO_DECODE_H */

@@ -59,6 +59,14 @@
  * not yet reported in-stream when a ring ends is total - seen: no counter
  * is ever reset, so no crash can make a loss count twice or vanish.
  *
+ * A LOSS record also says when its gap began (the stream's clock at the
+ * first drop) and, in aux, whose records it holds, so that a reader shows
+ * it at its own time rather than at some other thread's. The longer form
+ * (struct ringlog_rec_loss_ext) is written only to a consumer that asked
+ * for it by setting RINGLOG_CONS_LOSS_EXT in consumer_caps when it
+ * attached: a daemon from before it would detach a ring whose LOSS record
+ * it cannot parse.
+ *
  * Trust: the daemon treats every byte of a ring as hostile. It reads the
  * identity block once at attach time, keeps private copies of the geometry
  * and of its own position, re-reads only prod_pos (and state), and checks
@@ -71,8 +79,9 @@
  *                   read-only for both sides.
  *   producer block  producer only; the consumer reads prod_pos, state and
  *                   the loss totals.
- *   consumer block  consumer only; the producer reads cons_pos and, past the
- *                   wake threshold, consumer_flags.
+ *   consumer block  consumer only; the producer reads cons_pos, past the
+ *                   wake threshold consumer_flags, and once per gap
+ *                   consumer_caps.
  */
 #ifndef RINGLOG_PROTO_RING_H
 #define RINGLOG_PROTO_RING_H
@@ -115,6 +124,8 @@ enum ringlog_ring_state {
 
 /* consumer_flags bits. */
 #define RINGLOG_CONS_SLEEPING 0x1u /* consumer wants a wakeup past wake_bytes */
+/* consumer_caps bits: what the consumer parses, set when it attaches. */
+#define RINGLOG_CONS_LOSS_EXT 0x1u /* LOSS records of either length (below) */
 
 struct ringlog_rec_hdr {
 	uint32_t len;  /* payload bytes, header excluded */
@@ -132,6 +143,18 @@ struct ringlog_rec_loss {
 	uint64_t bytes;         /* their payload bytes */
 	uint64_t total_records; /* lost_records_total when this was written */
 	uint64_t total_bytes;
+};
+
+/* The longer LOSS record, written only when the consumer set
+ * RINGLOG_CONS_LOSS_EXT: the same counts, then where the gap began. A LOSS
+ * record is either 32 or 40 bytes; its aux is the producer's tag for the
+ * dropped records (libringlog: the provider id, meta.h, shared by every
+ * record in the gap; 0 when they were of several providers or it cannot
+ * say), in either form. */
+struct ringlog_rec_loss_ext {
+	struct ringlog_rec_loss l;
+	uint64_t first_ts;      /* the stream's clock (event.h) at the first drop
+	                         * of the gap; 0: unknown */
 };
 
 struct ringlog_ring_hdr {
@@ -162,7 +185,9 @@ struct ringlog_ring_hdr {
 	uint32_t consumer_flags;    /* RINGLOG_CONS_* */
 	uint32_t wake_bytes;        /* fill level past which a sleeping consumer
 	                             * wants to be woken (0: never) */
-	uint8_t  _pad3[128 - 32];
+	uint32_t consumer_caps;     /* RINGLOG_CONS_LOSS_EXT...; zero from a
+	                             * consumer older than the field */
+	uint8_t  _pad3[128 - 36];
 
 	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 384]; /* zero */
 };
@@ -177,6 +202,8 @@ static_assert(offsetof(struct ringlog_rec_loss, records) == 0, "loss records");
 static_assert(offsetof(struct ringlog_rec_loss, bytes) == 8, "loss bytes");
 static_assert(offsetof(struct ringlog_rec_loss, total_records) == 16, "loss total_records");
 static_assert(offsetof(struct ringlog_rec_loss, total_bytes) == 24, "loss total_bytes");
+static_assert(sizeof(struct ringlog_rec_loss_ext) == 40, "extended loss record size");
+static_assert(offsetof(struct ringlog_rec_loss_ext, first_ts) == 32, "loss first_ts");
 
 static_assert(sizeof(struct ringlog_ring_hdr) == RINGLOG_RING_HEADER_SIZE, "ring header size");
 static_assert(offsetof(struct ringlog_ring_hdr, magic) == 0, "magic");
@@ -197,6 +224,7 @@ static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_records) == 264, "loss
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_bytes) == 272, "loss_seen_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_flags) == 280, "consumer_flags");
 static_assert(offsetof(struct ringlog_ring_hdr, wake_bytes) == 284, "wake_bytes");
+static_assert(offsetof(struct ringlog_ring_hdr, consumer_caps) == 288, "consumer_caps");
 static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 384, "reserved");
 
 /* Bytes a record with a payload of len bytes occupies in the data area.

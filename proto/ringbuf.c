@@ -93,27 +93,33 @@ static bool place(struct ringlog_producer *p, uint64_t total)
  * never take the loss report with it. */
 static bool write_loss(struct ringlog_producer *p)
 {
+	/* The long form only for a consumer that said it parses it (ring.h);
+	 * read here, once per gap, never on the fast path. */
+	bool ext = __atomic_load_n(&p->hdr->consumer_caps, __ATOMIC_RELAXED) & RINGLOG_CONS_LOSS_EXT;
 	struct ringlog_rec_hdr h = {
-		.len = sizeof(struct ringlog_rec_loss),
+		.len = ext ? sizeof(struct ringlog_rec_loss_ext) : sizeof(struct ringlog_rec_loss),
 		.type = RINGLOG_REC_LOSS,
+		.aux = p->gap_aux,
 	};
-	struct ringlog_rec_loss loss = {
+	struct ringlog_rec_loss_ext loss = { .l = {
 		.records = p->lost_records - p->reported_records,
 		.bytes = p->lost_bytes - p->reported_bytes,
 		.total_records = p->lost_records,
 		.total_bytes = p->lost_bytes,
-	};
+	}, .first_ts = p->gap_ts };
 	uint8_t *rec;
 
 	if (!place(p, ringlog_rec_total(h.len)))
 		return false;
 	rec = p->data + (p->pos & p->mask);
 	memcpy(rec, &h, sizeof(h));
-	memcpy(rec + sizeof(h), &loss, sizeof(loss));
+	memcpy(rec + sizeof(h), &loss, h.len);
 	p->next = p->pos + ringlog_rec_total(h.len);
 	ringlog_prod_commit(p);
 	p->reported_records = p->lost_records;
 	p->reported_bytes = p->lost_bytes;
+	p->gap_ts = 0;
+	p->gap_aux = 0;
 	return true;
 }
 
@@ -280,6 +286,7 @@ int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size
 	c->max_len = ringlog_ring_max_len(size);
 	c->seen.total_records = __atomic_load_n(&hdr->loss_seen_records, __ATOMIC_RELAXED);
 	c->seen.total_bytes = __atomic_load_n(&hdr->loss_seen_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->consumer_caps, RINGLOG_CONS_LOSS_EXT, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -364,22 +371,22 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 			break;
 
 		if (type == RINGLOG_REC_LOSS) {
-			struct ringlog_rec_loss loss;
+			struct ringlog_rec_loss_ext loss = { 0 };
 
-			if (len != sizeof(loss)) {
+			if (len != sizeof(loss.l) && len != sizeof(loss)) {
 				why = "LOSS record has the wrong length";
 				break;
 			}
-			memcpy(&loss, payload, sizeof(loss));
-			if (loss.records == 0 || loss.total_records < loss.records ||
-			    loss.total_bytes < loss.bytes) {
+			memcpy(&loss, payload, len);
+			if (loss.l.records == 0 || loss.l.total_records < loss.l.records ||
+			    loss.l.total_bytes < loss.l.bytes) {
 				why = "LOSS record counts are inconsistent";
 				break;
 			}
 			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, (const uint8_t *)&loss, len);
 			if (r == 0)
-				c->seen = loss;
+				c->seen = loss.l;
 		} else {
 			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, payload, len);

@@ -64,6 +64,11 @@ struct ringlog_producer {
 	uint64_t lost_bytes;
 	uint64_t reported_records; /* totals carried by the last LOSS record */
 	uint64_t reported_bytes;
+	/* The pending gap, for its LOSS record (ring.h): set by the caller,
+	 * which owns the clock and knows what it dropped (see
+	 * ringlog_prod_gap_opened()); the producer only carries them. */
+	uint64_t gap_ts;           /* clock at the gap's first drop, 0: unknown */
+	uint16_t gap_aux;          /* the LOSS record's aux */
 };
 
 /* Lay out a new ring in mem (RINGLOG_RING_HEADER_SIZE + data_size bytes,
@@ -114,6 +119,16 @@ static inline void ringlog_prod_commit(struct ringlog_producer *p)
 int ringlog_prod_write(struct ringlog_producer *p, uint16_t type, uint16_t aux,
 		       const void *payload, uint32_t len);
 
+/* True right after the reservation that opened a gap was dropped (the
+ * first record counted lost since the last LOSS record): the caller then
+ * stamps p->gap_ts with its clock and p->gap_aux with its tag for the
+ * record, and on later drops of the same gap clears gap_aux when the tag
+ * differs. One clock read per gap, none per dropped record. */
+static inline bool ringlog_prod_gap_opened(const struct ringlog_producer *p)
+{
+	return p->lost_records - p->reported_records == 1;
+}
+
 /* Try to write the pending LOSS record now, without a record behind it.
  * Returns 0 when nothing is pending any more, -ENOBUFS while the ring is
  * still too full. Used before a ring is finished. */
@@ -150,7 +165,10 @@ struct ringlog_consumer {
 /* Called once per record, in ring order. payload points into the shared
  * data area: the producer can still change those bytes, so parse from a
  * copy. For RINGLOG_REC_LOSS the payload is a validated private copy of a
- * struct ringlog_rec_loss. Return 0 to go on, > 0 to stop before this record
+ * struct ringlog_rec_loss_ext (first_ts 0 when the record is the short
+ * form), len the record's own length (32 or 40: a packer must keep it, so
+ * that ring positions advance as in the ring). Return 0 to go on, > 0 to
+ * stop before this record
  * (it stays in the ring for the next drain), < 0 to stop and fail the drain
  * with that value (the record also stays). */
 typedef int (*ringlog_cons_fn)(void *ctx, uint16_t type, uint16_t aux,
@@ -158,7 +176,8 @@ typedef int (*ringlog_cons_fn)(void *ctx, uint16_t type, uint16_t aux,
 
 /* Validate a mapped ring of map_size bytes and attach a consumer to it,
  * starting at the cons_pos found in the header (so a restarted daemon
- * resumes where the previous one stopped).
+ * resumes where the previous one stopped). Sets RINGLOG_CONS_LOSS_EXT in
+ * consumer_caps: this consumer parses both forms of LOSS record.
  * Returns 0, or -EPROTO for an unknown magic/version/flag, -EBADMSG for a
  * header whose geometry or positions are inconsistent (c->why says which). */
 int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size);

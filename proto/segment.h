@@ -77,6 +77,14 @@
 #define RINGLOG_CHUNK_MAGIC      0x4b434c52u /* "RLCK" */
 #define RINGLOG_CHUNK_HDR_SIZE   48u
 #define RINGLOG_CHUNK_MAX        (16u << 20) /* readers refuse larger chunks */
+/* tsc_hz is 0 (no invariant TSC) or within these bounds, far around any
+ * real counter (TSCs run at 1-6 GHz, Windows' QPC at 10 MHz): a reader
+ * warns about a value outside them and does not convert TSC timestamps
+ * with it. header_size is RINGLOG_SEG_HEADER_SIZE in version 1; a reader
+ * warns about any other value and reads chunks from 4096 regardless, so
+ * that a forged one cannot hide chunks. */
+#define RINGLOG_SEG_TSC_HZ_MIN   1000000ull      /* 1 MHz */
+#define RINGLOG_SEG_TSC_HZ_MAX   100000000000ull /* 100 GHz */
 
 enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
 
@@ -113,7 +121,10 @@ struct ringlog_seg_hdr {
 	uint64_t end;            /* file offset past the last chunk */
 	uint32_t hdr_crc;        /* CRC32C of bytes [0, 256) with this field 0 */
 	uint32_t reserved0;
-	uint8_t reserved[RINGLOG_SEG_HEADER_SIZE - 200];
+	uint64_t lost;           /* events counted by its LOSS records (the sum
+	                          * of the chunks' `lost`); 0 in files from
+	                          * before the field, which did not count */
+	uint8_t reserved[RINGLOG_SEG_HEADER_SIZE - 208];
 };
 
 struct ringlog_chunk_hdr {
@@ -124,7 +135,8 @@ struct ringlog_chunk_hdr {
 	uint64_t seq;            /* chunk number within the segment, from 0 */
 	uint64_t first_real_ns;
 	uint64_t last_real_ns;
-	uint64_t reserved;
+	uint64_t lost;           /* events counted by the LOSS records in its
+	                          * body (0 in files from before the field) */
 };
 
 enum {
@@ -185,11 +197,17 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
 };
 
+/* 24 bytes in files from before provider and first_ts, which readers
+ * take as "not said"; readers ignore bytes past what they know. */
 struct ringlog_seg_loss {
 	uint64_t records;
 	uint64_t bytes;
 	uint32_t reason;
-	uint32_t reserved;
+	uint32_t provider;  /* metadata provider id of every lost event, 0: not
+	                     * known (the ring's LOSS aux, ring.h) */
+	uint64_t first_ts;  /* the stream's clock when the gap began, 0: not
+	                     * known (readers then use the stream's previous
+	                     * event) */
 };
 
 static_assert(sizeof(struct ringlog_seg_hdr) == RINGLOG_SEG_HEADER_SIZE, "segment header size");
@@ -213,7 +231,8 @@ static_assert(offsetof(struct ringlog_seg_hdr, events) == 168, "seg events");
 static_assert(offsetof(struct ringlog_seg_hdr, chunks) == 176, "seg chunks");
 static_assert(offsetof(struct ringlog_seg_hdr, end) == 184, "seg end");
 static_assert(offsetof(struct ringlog_seg_hdr, hdr_crc) == 192, "seg hdr_crc");
-static_assert(offsetof(struct ringlog_seg_hdr, reserved) == 200, "seg reserved");
+static_assert(offsetof(struct ringlog_seg_hdr, lost) == 200, "seg lost");
+static_assert(offsetof(struct ringlog_seg_hdr, reserved) == 208, "seg reserved");
 static_assert(sizeof(struct ringlog_chunk_hdr) == RINGLOG_CHUNK_HDR_SIZE, "chunk header size");
 static_assert(offsetof(struct ringlog_chunk_hdr, crc) == 4, "chunk crc");
 static_assert(offsetof(struct ringlog_chunk_hdr, body_len) == 8, "chunk body_len");
@@ -221,6 +240,7 @@ static_assert(offsetof(struct ringlog_chunk_hdr, events) == 12, "chunk events");
 static_assert(offsetof(struct ringlog_chunk_hdr, seq) == 16, "chunk seq");
 static_assert(offsetof(struct ringlog_chunk_hdr, first_real_ns) == 24, "chunk first");
 static_assert(offsetof(struct ringlog_chunk_hdr, last_real_ns) == 32, "chunk last");
+static_assert(offsetof(struct ringlog_chunk_hdr, lost) == 40, "chunk lost");
 static_assert(sizeof(struct ringlog_seg_rec) == 16, "segment record header size");
 static_assert(offsetof(struct ringlog_seg_rec, type) == 4, "rec type");
 static_assert(offsetof(struct ringlog_seg_rec, flags) == 6, "rec flags");
@@ -233,7 +253,10 @@ static_assert(offsetof(struct ringlog_seg_stream, tid) == 4, "stream tid");
 static_assert(offsetof(struct ringlog_seg_stream, clock) == 8, "stream clock");
 static_assert(offsetof(struct ringlog_seg_stream, ring_id) == 16, "stream ring_id");
 static_assert(sizeof(struct ringlog_seg_span) == 8, "span prefix size");
-static_assert(sizeof(struct ringlog_seg_loss) == 24, "loss record size");
+static_assert(sizeof(struct ringlog_seg_loss) == 32, "loss record size");
+static_assert(offsetof(struct ringlog_seg_loss, provider) == 20, "loss provider");
+static_assert(offsetof(struct ringlog_seg_loss, first_ts) == 24, "loss first_ts");
+#define RINGLOG_SEG_LOSS_V1_SIZE 24u /* what files before provider/first_ts hold */
 static_assert(sizeof(struct ringlog_seg_clock) == 32, "clock record size");
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */

@@ -259,6 +259,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (argc > 3)
 			sleep((unsigned)atoi(argv[3]));
+		free(fds);
 		return 0;
 	}
 	if (!strcmp(mode, "bad-frames")) {

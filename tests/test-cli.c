@@ -143,8 +143,8 @@ Test(cli, golden_text_and_json_for_every_field_type)
 	subst(out, sizeof(out), "\"pid\":[0-9]+,\"tid\":[0-9]+,\"uid\":[0-9]+",
 	      "\"pid\":P,\"tid\":P,\"uid\":U");
 	cr_expect_str_eq(out,
-		"{\"time_ns\":T,\"level\":3,\"provider\":\"Golden.Types\",\"event\":\"All\","
-		"\"keyword\":\"0x4\",\"opcode\":\"info\",\"pid\":P,\"tid\":P,\"uid\":U,"
+		"{\"type\":\"event\",\"time_ns\":T,\"level\":3,\"provider\":\"Golden.Types\","
+		"\"event\":\"All\",\"keyword\":\"0x4\",\"opcode\":\"info\",\"pid\":P,\"tid\":P,\"uid\":U,"
 		"\"comm\":\"ringlog\",\"fields\":{\"i8\":-8,\"i16\":-16,\"i32\":-32,\"i64\":-64,"
 		"\"u8\":255,\"u16\":65535,\"u32\":32,\"u64\":18446744073709551615,\"f\":1.5,"
 		"\"nan\":\"nan\",\"b\":true,\"s\":\"hi \\\"there\\\"\",\"h\":\"0xff\",\"p\":42,"
@@ -599,10 +599,11 @@ Test(cli, losses_are_shown_with_where_and_why_in_tail_and_read)
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
 	for (char *p = out, *nl; *p; p = nl + 1) {
 		unsigned long long n;
+		const char *q = strstr(p, "-- "); /* after the loss's time */
 
 		if (!(nl = strchr(p, '\n')))
 			break;
-		if (sscanf(p, "-- %llu events lost: ring overflow", &n) == 1)
+		if (q && q < nl && sscanf(q, "-- %llu events lost: ring overflow", &n) == 1)
 			lost += n;
 		else if (strstr(p, " Test.Emitter Tick "))
 			events++;

@@ -1,13 +1,20 @@
 /* tests/test-eventheader.c - the EventHeader encoder, byte for byte.
  *
- * Every expected byte below is written from the published format (Linux
- * Documentation/trace/user_events.rst, eventheader.h of
- * microsoft/LinuxTracepoints), not from the encoder's output: header
- * flags 0x07 (pointer64 | little_endian | extension), extension kinds 1
- * (metadata) and 2 (activity id) with chain flag 0x8000, encodings value8=2,
- * value16=3, value32=4, value64=5, string_length16_char8=10 with chain flag
- * 0x80, formats signed_int=2, hex_int=3, errno=4, pid=5, boolean=7,
- * float=8, hex_bytes=9.
+ * Every expected byte below is written from Microsoft's code
+ * (microsoft/LinuxTracepoints, libeventheader-tracepoint), not from the
+ * encoder's output:
+ * - include/eventheader/eventheader.h: header flags 0x07
+ *   (eventheader_flag_default_with_extension on x86-64: pointer64 |
+ *   little_endian | extension), extension kinds 1 (metadata) and 2
+ *   (activity id) with chain flag 0x8000, encodings value8=2, value16=3,
+ *   value32=4, value64=5, string_length16_char8=10 with chain flag 0x80,
+ *   formats signed_int=2, hex_int=3, errno=4, pid=5, boolean=7, float=8,
+ *   hex_bytes=9; EVENTHEADER_COMMAND_TYPES and EVENTHEADER_FORMAT_COMMAND
+ *   ("%s_L%xK%" PRIx64 "%s %s") for the registration string.
+ * - src/eventheader-tracepoint.c eventheader_write() as EventHeaderDynamic.h's
+ *   EventBuilder::Write() calls it: the activity-id extension first, kind
+ *   activity_id | chain_flag, size 16, then the metadata extension, kind
+ *   metadata without the chain flag, then the data.
  */
 #include <criterion/criterion.h>
 
@@ -58,10 +65,24 @@ Test(eventheader, command_string_declares_the_header_fields)
 {
 	char c[RINGLOG_EH_COMMAND_MAX];
 
-	cr_assert_gt(ringlog_eh_command(c, sizeof(c), "Acme_Net_L4K1f"), 0);
-	cr_expect_str_eq(c, "Acme_Net_L4K1f u8 eventheader_flags;u8 version;u16 id;u16 tag;"
-			    "u8 opcode;u8 level");
+	/* EVENTHEADER_FORMAT_COMMAND(command, max, "Acme_Net", 4, 0x1f, NULL)
+	 * of eventheader.h (LinuxTracepoints >= v1.3.3): the name, one space,
+	 * EVENTHEADER_COMMAND_TYPES with "; " between the fields. Without the
+	 * spaces, kernels that split the list on whitespace refuse to register
+	 * the tracepoint again (EADDRINUSE) after a daemon restart. */
+	static const char want[] = "Acme_Net_L4K1f u8 eventheader_flags; u8 version; u16 id; "
+				   "u16 tag; u8 opcode; u8 level";
+
+	cr_expect_eq(ringlog_eh_command(c, sizeof(c), "Acme_Net_L4K1f"), (int)sizeof(want) - 1);
+	cr_expect_str_eq(c, want);
+	cr_expect_eq(ringlog_eh_command(c, sizeof(want) - 1, "Acme_Net_L4K1f"), -ENAMETOOLONG);
 	cr_expect_eq(ringlog_eh_command(c, 20, "Acme_Net_L4K1f"), -ENAMETOOLONG);
+	/* the longest name (255) still fits: EVENTHEADER_COMMAND_MAX */
+	char name[RINGLOG_EH_NAME_MAX];
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	cr_expect_eq(ringlog_eh_command(c, sizeof(c), name), (int)(255 + 1 + strlen(want + 15)));
 }
 
 #define F(t, fmt, n) { RINGLOG_TYPE_##t, RINGLOG_FMT_##fmt, (char *)(n) }
@@ -118,17 +139,22 @@ static struct ringlog_event_desc conn = { .name = (char *)"E", .level = 3, .opco
 /* ringlog payload: port 0x1234, "ab" flagged truncated, blob de ad */
 static const uint8_t conn_payload[] = { 0x34, 0x12, 0x02, 0x80, 'a', 'b', 0x02, 0x00, 0xde, 0xad };
 
-Test(eventheader, event_with_activity_chains_metadata_then_activity_then_payload)
+Test(eventheader, event_with_activity_chains_activity_then_metadata_as_eventheader_write)
 {
 	uint8_t meta[64], out[256], act[16];
 	long mlen = ringlog_eh_metadata(meta, sizeof(meta), &conn);
+	/* eventheader_write(): headers[] is the eventheader, then (pActivityId
+	 * set) an extension {size 16, kind activity_id | chain_flag} because
+	 * the event has metadata (EventBuilder sets the extension flag), and
+	 * the id; then EventBuilder::Write's metadataExt {size, kind metadata}
+	 * and the metadata; then the data. */
 	static const uint8_t want[] = {
 		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03, /* flags ver id tag op level */
-		32, 0x00, 0x01, 0x80,                           /* metadata, chained */
+		0x10, 0x00, 0x02, 0x80,                         /* activity id, chained */
+		0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+		32, 0x00, 0x01, 0x00,                           /* metadata, last */
 		'E', 0, 'e', 'm', 'i', 't', '_', 't', 'i', 'm', 'e', '_', 'n', 's', 0, 0x05,
 		'p', 'o', 'r', 't', 0, 0x03, 'h', 'o', 's', 't', 0, 0x0a, 'b', 0, 0x8a, 0x09,
-		0x10, 0x00, 0x02, 0x00,                         /* activity id, last */
-		0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* emit_time_ns */
 		0x34, 0x12, 0x02, 0x00, 'a', 'b', 0x02, 0x00, 0xde, 0xad,
 	};
@@ -152,9 +178,14 @@ Test(eventheader, event_without_activity_ends_the_chain_at_metadata)
 	long n = ringlog_eh_event(out, sizeof(out), &conn, meta, (size_t)mlen, NULL, 5,
 				  conn_payload, sizeof(conn_payload));
 
+	/* EventBuilder::Write without an activity id: the header (extension
+	 * flag set), the metadata extension alone, unchained */
+	static const uint8_t head[] = { 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03,
+					32, 0x00, 0x01, 0x00 };
+
 	cr_assert_eq(n, 8 + 4 + 32 + 8 + 10);
-	cr_expect_eq(out[10], 0x01);
-	cr_expect_eq(out[11], 0x00, "chain flag set with nothing following");
+	expect_bytes(out, sizeof(head), head, sizeof(head));
+	cr_expect_eq(memcmp(out + 12, meta, 32), 0);
 	cr_expect_eq(out[44], 5);
 }
 

@@ -298,3 +298,68 @@ Test(ring, finished_ring_reports_loss_not_yet_in_the_stream)
 	cr_assert_eq(s.records + l.records, seq + 1);
 	free(mem);
 }
+
+struct loss_seen {
+	uint32_t len;
+	uint16_t aux;
+	struct ringlog_rec_loss_ext l;
+};
+
+static int keep_loss(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
+		     uint32_t len)
+{
+	struct loss_seen *s = ctx;
+
+	if (type == RINGLOG_REC_LOSS) {
+		s->len = len;
+		s->aux = aux;
+		memcpy(&s->l, payload, sizeof(s->l)); /* the consumer's copy: always the long form */
+	}
+	return 0;
+}
+
+/* A ring nobody has attached to gets the 32-byte LOSS record a consumer
+ * from before the long form parses; once a consumer has attached (and set
+ * consumer_caps), the 40-byte one with where the gap began and the tag the
+ * caller gave it. A consumer reads both. */
+Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct loss_seen s = { 0 };
+	void *mem = th_ring_alloc(4096);
+	uint64_t seq = 0;
+
+	for (int round = 0; round < 2; round++) {
+		ringlog_prod_init(&p, mem, 4096, 1, 1, 0);
+		if (round)
+			cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+		while (ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8) == 0)
+			seq++;
+		cr_assert(ringlog_prod_gap_opened(&p), "the first drop opens the gap");
+		p.gap_ts = 12345;
+		p.gap_aux = 7;
+		cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), -ENOBUFS);
+		cr_assert_not(ringlog_prod_gap_opened(&p), "a second drop is in the same gap");
+		if (!round) {
+			cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+			/* what an older consumer would have left: no caps */
+			((struct ringlog_ring_hdr *)mem)->consumer_caps = 0;
+		}
+		ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s);
+		cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), 0);
+		memset(&s, 0, sizeof(s));
+		ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s);
+		cr_assert_eq(s.l.l.records, 2);
+		cr_assert_eq(s.aux, 7, "the LOSS record carries the caller's tag");
+		if (!round) {
+			cr_assert_eq(s.len, sizeof(struct ringlog_rec_loss));
+			cr_assert_eq(s.l.first_ts, 0, "the short form has no time");
+		} else {
+			cr_assert_eq(s.len, sizeof(struct ringlog_rec_loss_ext));
+			cr_assert_eq(s.l.first_ts, 12345);
+		}
+		cr_assert_eq(p.gap_ts, 0, "written: the next gap starts unknown");
+	}
+	free(mem);
+}

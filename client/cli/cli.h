@@ -36,6 +36,7 @@ void filter_init(struct filter *f);
  * 0 if not a filter option, -1 on a bad value (message printed). */
 int filter_option(struct filter *f, int argc, char **argv, int *i);
 bool filter_match(const struct filter *f, const struct ringlog_dec_event *e);
+bool filter_loss(const struct filter *f, const struct ringlog_dec_loss *l);
 int parse_level(const char *s, unsigned *out);
 int parse_time(const char *s, uint64_t *out);
 

@@ -259,7 +259,8 @@ void print_event(const struct printer *p, const struct ringlog_dec_event *e)
 	const struct ringlog_event_desc *d = e->desc;
 
 	if (p->json) {
-		printf("{\"time_ns\":%llu,\"level\":%u,\"provider\":", (unsigned long long)e->real_ns, d->level);
+		printf("{\"type\":\"event\",\"time_ns\":%llu,\"level\":%u,\"provider\":",
+		       (unsigned long long)e->real_ns, d->level);
 		put_json_str((const uint8_t *)(e->provider ? e->provider : ""),
 			     e->provider ? strlen(e->provider) : 0);
 		printf(",\"event\":");
@@ -313,23 +314,69 @@ void print_event(const struct printer *p, const struct ringlog_dec_event *e)
 	putchar('\n');
 }
 
+/* A loss record passes the filters it can be judged by: its writer (pid,
+ * uid), the provider the program attributed it to (none: it fails any
+ * --provider) and its time. --event, --level and --keyword select events:
+ * a loss is not known to be of any, so they leave it shown. A reader's own
+ * loss (too slow) has no writer and always shows. Documented in ringlog(1). */
+bool filter_loss(const struct filter *f, const struct ringlog_dec_loss *l)
+{
+	if (l->reason == RINGLOG_LOSS_READER && !l->writer)
+		return true;
+	if (f->pid >= 0 && (!l->writer || l->writer->w.pid != (uint64_t)f->pid))
+		return false;
+	if (f->uid >= 0 && (!l->writer || l->writer->w.uid != (uint64_t)f->uid))
+		return false;
+	if (f->provider && (!l->provider || fnmatch(f->provider, l->provider, 0)))
+		return false;
+	if (f->since_ns && l->real_ns && l->real_ns < f->since_ns)
+		return false;
+	if (f->until_ns && l->real_ns > f->until_ns)
+		return false;
+	return true;
+}
+
 void print_loss(const struct printer *p, const struct ringlog_dec_loss *l)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
 		"corrupt ring detached", "counted at exit" };
+	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit" };
 	const char *w = l->reason <= 5 ? why[l->reason] : "?";
 
 	if (p->json) {
-		printf("{\"lost\":%llu,\"reason\":\"%s\",\"pid\":%u,\"tid\":%u,\"time_ns\":%llu}\n",
-		       (unsigned long long)l->records, w, l->writer ? l->writer->w.pid : 0,
-		       l->stream ? l->stream->s.tid : 0, (unsigned long long)l->real_ns);
+		/* The members an event has, where a loss has them, so that one
+		 * jq filter reads both; "type" tells them apart. */
+		printf("{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
+		       "\"cause\":\"%s\"", (unsigned long long)l->real_ns, (unsigned long long)l->records,
+		       w, l->reason <= 5 ? key[l->reason] : "?");
+		if (l->provider) {
+			printf(",\"provider\":");
+			put_json_str((const uint8_t *)l->provider, strlen(l->provider));
+		}
+		printf(",\"pid\":%u,\"tid\":%u", l->writer ? l->writer->w.pid : 0,
+		       l->stream ? l->stream->s.tid : 0);
+		if (l->writer) {
+			printf(",\"uid\":%u,\"comm\":", l->writer->w.uid);
+			put_json_str((const uint8_t *)l->writer->comm, strlen(l->writer->comm));
+		}
+		printf("}\n");
 		return;
+	}
+	if (l->real_ns) {
+		time_t t = (time_t)(l->real_ns / 1000000000u);
+		struct tm tm;
+		char b[64];
+
+		localtime_r(&t, &tm);
+		strftime(b, sizeof(b), "%Y-%m-%d %H:%M:%S", &tm);
+		printf("%s.%06llu ", b, (unsigned long long)(l->real_ns % 1000000000u / 1000u));
 	}
 	printf("-- %llu events lost: %s", (unsigned long long)l->records, w);
 	if (l->writer)
-		printf(" (pid %u %s, thread %u)", l->writer->w.pid, l->writer->comm,
-		       l->stream ? l->stream->s.tid : 0);
+		printf(" (pid %u %s, thread %u%s%s)", l->writer->w.pid, l->writer->comm,
+		       l->stream ? l->stream->s.tid : 0, l->provider ? ", provider " : "",
+		       l->provider ? l->provider : "");
 	printf(" --\n");
 }
 

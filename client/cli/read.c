@@ -137,6 +137,8 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 	struct rd *r = ctx;
 	struct capture c = { 0 };
 
+	if (!filter_loss(&r->f, l))
+		return;
 	capture_begin(&c);
 	print_loss(&r->pr, l);
 	add_line(r, l->real_ns, capture_end(&c));
@@ -178,6 +180,10 @@ static int read_file(struct rd *r, const char *path)
 		fprintf(stderr, "ringlog: %s: header checksum mismatch; reading its chunks anyway\n", path);
 		r->damaged = true;
 	}
+	if (f.warning[0]) {
+		fprintf(stderr, "ringlog: %s: %s\n", path, f.warning);
+		r->damaged = true;
+	}
 	ringlog_seg_clock_of(&f.hdr, &clk);
 	ringlog_dec_init(&d, &clk);
 	d.ctx = r;
@@ -192,6 +198,7 @@ static int read_file(struct rd *r, const char *path)
 			continue;
 		if (r->f.until_ns && f.chunk.events && f.chunk.first_real_ns > r->f.until_ns)
 			continue;
+		d.unknown_time_ns = f.chunk.first_real_ns;
 		ringlog_dec_records(&d, f.body, f.chunk.body_len);
 	}
 	if (err < 0) {

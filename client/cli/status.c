@@ -84,6 +84,11 @@ static void print_human(json_t *j, bool down)
 	       human((double)I(j, "fs_free_bytes"), c, sizeof(c)),
 	       human((double)I(j, "min_free"), c + 32, 32));
 	printf("%-22s %llu\n", "segments", (unsigned long long)I(j, "segment_count"));
+	v = json_object_get(j, "store");
+	if (v)
+		printf("%-22s %llu events stored, %llu counted lost (all retained segments, across "
+		       "daemon restarts)\n", "store holds", (unsigned long long)I(v, "events"),
+		       (unsigned long long)I(v, "lost"));
 	printf("%-22s %s (%s)\n", "oldest event", when(I(j, "oldest_event_ns"), a, sizeof(a)),
 	       ago(I(j, "oldest_event_ns"), now, b, sizeof(b)));
 	printf("%-22s %s (%s)\n", "newest event", when(I(j, "newest_event_ns"), a, sizeof(a)),
@@ -110,9 +115,20 @@ static void print_human(json_t *j, bool down)
 						    I(v, "lost_other")),
 			       (unsigned long long)I(v, "lost_disabled"),
 			       (unsigned long long)I(v, "lost_tracer"), (unsigned long long)I(v, "lost_other"));
+		/* providers the tracer would mistake for another (issue 21) */
+		for (size_t k = 0; k < json_array_size(json_object_get(v, "refused")); k++) {
+			json_t *r = json_array_get(json_object_get(v, "refused"), k);
+
+			printf("%-22s provider \"%s\" is not forwarded: it would share %s with provider "
+			       "\"%s\" (rename one of them)\n", "", S(r, "provider"), S(r, "target"),
+			       S(r, "owner"));
+		}
 		v = json_object_get(j, "lost");
-		printf("%-22s %llu (ring overflow %llu, disk %llu, corrupt rings %llu; slow tail readers %llu)\n",
-		       "events lost", (unsigned long long)I(v, "total"), (unsigned long long)I(v, "ring"),
+		/* The daemon's counters start at 0 with it: say so, and since when. */
+		printf("%-22s %llu since ringlogd started %s (%s): ring overflow %llu, disk %llu, "
+		       "corrupt rings %llu; slow tail readers %llu\n",
+		       "events lost", (unsigned long long)I(v, "total"), when(I(v, "since_ns"), a, sizeof(a)),
+		       ago(I(v, "since_ns"), now, b, sizeof(b)), (unsigned long long)I(v, "ring"),
 		       (unsigned long long)I(v, "disk"), (unsigned long long)I(v, "corrupt"),
 		       (unsigned long long)I(v, "reader"));
 		if (I(v, "deleted"))
@@ -129,18 +145,26 @@ static void print_human(json_t *j, bool down)
 			       (unsigned long long)I(v, "lost_ring"), (unsigned long long)I(v, "lost_disk"),
 			       (unsigned long long)I(v, "lost_corrupt"),
 			       json_is_true(json_object_get(v, "connected")) ? "" : " (exited)");
-		printf("\n%-32s %12s %10s %8s\n", "PROVIDER", "STORED", "LOST", "LEVEL");
+		/* LOST-RING: the overflow each program attributed to the provider
+		 * (proto/ring.h); what no program could attribute gets its own row. */
+		printf("\n%-32s %12s %10s %8s\n", "PROVIDER", "STORED", "LOST-RING", "LEVEL");
 		json_array_foreach(json_object_get(j, "providers"), i, v)
 			printf("%-32s %12llu %10llu %8s\n", S(v, "name"), (unsigned long long)I(v, "stored"),
-			       (unsigned long long)I(v, "lost"),
+			       (unsigned long long)I(v, "lost_ring"),
 			       I(v, "enabled_level") ? ringlog_level_name((unsigned)I(v, "enabled_level")) : "off");
+		v = json_object_get(j, "lost");
+		if (I(v, "ring_unattributed"))
+			printf("%-32s %12s %10llu\n", "(ring overflow, no provider)", "-",
+			       (unsigned long long)I(v, "ring_unattributed"));
 	}
-	printf("\n%-18s %10s %10s  %-19s  %-19s\n", "SEGMENT", "SIZE", "EVENTS", "FIRST", "LAST");
+	printf("\n%-18s %10s %10s %8s  %-19s  %-19s\n", "SEGMENT", "SIZE", "EVENTS", "LOST", "FIRST",
+	       "LAST");
 	json_array_foreach(json_object_get(j, "segments"), i, v) {
 		const char *p = strrchr(S(v, "path"), '/');
 
-		printf("%-18s %10s %10llu  %-19s  %-19s%s\n", p ? p + 1 : S(v, "path"),
+		printf("%-18s %10s %10llu %8llu  %-19s  %-19s%s\n", p ? p + 1 : S(v, "path"),
 		       human((double)I(v, "bytes"), a, sizeof(a)), (unsigned long long)I(v, "events"),
+		       (unsigned long long)I(v, "lost"),
 		       when(I(v, "first_ns"), b, sizeof(b)), when(I(v, "last_ns"), c, sizeof(c)),
 		       json_is_true(json_object_get(v, "current")) ? "  (writing)" : "");
 	}
@@ -150,7 +174,7 @@ static void print_human(json_t *j, bool down)
 static json_t *offline(const char *dir)
 {
 	json_t *j = json_object(), *segs = json_array();
-	uint64_t used = 0, oldest = 0, newest = 0, n = 0;
+	uint64_t used = 0, oldest = 0, newest = 0, n = 0, all_events = 0, all_lost = 0;
 	struct ringlog_config c;
 	struct dirent **names;
 	struct statvfs v;
@@ -162,7 +186,7 @@ static json_t *offline(const char *dir)
 		char path[4400];
 		struct ringlog_seg_file f;
 		const char *why;
-		uint64_t first = 0, last = 0, events = 0;
+		uint64_t first = 0, last = 0, events = 0, lost = 0;
 
 		if (strlen(names[i]->d_name) == 22 && !strcmp(names[i]->d_name + 16, ".rlseg")) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
@@ -171,6 +195,7 @@ static json_t *offline(const char *dir)
 					first = f.hdr.first_real_ns;
 					last = f.hdr.last_real_ns;
 					events = f.hdr.events;
+					lost = f.hdr.lost;
 				} else {
 					while (ringlog_seg_next(&f, true) == 1) {
 						if (f.chunk.events && (!first || f.chunk.first_real_ns < first))
@@ -178,12 +203,16 @@ static json_t *offline(const char *dir)
 						if (f.chunk.last_real_ns > last)
 							last = f.chunk.last_real_ns;
 						events += f.chunk.events;
+						lost += f.chunk.lost;
 					}
 				}
-				json_array_append_new(segs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "path", path,
+				json_array_append_new(segs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "path", path,
 					"bytes", (json_int_t)f.size, "events", (json_int_t)events,
+					"lost", (json_int_t)lost,
 					"first_ns", (json_int_t)first, "last_ns", (json_int_t)last, "current", 0));
 				used += f.size;
+				all_events += events;
+				all_lost += lost;
 				n++;
 				if (events && (!oldest || first < oldest))
 					oldest = first;
@@ -210,6 +239,8 @@ static json_t *offline(const char *dir)
 	json_object_set_new(j, "now_ns", json_integer((json_int_t)((uint64_t)ts.tv_sec * 1000000000u +
 								    (uint64_t)ts.tv_nsec)));
 	json_object_set_new(j, "segments", segs);
+	json_object_set_new(j, "store", json_pack("{s:I,s:I,s:I}", "segments", (json_int_t)n,
+		"events", (json_int_t)all_events, "lost", (json_int_t)all_lost));
 	return j;
 }
 

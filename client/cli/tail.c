@@ -29,7 +29,10 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 
 static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 {
-	print_loss(&((struct tl *)ctx)->pr, l);
+	struct tl *t = ctx;
+
+	if (filter_loss(&t->f, l)) /* as the daemon did; since/until are ours */
+		print_loss(&t->pr, l);
 }
 
 static void on_damage(void *ctx, const char *what)

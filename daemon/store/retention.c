@@ -141,6 +141,8 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 		d_log(LOG_WARNING, "segment %s ignored: %s", path, why ? why : strerror(-err));
 		return;
 	}
+	if (f.warning[0]) /* a forged or damaged header field, and what readers do */
+		d_log(LOG_WARNING, "segment %s: %s", path, f.warning);
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->path = strdup(path))) {
 		free(s);

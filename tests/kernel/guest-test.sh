@@ -80,6 +80,25 @@ check "Detail header: opcode 1 (start) level 5" test \
 	"$(grep 'Test_Fwd_L5K2:' $tr/trace | grep -c 'eventheader_flags=(7) version=(0) id=0x0 (0) tag=0x0 (0) opcode=(1) level=(5)')" -eq 20
 grep -m 2 Test_Fwd $tr/trace | sed 's/^/  trace: /'
 
+# 3b. Another program's provider "Test_Fwd" reduces to the same tracepoint
+#     names as "Test.Fwd" (eventheader.h): it is stored, but never written
+#     into Test.Fwd's tracepoints, and status and the log name both.
+$B/client/ringlog emit Test_Fwd Clash --level info --keyword 0x1 n:u32=7 > $T/emit.out 2>&1
+rc=$?
+check "ringlog emit Test_Fwd Clash exited 0 ($rc: $(head -c 200 $T/emit.out))" test $rc -eq 0
+sleep 1
+check "Test_Fwd's event kept out of Test.Fwd's tracepoint ($(count Test_Fwd_L4K1:) events, 20 wanted)" \
+	test "$(count Test_Fwd_L4K1:)" -eq 20
+st=$($B/client/ringlog status --json --socket $T/sock 2>&1 | tr -d '\n')
+check "status --json: Test_Fwd refused, owner Test.Fwd" sh -c '
+	echo "$1" | grep -q "\"refused\": *\[ *{ *\"provider\": *\"Test_Fwd\", *\"owner\": *\"Test.Fwd\", *\"target\": *\"tracepoints Test_Fwd_L\*K\*\" *} *\]"' - "$st"
+hs=$($B/client/ringlog status --socket $T/sock 2>&1 | grep 'is not forwarded')
+echo "  status: $hs"
+check "ringlog status has a line naming both providers" sh -c '
+	echo "$1" | grep -q "provider \"Test_Fwd\" is not forwarded: it would share tracepoints Test_Fwd_L\*K\* with provider \"Test.Fwd\""' - "$hs"
+check "the log names both providers, once" test \
+	"$(grep -c 'provider "Test_Fwd" is not forwarded: it would share tracepoints Test_Fwd_L\*K\* with provider "Test.Fwd"' $T/daemon.log)" -eq 1
+
 # 4. The tracer goes away: nothing more is written, Detail drops back.
 echo 0 > $ue/Test_Fwd_L4K1/enable
 echo 0 > $ue/Test_Fwd_L5K2/enable
@@ -89,6 +108,17 @@ r=$(say "emit 10")
 check "after the tracer: Detail filtered again ($r)" test "$r" = "emitted 10 0"
 sleep 1
 check "after the tracer: the trace still holds 40 events" test "$(count Test_Fwd)" -eq 40
+
+# 4b. The bytes the kernel received, from the ring buffer (this reads it
+#     empty): each Detail event as Microsoft's eventheader_write() lays it
+#     out: header (flags 07, opcode 1, level 5), then the activity-id
+#     extension (size 16, kind 2 | chain 0x8000) and the id 1..16, then the
+#     metadata extension (size 26, kind 1, unchained) and "Detail\0".
+want=0700000000000105100002800102030405060708090a0b0c0d0e0f101a00010044657461696c00
+timeout 3 cat $tr/per_cpu/cpu0/trace_pipe_raw > $T/raw 2>/dev/null
+n=$(od -An -tx1 -v $T/raw | tr -d ' \n' | grep -o "$want" | wc -l)
+check "20 Detail events in eventheader_write()'s extension order in the ring buffer ($n)" \
+	test "$n" -eq 20
 
 # 5. status counts what was forwarded; the store has every stored event.
 st=$($B/client/ringlog status --json --socket $T/sock 2>&1)
@@ -106,8 +136,10 @@ wait $cpid
 kill -TERM $dpid
 wait $dpid
 check "ringlogd exited 0" test $? -eq 0
-n=$($B/client/ringlog read --dir $T/store | grep -c "Test.Fwd")
+n=$($B/client/ringlog read --dir $T/store | grep -cF "Test.Fwd")
 check "store: 40 Info + 20 Detail ($n)" test "$n" -eq 60
+n=$($B/client/ringlog read --dir $T/store | grep -cF "Test_Fwd")
+check "store: Test_Fwd's Clash, stored though not forwarded ($n)" test "$n" -eq 1
 check "no tracepoint left behind" test ! -d $ue/Test_Fwd_L4K1
 sed 's/^/  daemon: /' $T/daemon.log | grep -v "^  daemon: $" | tail -20
 

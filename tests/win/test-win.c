@@ -43,8 +43,9 @@
  *   with a message.
  * - etw forwarder: daemon/sink/forward/fwd-etw.c registers one provider per ringlog
  *   provider name, shared by that provider's events and unregistered with
- *   the last of them; under Wine nothing is enabled, so nothing is written
- *   and nothing is disturbed.
+ *   the last of them, and refuses a second name with the same GUID
+ *   ("acme.net" after "Acme.Net"); under Wine nothing is enabled, so
+ *   nothing is written and nothing is disturbed.
  */
 #include "store/io-ops.h" /* first: libuv wants winsock2.h before windows.h */
 #include "forward.h"
@@ -308,6 +309,18 @@ static void test_iocp_backend(void)
 	       IOCP_CHUNK / 1024);
 }
 
+static char refused_provider[64], refused_owner[64], refused_target[64];
+static int refusals;
+
+static void on_refuse(struct fwd *f, const char *provider, const char *owner, const char *target)
+{
+	(void)f;
+	refusals++;
+	snprintf(refused_provider, sizeof(refused_provider), "%s", provider);
+	snprintf(refused_owner, sizeof(refused_owner), "%s", owner);
+	snprintf(refused_target, sizeof(refused_target), "%s", target);
+}
+
 static void test_etw_forwarder(void)
 {
 	static struct ringlog_field_desc fl[] = {
@@ -318,12 +331,12 @@ static void test_etw_forwarder(void)
 					.fields = fl, .nfields = 2 };
 	struct ringlog_event_desc e2 = e;
 	static const uint8_t fields[] = { 0x90, 0x1f, 3, 0, 'a', 'b', 'c' };
-	struct fwd f = { .ops = &fwd_etw_ops };
+	struct fwd f = { .ops = &fwd_etw_ops, .refuse = on_refuse };
 	char why[128];
 	unsigned targets = 9, enabled = 9;
 	uint64_t kw[8] = { 0 };
 	enum fwd_loss loss;
-	void *a, *b, *c;
+	void *a, *b, *c, *d;
 
 	e2.name = (char *)"Close";
 	CHECK(f.ops->open(&f, why, sizeof(why)) == 0, "open: %s", why);
@@ -334,6 +347,15 @@ static void test_etw_forwarder(void)
 	f.ops->count(&f, &targets, &enabled);
 	CHECK(targets == 2 && enabled == 0, "%u providers (want 2), %u enabled (want 0: Wine)",
 	      targets, enabled);
+	/* "acme.net" has Acme.Net's GUID (GetGuidForName upper-cases): a
+	 * session could not tell them apart, so it is refused, naming both */
+	d = f.ops->event_new(&f, "acme.net", &e);
+	CHECK(!d && refusals == 1 && !strcmp(refused_provider, "acme.net") &&
+	      !strcmp(refused_owner, "Acme.Net") && strstr(refused_target, "GUID {"),
+	      "acme.net: %p, %d refusals, \"%s\" refused for \"%s\" (%s)", d, refusals,
+	      refused_provider, refused_owner, refused_target);
+	f.ops->count(&f, &targets, &enabled);
+	CHECK(targets == 2, "%u providers after the refusal (want 2)", targets);
 	CHECK(!f.ops->event_enabled(a), "enabled with no session");
 	CHECK(!f.ops->changed(&f), "changed with no session");
 	f.ops->raise(&f, "Acme.Net", kw);
@@ -350,7 +372,8 @@ static void test_etw_forwarder(void)
 	f.ops->count(&f, &targets, &enabled);
 	CHECK(targets == 0, "%u providers left registered", targets);
 	f.ops->close(&f);
-	printf("etw forwarder: providers shared by their events and unregistered with the last\n");
+	printf("etw forwarder: providers shared by their events and unregistered with the last; "
+	       "a second name with the same GUID refused\n");
 }
 
 #define PEER_DATA (64 * 1024)

@@ -128,19 +128,22 @@ long ringlog_eh_event(uint8_t *out, size_t cap, const struct ringlog_event_desc 
 		.opcode = e->opcode,
 		.level = e->level,
 	};
-	struct ringlog_eh_extension mx = {
-		.size = (uint16_t)meta_len,
-		.kind = RINGLOG_EH_EXT_METADATA | (act ? RINGLOG_EH_EXT_CHAIN : 0),
+	struct ringlog_eh_extension mx = { .size = (uint16_t)meta_len, .kind = RINGLOG_EH_EXT_METADATA };
+	/* eventheader_write()'s order: the activity id first, chained to the
+	 * metadata, which Microsoft's events always carry last */
+	struct ringlog_eh_extension ax = {
+		.size = 16,
+		.kind = RINGLOG_EH_EXT_ACTIVITY_ID | RINGLOG_EH_EXT_CHAIN,
 	};
-	struct ringlog_eh_extension ax = { .size = 16, .kind = RINGLOG_EH_EXT_ACTIVITY_ID };
 	size_t at = 0;
 
 	if (meta_len > UINT16_MAX)
 		return -EINVAL;
-	if (put(out, cap, &at, &h, sizeof(h)) < 0 || put(out, cap, &at, &mx, sizeof(mx)) < 0 ||
-	    put(out, cap, &at, meta, meta_len) < 0)
+	if (put(out, cap, &at, &h, sizeof(h)) < 0)
 		return -ENOSPC;
 	if (act && (put(out, cap, &at, &ax, sizeof(ax)) < 0 || put(out, cap, &at, act, 16) < 0))
+		return -ENOSPC;
+	if (put(out, cap, &at, &mx, sizeof(mx)) < 0 || put(out, cap, &at, meta, meta_len) < 0)
 		return -ENOSPC;
 	if (put(out, cap, &at, &emit_time_ns, 8) < 0)
 		return -ENOSPC;

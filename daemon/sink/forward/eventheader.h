@@ -12,22 +12,35 @@
  *   <Provider>_L<level hex>K<keyword hex>      e.g. Acme_Net_L4K1f
  *
  * the provider name reduced to [A-Za-z0-9_] (anything else becomes '_'),
- * level and keyword in lowercase hex without leading zeros. The kernel
- * command string declares the header as the tracepoint's fields, which is
- * how a decoder recognises an EventHeader tracepoint:
+ * level and keyword in lowercase hex without leading zeros. Microsoft's
+ * provider keeps the name as given (only ' ' and ':' are forbidden); we
+ * reduce it because perf 6.1 (Debian 12) cannot record "Acme.Net_L4K1"
+ * (`perf record -e user_events:Acme.Net_L4K1` crashes in libtraceevent on
+ * the test kernel, and '-', '+', '@', ',', non-ASCII... are parse errors;
+ * tracefs takes them all but '/'), and eventheader.h itself recommends
+ * [A-Za-z0-9_]. Two providers that reduce to the same name would share
+ * tracepoints, so the daemon forwards only the first of them
+ * (fwd-user-events.c). The kernel command string declares the header as
+ * the tracepoint's fields, which is how a decoder recognises an
+ * EventHeader tracepoint; it is EVENTHEADER_COMMAND_TYPES of eventheader.h
+ * byte for byte, "; " between fields (LinuxTracepoints v1.3.3: kernels
+ * that split the field list on whitespace to detect "already registered"
+ * refuse a second registration of a tracepoint with EADDRINUSE otherwise):
  *
- *   "<name> u8 eventheader_flags;u8 version;u16 id;u16 tag;u8 opcode;u8 level"
+ *   "<name> u8 eventheader_flags; u8 version; u16 id; u16 tag; u8 opcode; u8 level"
  *
- * An event as written (after the 4-byte write index user_events wants):
+ * An event as written (after the 4-byte write index user_events wants), in
+ * the order eventheader_write() writes it: the activity id first, chained,
+ * then the metadata, which ends the chain:
  *
  *   +-------------------------------------------------------------+
  *   | eventheader 8: flags=07 version=0 id=0 tag=0 opcode level   |
  *   +-------------------------------------------------------------+
- *   | extension: size:16 kind:16 = METADATA (| CHAIN if activity) |
+ *   | extension: size=16 kind=ACTIVITY_ID | CHAIN, the 16-byte id |  EVENT_ACT
+ *   +-------------------------------------------------------------+
+ *   | extension: size:16 kind:16 = METADATA                       |
  *   |   event name \0                                             |
  *   |   per field: name \0, encoding:8 [| 0x80], [format:8]       |
- *   +-------------------------------------------------------------+
- *   | extension: size=16 kind=ACTIVITY_ID, then the 16-byte id    |  EVENT_ACT
  *   +-------------------------------------------------------------+
  *   | payload: emit_time_ns:64, then the fields                   |
  *   +-------------------------------------------------------------+
@@ -112,7 +125,8 @@ enum {
 };
 
 #define RINGLOG_EH_NAME_MAX 256 /* tracepoint name with its NUL */
-#define RINGLOG_EH_COMMAND_TYPES "u8 eventheader_flags;u8 version;u16 id;u16 tag;u8 opcode;u8 level"
+#define RINGLOG_EH_COMMAND_TYPES \
+	"u8 eventheader_flags; u8 version; u16 id; u16 tag; u8 opcode; u8 level"
 #define RINGLOG_EH_COMMAND_MAX (RINGLOG_EH_NAME_MAX + sizeof(RINGLOG_EH_COMMAND_TYPES))
 #define RINGLOG_EH_TIME_FIELD "emit_time_ns"
 /* The metadata extension's data is at most this long: name and fields are
@@ -133,9 +147,9 @@ int ringlog_eh_command(char *out, size_t cap, const char *name);
  * header). Returns its length or -ENOSPC when cap is too small. */
 long ringlog_eh_metadata(uint8_t *out, size_t cap, const struct ringlog_event_desc *e);
 
-/* A whole event: header, the metadata extension (meta, meta_len bytes, as
- * built by ringlog_eh_metadata), the activity extension when act is not
- * NULL, the emit time and the fields of a ringlog payload (fields: the
+/* A whole event: header, the activity extension when act is not NULL, the
+ * metadata extension (meta, meta_len bytes, as built by
+ * ringlog_eh_metadata), the emit time and the fields of a ringlog payload (fields: the
  * record's bytes after ts and activity, already validated against e).
  * Returns the length written, -ENOSPC when cap is too small, -EBADMSG when
  * the fields do not match e. */

@@ -50,6 +50,31 @@ void fwd_sync_client(struct client *c)
 			event_seen(c, c->meta.events[c->fwd_next]);
 }
 
+/* Two providers the tracer would show as one (fwd_refusal): the second is
+ * not forwarded, and the operator hears of it once, with both names. */
+static void refuse(struct fwd *f, const char *provider, const char *owner, const char *target)
+{
+	struct fwd_refusal *r;
+
+	for (r = f->refused; r; r = r->next)
+		if (!strcmp(r->provider, provider))
+			return;
+	d_log(LOG_WARNING, "%s: provider \"%s\" is not forwarded: it would share %s with "
+	      "provider \"%s\", and tracers would show the two as one; rename one of them",
+	      f->ops->name, provider, target, owner);
+	if (!(r = calloc(1, sizeof(*r))) || !(r->provider = strdup(provider)) ||
+	    !(r->owner = strdup(owner)) || !(r->target = strdup(target))) {
+		if (r) {
+			free(r->provider);
+			free(r->owner);
+		}
+		free(r);
+		return;
+	}
+	r->next = f->refused;
+	f->refused = r;
+}
+
 static void start(struct daemon *d)
 {
 	struct fwd *f = calloc(1, sizeof(*f));
@@ -61,6 +86,7 @@ static void start(struct daemon *d)
 		return;
 	}
 	f->ops = backend;
+	f->refuse = refuse;
 	err = f->ops->open(f, why, sizeof(why));
 	if (err) {
 		snprintf(d->fwd_state, sizeof(d->fwd_state), "unavailable: %s", why);
@@ -104,6 +130,13 @@ static void stop(struct daemon *d)
 	d->fwd_forwarded = f->forwarded;
 	memcpy(d->fwd_lost, f->lost, sizeof(d->fwd_lost));
 	f->ops->close(f);
+	for (struct fwd_refusal *r = f->refused, *n; r; r = n) {
+		n = r->next;
+		free(r->provider);
+		free(r->owner);
+		free(r->target);
+		free(r);
+	}
 	free(f);
 	d->fwd = NULL;
 	d->fwd_sink.want_records = false;
@@ -163,10 +196,14 @@ json_t *fwd_status(struct daemon *d)
 	const struct fwd *f = d->fwd;
 	const uint64_t *lost = f ? f->lost : d->fwd_lost;
 	unsigned targets = 0, enabled = 0;
+	json_t *refused = json_array();
 
 	if (f)
 		f->ops->count(d->fwd, &targets, &enabled);
-	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
+	for (const struct fwd_refusal *r = f ? f->refused : NULL; r; r = r->next)
+		json_array_append_new(refused, json_pack("{s:s,s:s,s:s}", "provider", r->provider,
+							 "owner", r->owner, "target", r->target));
+	return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
 #ifdef _WIN32
 		"user_events", "unsupported on this system", "etw", d->fwd_state,
 #else
@@ -177,7 +214,8 @@ json_t *fwd_status(struct daemon *d)
 		"forwarded", (json_int_t)(f ? f->forwarded : d->fwd_forwarded),
 		"lost_disabled", (json_int_t)lost[FWD_LOST_DISABLED],
 		"lost_tracer", (json_int_t)lost[FWD_LOST_TRACER],
-		"lost_other", (json_int_t)lost[FWD_LOST_OTHER]);
+		"lost_other", (json_int_t)lost[FWD_LOST_OTHER],
+		"refused", refused);
 }
 
 /* The sink: every stored event, while a backend is open (want_records);

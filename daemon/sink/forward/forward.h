@@ -52,11 +52,26 @@ struct fwd_ops {
 	void (*count)(struct fwd *f, unsigned *targets, unsigned *enabled);
 };
 
+/* A provider that is not forwarded because the tracer would confuse it
+ * with another: its target (user_events tracepoint names, ETW GUID) is
+ * already the owner's. target is what they would share, as a phrase:
+ * "tracepoints Acme_Net_L*K*", "GUID {...}". */
+struct fwd_refusal {
+	struct fwd_refusal *next;
+	char *provider, *owner, *target;
+};
+
 struct fwd {
 	const struct fwd_ops *ops;
 	void *priv;
 	uint64_t forwarded;
 	uint64_t lost[FWD_LOST_N_];
+	/* Called by the backend each time it refuses an event of provider
+	 * because target already belongs to provider owner (NULL: nobody
+	 * listens). forward.c logs it once per provider and lists it in
+	 * status. */
+	void (*refuse)(struct fwd *f, const char *provider, const char *owner, const char *target);
+	struct fwd_refusal *refused;
 };
 
 extern const struct fwd_ops fwd_user_events_ops;

@@ -4,7 +4,10 @@
  * TraceLogging derives from that name (daemon/sink/forward/tracelogging.h), so that a
  * session started with `wpr`, `tracelog` or `logman` for "Acme.Net" (or
  * its GUID) sees the events with their field names and types, without a
- * manifest. Each event is written with EventWriteTransfer and three data
+ * manifest. Two names with one GUID (names differing only in case, which
+ * ETW does not distinguish) would be one provider to a session: the second
+ * is refused (forward.h's refuse), not registered. Each event is written
+ * with EventWriteTransfer and three data
  * descriptors: the provider traits, the event's metadata (built once, when
  * the writer defines the event) and the payload.
  *
@@ -29,6 +32,7 @@ struct etw_prov {
 	struct etw_prov *next;
 	struct etw *owner;
 	REGHANDLE reg;
+	GUID guid;
 	char *name;
 	uint8_t traits[RINGLOG_TLG_TRAITS_MAX];
 	uint16_t traits_len;
@@ -101,23 +105,38 @@ static void prov_put(struct etw_prov *p)
 	free(p);
 }
 
-static struct etw_prov *prov_get(struct etw *t, const char *name)
+static struct etw_prov *prov_get(struct fwd *f, const char *name)
 {
+	struct etw *t = f->priv;
 	struct etw_prov *p;
 	GUID g;
 	long n;
 
-	for (p = t->provs; p; p = p->next)
+	ringlog_tlg_provider_guid((uint8_t *)&g, name);
+	for (p = t->provs; p; p = p->next) {
+		if (memcmp(&p->guid, &g, sizeof(g)))
+			continue;
 		if (!strcmp(p->name, name)) {
 			p->refs++;
 			return p;
 		}
+		/* ETW names are case-insensitive: "Acme.Net" and "acme.net"
+		 * have one GUID, and a session could not tell them apart. The
+		 * first keeps it. */
+		if (f->refuse) {
+			char what[64] = "GUID ";
+
+			ringlog_tlg_guid_string(what + 5, (const uint8_t *)&g);
+			f->refuse(f, name, p->name, what);
+		}
+		return NULL;
+	}
 	if (!(p = calloc(1, sizeof(*p))) || !(p->name = strdup(name))) {
 		free(p);
 		return NULL;
 	}
 	n = ringlog_tlg_traits(p->traits, sizeof(p->traits), name);
-	ringlog_tlg_provider_guid((uint8_t *)&g, name);
+	p->guid = g;
 	p->owner = t;
 	if (n < 0 || EventRegister(&g, on_enable, p, &p->reg) != ERROR_SUCCESS) {
 		free(p->name);
@@ -147,14 +166,13 @@ static void etw_close(struct fwd *f)
 
 static void *etw_event_new(struct fwd *f, const char *provider, const struct ringlog_event_desc *e)
 {
-	struct etw *t = f->priv;
 	uint8_t meta[RINGLOG_TLG_META_MAX];
 	long n = ringlog_tlg_metadata(meta, sizeof(meta), e);
 	struct etw_ev *ev;
 
 	if (n < 0 || !(ev = malloc(sizeof(*ev) + (size_t)n)))
 		return NULL;
-	if (!(ev->p = prov_get(t, provider))) {
+	if (!(ev->p = prov_get(f, provider))) {
 		free(ev);
 		return NULL;
 	}

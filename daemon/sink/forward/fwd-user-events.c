@@ -73,6 +73,7 @@ struct tp {
 	uint64_t keyword;
 	struct tp *next;
 	char prov[RINGLOG_EH_NAME_MAX]; /* provider part of the name */
+	char owner[RINGLOG_EH_NAME_MAX]; /* the provider, as its programs name it */
 	char name[RINGLOG_EH_NAME_MAX];
 };
 
@@ -172,9 +173,10 @@ static void ue_close(struct fwd *f)
 	f->priv = NULL;
 }
 
-static struct tp *tracepoint(struct ue *u, const char *provider, uint8_t level, uint64_t keyword)
+static struct tp *tracepoint(struct fwd *f, const char *provider, uint8_t level, uint64_t keyword)
 {
-	char name[RINGLOG_EH_NAME_MAX], cmd[RINGLOG_EH_COMMAND_MAX];
+	struct ue *u = f->priv;
+	char name[RINGLOG_EH_NAME_MAX], prov[RINGLOG_EH_NAME_MAX], cmd[RINGLOG_EH_COMMAND_MAX];
 	struct ue_reg r = { .size = sizeof(r), .enable_bit = 0, .enable_size = 4 };
 	struct tp *t;
 	int n = ringlog_eh_name(name, sizeof(name), provider, level, keyword);
@@ -184,6 +186,23 @@ static struct tp *tracepoint(struct ue *u, const char *provider, uint8_t level, 
 		      "its events are not forwarded", provider);
 		return NULL;
 	}
+	/* the provider part: the name without "_L<level>K<keyword>" */
+	memcpy(prov, name, (size_t)n + 1);
+	*strrchr(prov, '_') = 0;
+	/* Names are reduced to [A-Za-z0-9_] (eventheader.h), so "Acme.Net" and
+	 * "Acme_Net" would write into the same tracepoints, and a decoder
+	 * (which takes the provider from the tracepoint name) would show them
+	 * as one provider: the first to come owns the name, the other is not
+	 * forwarded. */
+	for (t = u->tps; t; t = t->next)
+		if (!strcmp(t->prov, prov) && strcmp(t->owner, provider)) {
+			char what[RINGLOG_EH_NAME_MAX + 32];
+
+			snprintf(what, sizeof(what), "tracepoints %s_L*K*", prov);
+			if (f->refuse)
+				f->refuse(f, provider, t->owner, what);
+			return NULL;
+		}
 	for (t = u->tps; t; t = t->next)
 		if (!strcmp(t->name, name))
 			return t;
@@ -198,9 +217,9 @@ static struct tp *tracepoint(struct ue *u, const char *provider, uint8_t level, 
 	if (!(t = calloc(1, sizeof(*t))))
 		return NULL;
 	memcpy(t->name, name, (size_t)n + 1);
-	/* the provider part: the name without "_L<level>K<keyword>" */
-	memcpy(t->prov, name, (size_t)n + 1);
-	*strrchr(t->prov, '_') = 0;
+	memcpy(t->prov, prov, strlen(prov) + 1);
+	/* as long as the reduced name: the reduction maps byte to byte */
+	snprintf(t->owner, sizeof(t->owner), "%s", provider);
 	t->level = level;
 	t->keyword = keyword;
 	ringlog_eh_command(cmd, sizeof(cmd), name);
@@ -222,10 +241,9 @@ static struct tp *tracepoint(struct ue *u, const char *provider, uint8_t level, 
 
 static void *ue_event_new(struct fwd *f, const char *provider, const struct ringlog_event_desc *e)
 {
-	struct ue *u = f->priv;
 	uint8_t meta[RINGLOG_EH_META_MAX];
 	long n = ringlog_eh_metadata(meta, sizeof(meta), e);
-	struct tp *t = tracepoint(u, provider, e->level, e->keyword);
+	struct tp *t = tracepoint(f, provider, e->level, e->keyword);
 	struct ue_ev *ev;
 
 	if (!t || n < 0 || n > UINT16_MAX || !(ev = malloc(sizeof(*ev) + (size_t)n)))
@@ -318,14 +336,11 @@ static bool ue_changed(struct fwd *f)
 static void ue_raise(struct fwd *f, const char *provider, uint64_t kw[8])
 {
 	struct ue *u = f->priv;
-	char name[RINGLOG_EH_NAME_MAX];
-	int n = ringlog_eh_name(name, sizeof(name), provider, 0, 0);
 
-	if (n < 0)
-		return;
-	name[n - 5] = 0; /* drop "_L0K0" */
+	/* by the provider's own name: a provider refused for sharing another's
+	 * tracepoints is not raised by a tracer of the other */
 	for (struct tp *t = u->tps; t; t = t->next)
-		if (t->was_enabled && t->level < 8 && !strcmp(t->prov, name))
+		if (t->was_enabled && t->level < 8 && !strcmp(t->owner, provider))
 			/* keyword 0 means "any" to the library: no single bit
 			 * stands for it, so a K0 tracepoint raises them all */
 			kw[t->level] |= t->keyword ? t->keyword : ~0ull;

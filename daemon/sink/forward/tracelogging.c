@@ -7,55 +7,68 @@
 #include <string.h>
 
 #include "sha1.h"
+#include "tlg-upcase.h"
 
-/* The next code point of UTF-8 text at *s; invalid or truncated sequences
- * and overlong forms give U+FFFD and skip one byte. */
-static uint32_t next_code_point(const unsigned char **s)
+/* The UTF-16 code units (1 or 2) of the next character of a NUL-ended
+ * UTF-8 name at *s, decoded as TraceLoggingDynamic.h's CopyUtfCodePoint
+ * does, so that every name gives Microsoft's GUID: a byte that does not
+ * start a complete, shortest-form sequence is taken as the Latin-1
+ * character of that value (0xE9 is U+00E9, as in CP1252 text); surrogates
+ * encoded in three bytes pass as lone code units; four-byte forms past
+ * U+10FFFF pass byte by byte. The NUL stops every look-ahead. */
+static unsigned next_units(const unsigned char **s, uint16_t u[2])
 {
 	const unsigned char *p = *s;
-	uint32_t c = p[0], min;
-	int more;
+	uint32_t c = p[0], v;
 
-	if (c < 0x80) {
-		*s = p + 1;
-		return c;
-	}
-	if ((c & 0xe0) == 0xc0)
-		more = 1, c &= 0x1f, min = 0x80;
-	else if ((c & 0xf0) == 0xe0)
-		more = 2, c &= 0x0f, min = 0x800;
-	else if ((c & 0xf8) == 0xf0)
-		more = 3, c &= 0x07, min = 0x10000;
-	else
-		goto bad;
-	for (int i = 1; i <= more; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			goto bad;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		goto bad;
-	*s = p + 1 + more;
-	return c;
-bad:
 	*s = p + 1;
-	return 0xfffd;
+	u[0] = (uint16_t)c;
+	if (c <= 0xbf || (p[1] & 0xc0) != 0x80)
+		return 1;
+	if (c <= 0xdf) {
+		v = (c & 0x1f) << 6 | (p[1] & 0x3f);
+		if (v >= 0x80)
+			*s = p + 2, u[0] = (uint16_t)v;
+		return 1;
+	}
+	if ((p[2] & 0xc0) != 0x80)
+		return 1;
+	if (c <= 0xef) {
+		v = (c & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+		if (v >= 0x800)
+			*s = p + 3, u[0] = (uint16_t)v;
+		return 1;
+	}
+	if ((p[3] & 0xc0) != 0x80 || c > 0xf4)
+		return 1;
+	v = ((c & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 | (uint32_t)(p[2] & 0x3f) << 6 |
+	     (p[3] & 0x3f)) - 0x10000; /* wraps for an overlong form: refused below */
+	if (v > 0xfffff)
+		return 1;
+	*s = p + 4;
+	u[0] = (uint16_t)(0xd800 | v >> 10);
+	u[1] = (uint16_t)(0xdc00 | (v & 0x3ff));
+	return 2;
 }
 
-static void hash_utf16be(struct ringlog_sha1 *h, uint32_t c)
+/* Windows' default (file system) upper case of one UTF-16 code unit:
+ * tlg-upcase.h. */
+static uint16_t upcase(uint16_t c)
 {
-	uint8_t b[4];
+	size_t lo = 0, hi = sizeof(tlg_upcase) / sizeof(tlg_upcase[0]);
 
-	if (c >= 0x10000) {
-		uint32_t v = c - 0x10000, hi = 0xd800 | v >> 10, lo = 0xdc00 | (v & 0x3ff);
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct tlg_upcase_range *r = &tlg_upcase[mid];
 
-		b[0] = (uint8_t)(hi >> 8), b[1] = (uint8_t)hi;
-		b[2] = (uint8_t)(lo >> 8), b[3] = (uint8_t)lo;
-		ringlog_sha1_update(h, b, 4);
-		return;
+		if (c < r->first)
+			hi = mid;
+		else if (c > r->last)
+			lo = mid + 1;
+		else
+			return (c - r->first) % r->step ? c : (uint16_t)(c + r->delta);
 	}
-	b[0] = (uint8_t)(c >> 8), b[1] = (uint8_t)c;
-	ringlog_sha1_update(h, b, 2);
+	return c;
 }
 
 void ringlog_tlg_provider_guid(uint8_t guid[16], const char *name)
@@ -68,13 +81,19 @@ void ringlog_tlg_provider_guid(uint8_t guid[16], const char *name)
 
 	ringlog_sha1_init(&h);
 	ringlog_sha1_update(&h, ns, sizeof(ns));
-	/* Only ASCII is folded: Windows folds with its own Unicode tables,
-	 * which a portable encoder cannot reproduce; provider names are ASCII
-	 * in practice, and a non-ASCII name still gets a stable GUID. */
+	/* GetGuidForName hashes the name's UTF-16 code units upper-cased one
+	 * by one (LCMapStringEx's default casing never changes a length, so
+	 * its 16-unit batches do not matter) and byte-swapped to big-endian. */
 	while (*s) {
-		uint32_t c = next_code_point(&s);
+		uint16_t u[2];
+		unsigned n = next_units(&s, u);
 
-		hash_utf16be(&h, c >= 'a' && c <= 'z' ? c - 32 : c);
+		for (unsigned i = 0; i < n; i++) {
+			uint16_t c = upcase(u[i]);
+			uint8_t b[2] = { (uint8_t)(c >> 8), (uint8_t)c };
+
+			ringlog_sha1_update(&h, b, 2);
+		}
 	}
 	ringlog_sha1_final(&h, d);
 	memcpy(guid, d, 16);
@@ -130,20 +149,35 @@ static void map_field(const struct ringlog_field_desc *f, uint8_t *in, uint8_t *
 		[RINGLOG_TYPE_STR] = RINGLOG_TLG_IN_COUNTEDANSISTRING,
 		[RINGLOG_TYPE_BLOB] = RINGLOG_TLG_IN_BINARY,
 	};
-	bool is_int = f->type >= RINGLOG_TYPE_I8 && f->type <= RINGLOG_TYPE_U64;
+	bool is_8 = f->type == RINGLOG_TYPE_I8 || f->type == RINGLOG_TYPE_U8;
+	bool is_16 = f->type == RINGLOG_TYPE_I16 || f->type == RINGLOG_TYPE_U16;
 	bool is_32 = f->type == RINGLOG_TYPE_I32 || f->type == RINGLOG_TYPE_U32;
+	bool is_64 = f->type == RINGLOG_TYPE_I64 || f->type == RINGLOG_TYPE_U64;
 
 	/* types are checked by the metadata parser; stay in bounds anyway */
 	*in = f->type < sizeof(intype) && intype[f->type] ? intype[f->type] : RINGLOG_TLG_IN_UINT8;
 	*out = 0;
-	if (f->type == RINGLOG_TYPE_BOOL)
+	if (f->type == RINGLOG_TYPE_BOOL) {
 		*out = RINGLOG_TLG_OUT_BOOLEAN;
-	else if (f->type == RINGLOG_TYPE_STR)
+	} else if (f->type == RINGLOG_TYPE_STR) {
 		*out = RINGLOG_TLG_OUT_UTF8;
-	else if (is_int && f->format == RINGLOG_FMT_HEX)
-		*out = RINGLOG_TLG_OUT_HEX;
-	else if (is_32 && f->format == RINGLOG_FMT_PID)
+	} else if (f->format == RINGLOG_FMT_HEX) {
+		/* Only TraceLoggingDynamic.h's Type combinations, which TDH and
+		 * WPA know: TypeHexInt8/16 are UINT8/UINT16 + HEX, TypeHexInt32/64
+		 * the HEXINT32/HEXINT64 in-types (the sign is the formatter's
+		 * business: hex shows the bits either way) */
+		if (is_8 || is_16) {
+			*in = is_8 ? RINGLOG_TLG_IN_UINT8 : RINGLOG_TLG_IN_UINT16;
+			*out = RINGLOG_TLG_OUT_HEX;
+		} else if (is_32) {
+			*in = RINGLOG_TLG_IN_HEXINT32;
+		} else if (is_64) {
+			*in = RINGLOG_TLG_IN_HEXINT64;
+		}
+	} else if (is_32 && f->format == RINGLOG_FMT_PID) {
+		*in = RINGLOG_TLG_IN_UINT32; /* TypePid: UINT32 + PID */
 		*out = RINGLOG_TLG_OUT_PID;
+	}
 }
 
 long ringlog_tlg_metadata(uint8_t *out, size_t cap, const struct ringlog_event_desc *e)

@@ -9,13 +9,18 @@
  * and allocation-free, so it is unit-tested byte for byte on Linux.
  *
  * Provider. One ETW provider per ringlog provider. Its GUID is derived from
- * the name as TraceLogging and EventSource do:
+ * the name as TraceLoggingDynamic.h's GetGuidForName does (and EventSource,
+ * tracelog and PerfView's "*Name"):
  *
  *   SHA-1( 48 2C 2D B2 C3 90 47 C8 87 F8 1A 15 BF C1 30 FB    namespace
- *          || UTF-16BE(upper-case(name)) )                    ASCII letters
- *   the first 16 bytes, byte 7 = (byte 7 & 0x0F) | 0x50,      folded; other
- *   read as a GUID in Windows' in-memory (little-endian) order  code points
- *                                                               as they are
+ *          || UTF-16BE(upper-case(name)) )
+ *   the first 16 bytes, byte 7 = (byte 7 & 0x0F) | 0x50,
+ *   read as a GUID in Windows' in-memory (little-endian) order
+ *
+ * where the name's UTF-8 is decoded as CopyUtfCodePoint decodes it (a byte
+ * that does not start a valid sequence is the Latin-1 character of its
+ * value) and upper-cased per UTF-16 code unit with Windows' default casing
+ * table (LCMapStringEx without LCMAP_LINGUISTIC_CASING; tlg-upcase.h).
  * Provider traits (EventSetInformation(EventProviderSetTraits) and, on
  * every event, an EVENT_DATA_DESCRIPTOR of type 2):
  *
@@ -38,14 +43,18 @@
  *
  * The first field, "emit_time_ns" (UINT64), is when the program emitted the
  * event, in nanoseconds since the Unix epoch; ETW's own timestamp is the
- * time of forwarding. Field types map as follows (outtype only where it is
- * not the intype's default):
+ * time of forwarding. Field types map as follows, only to the InType +
+ * OutType combinations of TraceLoggingDynamic.h's Type enum (the ones
+ * winmeta.xml defines and TDH, WPA and xperf decode; outtype only where it
+ * is not the intype's default):
  *
  *   ringlog            intype                     outtype
  *   i8/i16/i32/i64     INT8/16/32/64  (3 5 7 9)
  *   u8/u16/u32/u64     UINT8/16/32/64 (4 6 8 10)
- *     hint hex         same                       HEX (4)
- *     hint pid         UINT32 / INT32             PID (5)       32-bit only
+ *     hint hex 8/16    UINT8/UINT16 (4 6)         HEX (4)       TypeHexInt8/16
+ *     hint hex 32/64   HEXINT32/HEXINT64 (20 21)                TypeHexInt32/64
+ *     hint pid         UINT32 (8)                 PID (5)       TypePid, 32-bit
+ *                                                               only
  *     hint errno       same                       (none: errno values are
  *                                                 not Win32 error codes)
  *     hint time        UINT64                     (none: nanoseconds, not a
@@ -80,6 +89,8 @@ enum {
 	RINGLOG_TLG_IN_UINT64 = 10,
 	RINGLOG_TLG_IN_DOUBLE = 12,
 	RINGLOG_TLG_IN_BINARY = 14,
+	RINGLOG_TLG_IN_HEXINT32 = 20,
+	RINGLOG_TLG_IN_HEXINT64 = 21,
 	RINGLOG_TLG_IN_COUNTEDANSISTRING = 23,
 	RINGLOG_TLG_IN_CHAIN = 0x80, /* an outtype byte follows */
 
@@ -103,8 +114,8 @@ enum {
 	(3 + (RINGLOG_NAME_MAX + 1) * (RINGLOG_FIELDS_MAX + 1) + 2 * RINGLOG_FIELDS_MAX + \
 	 sizeof(RINGLOG_TLG_TIME_FIELD) + 1)
 
-/* The provider GUID for name (UTF-8; invalid sequences count as U+FFFD),
- * as the 16 bytes of a Windows GUID in memory. */
+/* The provider GUID for name (UTF-8; invalid bytes count as Latin-1, as in
+ * GetGuidForName), as the 16 bytes of a Windows GUID in memory. */
 void ringlog_tlg_provider_guid(uint8_t guid[16], const char *name);
 
 /* The GUID as text, "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" (39 bytes with
