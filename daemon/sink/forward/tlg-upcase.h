@@ -1,4 +1,4 @@
-/* proto/tlg-upcase.h - the upper-casing Windows applies to a provider name
+/* daemon/sink/forward/tlg-upcase.h - the upper-casing Windows applies to a provider name
  * before hashing it into a GUID (tracelogging.c), as ranges of UTF-16 code
  * units: { first, last, step, delta } maps first, first + step, ... last to
  * unit + delta. Included by tracelogging.c only.
