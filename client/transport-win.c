@@ -11,6 +11,7 @@
  */
 #include "transport.h"
 #include "ctl.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,17 +32,14 @@ struct transport {
 
 static HANDLE wake_ev;
 
+/* A broken connection is what the library reports for anything the
+ * pipe does that has no better name (-EPIPE, where -EIO would say
+ * nothing more to the caller). */
 static int win_err(DWORD e)
 {
-	switch (e) {
-	case ERROR_FILE_NOT_FOUND:
-	case ERROR_PATH_NOT_FOUND: return -ENOENT;
-	case ERROR_ACCESS_DENIED: return -EACCES;
-	case ERROR_PIPE_BUSY: return -EBUSY;
-	case ERROR_NOT_ENOUGH_MEMORY:
-	case ERROR_OUTOFMEMORY: return -ENOMEM;
-	default: return -EPIPE;
-	}
+	int err = win_errno(e);
+
+	return err == -EIO ? -EPIPE : err;
 }
 
 static const char *pipe_name(void)

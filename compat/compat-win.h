@@ -23,6 +23,10 @@
 ssize_t ringlog_pread(int fd, void *buf, size_t n, int64_t off);
 #define pread(fd, b, n, off) ringlog_pread((fd), (b), (n), (int64_t)(off))
 
+/* A Win32 error code (GetLastError()) as -errno; -EIO when it has no
+ * better name (error-win.c). */
+int win_errno(unsigned long e);
+
 /* strndup(3) */
 char *ringlog_strndup(const char *s, size_t n);
 #define strndup ringlog_strndup

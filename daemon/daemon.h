@@ -99,19 +99,9 @@ struct tail;
 struct client {
 	struct client *next;
 	struct daemon *d;
-	/* the connection (unix/transport.c / win/transport.c) */
-#ifdef _WIN32
-	uv_pipe_t pipe;
-	struct peer_id peer; /* process handle, user SID, image */
-	uv_write_t wreq;
-	uint8_t *wbuf;       /* the bytes of the write in flight */
-	bool writing;
-#else
-	int fd;
-	uv_poll_t poll;
-	int fds[16];         /* received through SCM_RIGHTS, in order */
-	int nfds;
-#endif
+	/* the connection: the transport's own (unix/transport.c,
+	 * win/transport.c); NULL for a writer adopted from the fd store */
+	struct ctl_conn *conn;
 	bool tr_open;        /* the loop still holds the connection's handle */
 	bool gone;           /* connection closed; rings may still hold data */
 	uint32_t id;         /* writer id, daemon-unique */
@@ -164,22 +154,15 @@ struct daemon {
 	bool have_config_path;
 
 	uv_timer_t drain_timer, flush_timer, watchdog_timer, stop_timer;
-	/* the control channel (unix/transport.c / win/transport.c). Producers wake a
-	 * sleeping daemon through the wake object (handed to each client with
-	 * WELCOME) when a ring passes its high-water mark. */
-#ifdef _WIN32
-	struct pipe_listener *listener;
-	PSECURITY_DESCRIPTOR pipe_sd;
-	void *write_sid, *read_sid; /* socket_group, read_group (NULL: none) */
-	HANDLE wake_event, wake_wait;
-	uv_async_t wake_async, stop_async;
-	bool wake_open;
-#else
-	int listen_fd;
-	uv_poll_t listen_poll;
-	int wake_efd;
-	uv_poll_t wake_poll;
-#endif
+	/* the control channel: the transport's own (unix/transport.c,
+	 * win/transport.c). Producers wake a sleeping daemon through its wake
+	 * object (handed to each client with WELCOME) when a ring passes its
+	 * high-water mark. */
+	struct ctl_listener *lis;
+	/* A stop asked from another thread (the Windows service control
+	 * manager's): daemon_stop_async(). */
+	uv_async_t stop_async;
+	int stop_asked, loop_up;
 	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
@@ -191,6 +174,7 @@ struct daemon {
 	uint64_t rx_held;    /* bytes of unfinished frames, all connections */
 	gid_t write_gid, read_gid; /* socket_group and read_group, resolved */
 	bool have_write_gid, have_read_gid;
+	void *write_sid, *read_sid; /* the same as SIDs (Windows: win/access.c) */
 	bool socket_activated; /* the listening socket came from systemd */
 	uv_timer_t accept_timer; /* accepting paused: out of file descriptors */
 	uint32_t next_writer_id, next_stream_id;
@@ -291,6 +275,8 @@ struct ring *fdstore_ghost_ring(struct daemon *d, const struct client *c, const 
 #endif
 /* Stop as SIGTERM does (lifecycle.c); from the loop thread. */
 void daemon_stop(struct daemon *d, const char *why);
+/* The same, from any other thread. */
+void daemon_stop_async(struct daemon *d);
 
 /* clock.c */
 void clock_calibrate_start(struct daemon *d);
@@ -320,6 +306,7 @@ void ctl_wake_close(struct daemon *d);
 void ctl_flush(struct client *c);      /* write what c->tx holds, as it can */
 void ctl_close(struct client *c);      /* close the connection's handle */
 void ctl_free(struct client *c);       /* what the transport keeps till the end */
+void ctl_fini(struct daemon *d);       /* after the loop closed its handles */
 /* The object riding on a HELLO or RING frame whose struct is struct_len
  * bytes, now the caller's: map it (or drop it). */
 d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t struct_len);

@@ -145,13 +145,20 @@ static void on_stop_signal(uv_signal_t *s, int sig)
 	daemon_stop(s->data, why);
 }
 
-#ifdef _WIN32
-/* The service control manager asked (from its own thread). */
+/* Another thread asked (the Windows service control manager). */
 static void on_stop_async(uv_async_t *a)
 {
 	daemon_stop(a->data, "the service control manager");
 }
-#endif
+
+/* From any thread: a stop asked before the loop is up is seen once it is
+ * (daemon_start()); after, the loop is woken. */
+void daemon_stop_async(struct daemon *d)
+{
+	__atomic_store_n(&d->stop_asked, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&d->loop_up, __ATOMIC_SEQ_CST))
+		uv_async_send(&d->stop_async);
+}
 
 #ifndef _WIN32
 static void on_hup(uv_signal_t *s, int sig)
@@ -246,6 +253,8 @@ int daemon_start(struct daemon *d)
 	uv_signal_init(d->loop, &d->sig_term);
 	uv_signal_init(d->loop, &d->sig_int);
 	uv_signal_init(d->loop, &d->sig_hup);
+	uv_async_init(d->loop, &d->stop_async, on_stop_async);
+	d->stop_async.data = d;
 	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
 #ifdef _WIN32
 	/* libuv's console events: Ctrl-C is SIGINT, Ctrl-Break SIGBREAK, and
@@ -255,8 +264,6 @@ int daemon_start(struct daemon *d)
 	uv_signal_start(&d->sig_term, on_stop_signal, SIGBREAK);
 	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
 	uv_signal_start(&d->sig_hup, on_stop_signal, SIGHUP);
-	uv_async_init(d->loop, &d->stop_async, on_stop_async);
-	d->stop_async.data = d;
 #else
 	uv_signal_start(&d->sig_term, on_stop_signal, SIGTERM);
 	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
@@ -274,6 +281,9 @@ int daemon_start(struct daemon *d)
 	d_log(LOG_NOTICE, "listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
 	      d->cfg.storage_dir, d->st.io_name, (unsigned long long)d->cfg.max_disk);
 	sd_notify_send("READY=1\nSTATUS=collecting");
+	__atomic_store_n(&d->loop_up, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&d->stop_asked, __ATOMIC_SEQ_CST))
+		daemon_stop(d, "the service control manager");
 	return 0;
 }
 
@@ -298,10 +308,9 @@ void daemon_finish(struct daemon *d)
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
-#ifdef _WIN32
 	uv_close((uv_handle_t *)&d->stop_async, NULL);
-#endif
 	uv_run(d->loop, UV_RUN_DEFAULT);
+	ctl_fini(d); /* its handles are closed now */
 	store_fini(d);
 	while (d->providers) {
 		struct provider *p = d->providers;

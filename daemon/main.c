@@ -21,8 +21,6 @@
 #include <sys/resource.h>
 #endif
 
-struct daemon *the_daemon;
-
 static void usage(FILE *f)
 {
 #ifdef _WIN32
@@ -71,27 +69,17 @@ static void usage(FILE *f)
 	      "error, 2 usage or configuration error.\n", f);
 }
 
-#ifdef _WIN32
-/* Set from the SCM's thread: a stop asked before the loop is up is seen
- * once it is. */
-static volatile LONG stop_asked, loop_up;
-static bool as_service;
-#endif
+/* Start the daemon: 0, or 1 when it could not start (logged). */
+static int start(void *ctx)
+{
+	return daemon_start(ctx) < 0 ? 1 : 0;
+}
 
-/* Run the daemon until it stops: 0, or 1 when it could not start. */
-static int run(void *ctx)
+/* Run the started daemon until it stops, then tear it down. */
+static int serve(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	if (daemon_start(d) < 0)
-		return 1;
-#ifdef _WIN32
-	InterlockedExchange(&loop_up, 1);
-	if (InterlockedCompareExchange(&stop_asked, 0, 0))
-		daemon_stop(d, "the service control manager");
-	if (as_service)
-		svc_running();
-#endif
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	daemon_finish(d);
 	d_log(LOG_NOTICE, "stopped");
@@ -99,33 +87,10 @@ static int run(void *ctx)
 }
 
 #ifdef _WIN32
-static void service_stop(void *ctx)
+/* From another thread (the service control manager's). */
+static void stop(void *ctx)
 {
-	struct daemon *d = ctx;
-
-	InterlockedExchange(&stop_asked, 1);
-	if (InterlockedCompareExchange(&loop_up, 0, 0))
-		uv_async_send(&d->stop_async);
-}
-
-/* What the service is started with: this program, --service run, and
- * the options given to install, quoted. */
-static int service_command(int argc, char **argv, char *out, size_t len)
-{
-	char self[MAX_PATH];
-	size_t n;
-
-	if (!GetModuleFileNameA(NULL, self, sizeof(self)))
-		return -1;
-	n = (size_t)snprintf(out, len, "\"%s\" --service run", self);
-	for (int i = 1; i < argc && n < len; i++) {
-		if (!strcmp(argv[i], "--service") || !strncmp(argv[i], "--service=", 10)) {
-			i += !strcmp(argv[i], "--service");
-			continue;
-		}
-		n += (size_t)snprintf(out + n, len - n, " \"%s\"", argv[i]);
-	}
-	return n < len ? 0 : -1;
+	daemon_stop_async(ctx);
 }
 #endif
 
@@ -154,12 +119,6 @@ int main(int argc, char **argv)
 
 	if (!d)
 		return 1;
-#ifdef _WIN32
-	d->wake_event = NULL;
-#else
-	d->listen_fd = -1;
-	d->wake_efd = -1;
-#endif
 #ifdef __GLIBC__
 	/* A fixed threshold turns off glibc's dynamic one, which after the
 	 * first free of a large block serves every later one from the heap:
@@ -168,7 +127,6 @@ int main(int argc, char **argv)
 	 * going back to the system when the connection closes. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
-	the_daemon = d;
 	ringlog_config_defaults(&d->cfg);
 	while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
 		switch (o) {
@@ -227,41 +185,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 #ifdef _WIN32
-	if (service && !strcmp(service, "install")) {
-		char cmd[4096];
-
-		if (service_command(argc, argv, cmd, sizeof(cmd)) < 0 ||
-		    svc_install(SVC_NAME, "ringlog collector", cmd, err, sizeof(err)) < 0) {
-			fprintf(stderr, "ringlogd: %s\n", err);
-			return 1;
-		}
-		printf("installed the service \"%s\": %s\n", SVC_NAME, cmd);
-		return 0;
-	}
-	if (service && !strcmp(service, "uninstall")) {
-		if (svc_uninstall(SVC_NAME, err, sizeof(err)) < 0) {
-			fprintf(stderr, "ringlogd: %s\n", err);
-			return 1;
-		}
-		printf("removed the service \"%s\"\n", SVC_NAME);
-		return 0;
-	}
-	if (service && strcmp(service, "run")) {
-		fprintf(stderr, "ringlogd: --service \"%s\": expected install, uninstall or run\n",
-			service);
-		return 2;
-	}
 	if (service) {
-		/* The daemon starts on the service thread; stop_async exists
-		 * once daemon_start() returns, which run() marks for the SCM's
-		 * stop request. */
-		as_service = true;
-		rc = svc_run(SVC_NAME, run, service_stop, d);
-		if (rc < 0) {
-			fprintf(stderr, "ringlogd: --service run: not started by the service control "
-				"manager; install it with --service install, or run without --service\n");
-			return 2;
-		}
+		struct svc_daemon run = { .start = start, .serve = serve, .stop = stop, .ctx = d };
+
+		rc = svc_main(service, argc, argv, &run);
 		free(d);
 		return rc;
 	}
@@ -279,7 +206,9 @@ int main(int argc, char **argv)
 		}
 	}
 #endif
-	rc = run(d);
+	rc = start(d);
+	if (!rc)
+		rc = serve(d);
 	free(d);
 	return rc;
 }

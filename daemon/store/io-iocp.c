@@ -15,6 +15,7 @@
  * for such a handle (uv_open_osfhandle).
  */
 #include "io-ops.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,21 +43,6 @@ struct io_iocp {
  * the waiter. */
 #define KEY_FILE 1
 #define KEY_STOP 2
-
-static int win_errno(DWORD e)
-{
-	switch (e) {
-	case ERROR_DISK_FULL:
-	case ERROR_HANDLE_DISK_FULL: return -ENOSPC;
-	case ERROR_ACCESS_DENIED:
-	case ERROR_WRITE_PROTECT: return -EACCES;
-	case ERROR_INVALID_HANDLE: return -EBADF;
-	case ERROR_INVALID_PARAMETER: return -EINVAL;
-	case ERROR_NOT_ENOUGH_MEMORY:
-	case ERROR_OUTOFMEMORY: return -ENOMEM;
-	default: return -EIO;
-	}
-}
 
 static void waiter_main(void *arg)
 {

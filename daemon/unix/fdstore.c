@@ -135,7 +135,6 @@ static struct client *ghost_new(struct daemon *d, const char *name)
 	if (!(c = calloc(1, sizeof(*c))))
 		return NULL;
 	c->d = d;
-	c->fd = -1;
 	c->gone = true;     /* no connection: drained, then let go */
 	c->writer = true;
 	c->ghost = true;

@@ -21,6 +21,37 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A connection's transport state: ctl.c sees only the pointer. */
+struct ctl_conn {
+	int fd;
+	uv_poll_t poll;
+	int fds[16];         /* received through SCM_RIGHTS, in order */
+	int nfds;
+};
+
+/* The listening socket and the eventfd producers wake us with. */
+struct ctl_listener {
+	int listen_fd;
+	uv_poll_t listen_poll;
+	int wake_efd;
+	uv_poll_t wake_poll;
+};
+
+static struct ctl_listener *listener(struct daemon *d)
+{
+	if (!d->lis && (d->lis = calloc(1, sizeof(*d->lis)))) {
+		d->lis->listen_fd = -1;
+		d->lis->wake_efd = -1;
+	}
+	return d->lis;
+}
+
+void ctl_fini(struct daemon *d)
+{
+	free(d->lis);
+	d->lis = NULL;
+}
+
 static void client_io(uv_poll_t *h, int status, int events);
 
 static void update_poll(struct client *c)
@@ -29,18 +60,18 @@ static void update_poll(struct client *c)
 
 	if (c->tx.len)
 		ev |= UV_WRITABLE;
-	if (c->tr_open && !uv_is_closing((uv_handle_t *)&c->poll)) {
+	if (c->tr_open && !uv_is_closing((uv_handle_t *)&c->conn->poll)) {
 		if (ev)
-			uv_poll_start(&c->poll, ev, client_io);
+			uv_poll_start(&c->conn->poll, ev, client_io);
 		else
-			uv_poll_stop(&c->poll);
+			uv_poll_stop(&c->conn->poll);
 	}
 }
 
 void ctl_flush(struct client *c)
 {
-	while (c->tx.len && c->fd >= 0) {
-		ssize_t n = send(c->fd, c->tx.buf, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (c->tx.len && c->conn && c->conn->fd >= 0) {
+		ssize_t n = send(c->conn->fd, c->tx.buf, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -61,14 +92,14 @@ int ctl_send_welcome(struct client *c, const void *payload, uint32_t len)
 {
 	struct ringlog_ctl_frame f = { .len = len, .type = RINGLOG_CTL_WELCOME };
 	const uint16_t type = RINGLOG_CTL_WELCOME;
-	int fd = c->d->wake_efd;
+	int fd = c->d->lis ? c->d->lis->wake_efd : -1;
 	size_t n;
 	long sent;
 	int err;
 
-	if (c->fd < 0 || fd < 0 || c->tx.len)
+	if (c->conn->fd < 0 || fd < 0 || c->tx.len)
 		return client_send(c, type, payload, len);
-	sent = ringlog_ctl_send(c->fd, type, payload, len, fd, MSG_DONTWAIT);
+	sent = ringlog_ctl_send(c->conn->fd, type, payload, len, fd, MSG_DONTWAIT);
 	if (sent < 0)
 		return client_send(c, type, payload, len); /* EAGAIN: without the fd */
 	/* What the socket did not take is queued like any reply. */
@@ -94,18 +125,19 @@ static void on_closed(uv_handle_t *h)
 
 void ctl_close(struct client *c)
 {
-	for (int i = 0; i < c->nfds; i++)
-		close(c->fds[i]);
-	c->nfds = 0;
+	for (int i = 0; i < c->conn->nfds; i++)
+		close(c->conn->fds[i]);
+	c->conn->nfds = 0;
 	if (c->tr_open)
-		uv_close((uv_handle_t *)&c->poll, on_closed);
-	close(c->fd);
-	c->fd = -1;
+		uv_close((uv_handle_t *)&c->conn->poll, on_closed);
+	close(c->conn->fd);
+	c->conn->fd = -1;
 }
 
 void ctl_free(struct client *c)
 {
-	(void)c;
+	free(c->conn); /* NULL for a client adopted from the fd store */
+	c->conn = NULL;
 }
 
 /* The descriptors came with the frame's first byte, in order. */
@@ -116,11 +148,11 @@ d_obj_t ctl_take_obj(struct client *c, const uint8_t *p, uint32_t len, size_t st
 	(void)p;
 	(void)len;
 	(void)struct_len;
-	if (!c->nfds)
+	if (!c->conn->nfds)
 		return -1;
-	fd = c->fds[0];
-	memmove(c->fds, c->fds + 1, (size_t)(c->nfds - 1) * sizeof(int));
-	c->nfds--;
+	fd = c->conn->fds[0];
+	memmove(c->conn->fds, c->conn->fds + 1, (size_t)(c->conn->nfds - 1) * sizeof(int));
+	c->conn->nfds--;
 	return fd;
 }
 
@@ -189,7 +221,7 @@ static void read_some(struct client *c)
 	struct iovec iov = { .iov_base = c->rx + c->rx_len, .iov_len = CLIENT_RX_CAP - c->rx_len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
-	ssize_t n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	ssize_t n = recvmsg(c->conn->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -206,8 +238,8 @@ static void read_some(struct client *c)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (c->nfds < (int)(sizeof(c->fds) / sizeof(c->fds[0])))
-				c->fds[c->nfds++] = fd;
+			if (c->conn->nfds < (int)(sizeof(c->conn->fds) / sizeof(c->conn->fds[0])))
+				c->conn->fds[c->conn->nfds++] = fd;
 			else
 				close(fd); /* a peer flooding descriptors */
 		}
@@ -306,7 +338,7 @@ static void resume_accepting(uv_timer_t *t)
 	struct daemon *d = t->data;
 
 	if (!d->stopping)
-		uv_poll_start(&d->listen_poll, UV_READABLE, on_accept);
+		uv_poll_start(&d->lis->listen_poll, UV_READABLE, on_accept);
 }
 
 /* Out of file descriptors: the pending connection stays in the backlog and
@@ -322,7 +354,7 @@ static void pause_accepting(struct daemon *d)
 		      "or limits.clients", strerror(errno));
 		logged = now;
 	}
-	uv_poll_stop(&d->listen_poll);
+	uv_poll_stop(&d->lis->listen_poll);
 	d->accept_timer.data = d;
 	uv_timer_start(&d->accept_timer, resume_accepting, 100, 0);
 }
@@ -355,9 +387,10 @@ static void on_accept(uv_poll_t *h, int status, int events)
 	if (status < 0)
 		return;
 	for (;;) {
-		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(d->lis->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct ucred cr;
 		socklen_t crlen = sizeof(cr);
+		struct ctl_conn *k;
 		struct client *c;
 		unsigned access;
 		char why[200];
@@ -377,20 +410,22 @@ static void on_accept(uv_poll_t *h, int status, int events)
 			refuse_fd(fd, why);
 			continue;
 		}
-		if (!(c = client_new(d))) {
+		if (!(k = calloc(1, sizeof(*k))) || !(c = client_new(d))) {
+			free(k);
 			close(fd);
 			continue;
 		}
-		c->fd = fd;
+		c->conn = k;
+		k->fd = fd;
 		c->pid = (uint32_t)cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
 		c->access = access;
 		read_proc(c);
-		uv_poll_init(d->loop, &c->poll, fd);
-		c->poll.data = c;
+		uv_poll_init(d->loop, &c->conn->poll, fd);
+		c->conn->poll.data = c;
 		c->tr_open = true;
-		uv_poll_start(&c->poll, UV_READABLE, client_io);
+		uv_poll_start(&c->conn->poll, UV_READABLE, client_io);
 	}
 }
 
@@ -504,10 +539,14 @@ int ctl_listen(struct daemon *d)
 	if (listen(fd, 128) < 0)
 		goto fail;
 listening:
-	d->listen_fd = fd;
-	uv_poll_init(d->loop, &d->listen_poll, fd);
-	d->listen_poll.data = d;
-	uv_poll_start(&d->listen_poll, UV_READABLE, on_accept);
+	if (!listener(d)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	d->lis->listen_fd = fd;
+	uv_poll_init(d->loop, &d->lis->listen_poll, fd);
+	d->lis->listen_poll.data = d;
+	uv_poll_start(&d->lis->listen_poll, UV_READABLE, on_accept);
 	return 0;
 fail:
 	err = -errno;
@@ -523,19 +562,21 @@ static void on_wake(uv_poll_t *h, int status, int events)
 
 	(void)status;
 	(void)events;
-	if (read(d->wake_efd, &v, sizeof(v)) != sizeof(v))
+	if (read(d->lis->wake_efd, &v, sizeof(v)) != sizeof(v))
 		v = 0;
 	drain_woken(d, v);
 }
 
 int ctl_wake_open(struct daemon *d)
 {
-	d->wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (d->wake_efd < 0)
+	if (!listener(d))
+		return -ENOMEM;
+	d->lis->wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->lis->wake_efd < 0)
 		return -errno;
-	uv_poll_init(d->loop, &d->wake_poll, d->wake_efd);
-	d->wake_poll.data = d;
-	uv_poll_start(&d->wake_poll, UV_READABLE, on_wake);
+	uv_poll_init(d->loop, &d->lis->wake_poll, d->lis->wake_efd);
+	d->lis->wake_poll.data = d;
+	uv_poll_start(&d->lis->wake_poll, UV_READABLE, on_wake);
 	return 0;
 }
 
@@ -543,24 +584,24 @@ static void on_wake_closed(uv_handle_t *h)
 {
 	struct daemon *d = h->data;
 
-	close(d->wake_efd);
-	d->wake_efd = -1;
+	close(d->lis->wake_efd);
+	d->lis->wake_efd = -1;
 }
 
 void ctl_wake_close(struct daemon *d)
 {
-	if (d->wake_efd >= 0)
-		uv_close((uv_handle_t *)&d->wake_poll, on_wake_closed);
+	if (d->lis && d->lis->wake_efd >= 0)
+		uv_close((uv_handle_t *)&d->lis->wake_poll, on_wake_closed);
 }
 
 void ctl_close_listen(struct daemon *d)
 {
-	if (d->listen_fd < 0)
+	if (!d->lis || d->lis->listen_fd < 0)
 		return;
-	uv_poll_stop(&d->listen_poll);
-	uv_close((uv_handle_t *)&d->listen_poll, NULL);
-	close(d->listen_fd);
-	d->listen_fd = -1;
+	uv_poll_stop(&d->lis->listen_poll);
+	uv_close((uv_handle_t *)&d->lis->listen_poll, NULL);
+	close(d->lis->listen_fd);
+	d->lis->listen_fd = -1;
 	/* An activated socket belongs to systemd, which keeps listening on it
 	 * and starts us again when a client connects. */
 	if (!d->socket_activated)

@@ -38,7 +38,7 @@ static int open_handle(const char *path, DWORD disposition, DWORD flags)
 	int fd;
 
 	if (h == INVALID_HANDLE_VALUE)
-		return GetLastError() == ERROR_FILE_EXISTS ? -EEXIST : -peer_errno(GetLastError());
+		return GetLastError() == ERROR_FILE_EXISTS ? -EEXIST : win_errno(GetLastError());
 	fd = uv_open_osfhandle(h);
 	if (fd < 0) {
 		CloseHandle(h);
@@ -80,9 +80,9 @@ int file_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 		return -ENOMEM;
 	ov.hEvent = (HANDLE)((uintptr_t)ov.hEvent | 1);
 	if (!WriteFile(h, buf, (DWORD)len, NULL, &ov) && GetLastError() != ERROR_IO_PENDING)
-		err = -peer_errno(GetLastError());
+		err = win_errno(GetLastError());
 	else if (!GetOverlappedResult(h, &ov, &n, TRUE))
-		err = -peer_errno(GetLastError());
+		err = win_errno(GetLastError());
 	else if (n != len)
 		err = -EIO;
 	CloseHandle((HANDLE)((uintptr_t)ov.hEvent & ~(uintptr_t)1));
@@ -91,7 +91,7 @@ int file_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 
 int file_sync(int fd)
 {
-	return FlushFileBuffers((HANDLE)uv_get_osfhandle(fd)) ? 0 : -peer_errno(GetLastError());
+	return FlushFileBuffers((HANDLE)uv_get_osfhandle(fd)) ? 0 : win_errno(GetLastError());
 }
 
 void file_close(int fd)
@@ -103,14 +103,14 @@ int file_remove(const char *path)
 {
 	if (DeleteFileA(path) || GetLastError() == ERROR_FILE_NOT_FOUND)
 		return 0;
-	return -peer_errno(GetLastError());
+	return win_errno(GetLastError());
 }
 
 int file_mkdir(const char *path)
 {
 	if (CreateDirectoryA(path, NULL) || GetLastError() == ERROR_ALREADY_EXISTS)
 		return 0;
-	return -peer_errno(GetLastError());
+	return win_errno(GetLastError());
 }
 
 /* LockFileEx on a lock file, held for the life of the process. Its
@@ -128,7 +128,7 @@ int file_lock_dir(const char *dir, int *lock, long *holder)
 	h = CreateFileA(path, GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
 			NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
 	if (h == INVALID_HANDLE_VALUE)
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	/* Lock a byte past the PID's text, so that it stays readable. */
 	ov.Offset = 4096;
 	if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ov)) {
@@ -175,7 +175,7 @@ int file_space(const char *dir, uint64_t *avail, uint64_t *total)
 	ULARGE_INTEGER a, t;
 
 	if (!GetDiskFreeSpaceExA(dir, &a, &t, NULL))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	*avail = a.QuadPart;
 	*total = t.QuadPart;
 	return 0;

@@ -3,30 +3,12 @@
  * win/peer.h for the exchange).
  */
 #include "peer.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <sddl.h>
 #include <stdio.h>
 #include <string.h>
-
-int peer_errno(DWORD e)
-{
-	switch (e) {
-	case ERROR_ACCESS_DENIED: return EACCES;
-	case ERROR_INVALID_HANDLE: return EBADF;
-	case ERROR_INVALID_PARAMETER: return EINVAL;
-	case ERROR_NONE_MAPPED: return ENOENT;
-	case ERROR_NOT_ENOUGH_MEMORY:
-	case ERROR_OUTOFMEMORY:
-	case ERROR_COMMITMENT_LIMIT: return ENOMEM;
-	case ERROR_DISK_FULL:
-	case ERROR_HANDLE_DISK_FULL: return ENOSPC;
-	case ERROR_BROKEN_PIPE:
-	case ERROR_NO_DATA:
-	case ERROR_PIPE_NOT_CONNECTED: return EPIPE;
-	default: return EIO;
-	}
-}
 
 int peer_lookup_sid(const char *name, char *out, size_t len)
 {
@@ -39,7 +21,7 @@ int peer_lookup_sid(const char *name, char *out, size_t len)
 	if (!name || !*name || !LookupAccountNameA(NULL, name, sid, &sid_len, domain, &dom_len, &use))
 		return -ENOENT;
 	if (!ConvertSidToStringSidA(sid, &str))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	snprintf(out, len, "%s", str);
 	LocalFree(str);
 	return 0;
@@ -69,7 +51,7 @@ int peer_pipe_security(const char *const *sids, PSECURITY_DESCRIPTOR *sd, char *
 
 		snprintf(err, len, "cannot build the pipe's security descriptor \"%s\" (Windows "
 			 "error %lu)", sddl, e);
-		return -peer_errno(e);
+		return win_errno(e);
 	}
 	return 0;
 }
@@ -86,7 +68,7 @@ static int token_user(HANDLE tok, char *out, size_t len)
 
 	if (!GetTokenInformation(tok, TokenUser, &u, sizeof(u), &n) ||
 	    !ConvertSidToStringSidA(u.tu.User.Sid, &s))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	snprintf(out, len, "%s", s);
 	LocalFree(s);
 	return 0;
@@ -101,11 +83,11 @@ int peer_identify(HANDLE pipe, struct peer_id *id)
 
 	memset(id, 0, sizeof(*id));
 	if (!GetNamedPipeClientProcessId(pipe, &pid))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	id->pid = pid;
 	id->process = OpenProcess(PROCESS_DUP_HANDLE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
 	if (!id->process)
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	if (!QueryFullProcessImageNameA(id->process, 0, id->exe, &n))
 		snprintf(id->exe, sizeof(id->exe), "?");
 	/* The pipe's own notion of the client: its token while it talks to
@@ -118,7 +100,7 @@ int peer_identify(HANDLE pipe, struct peer_id *id)
 		RevertToSelf();
 	}
 	if (!tok && !OpenProcessToken(id->process, TOKEN_QUERY | TOKEN_DUPLICATE, &tok)) {
-		err = -peer_errno(GetLastError());
+		err = win_errno(GetLastError());
 		peer_release(id);
 		return err;
 	}
@@ -126,7 +108,7 @@ int peer_identify(HANDLE pipe, struct peer_id *id)
 	/* A copy to ask group membership of (CheckTokenMembership wants an
 	 * impersonation token; identification level is all it takes). */
 	if (!err && !DuplicateToken(tok, SecurityIdentification, &id->token))
-		err = -peer_errno(GetLastError());
+		err = win_errno(GetLastError());
 	CloseHandle(tok);
 	if (err)
 		peer_release(id);
@@ -139,7 +121,7 @@ int peer_self_sid(char *out, size_t len)
 	int err;
 
 	if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	err = token_user(tok, out, len);
 	CloseHandle(tok);
 	return err;
@@ -205,7 +187,7 @@ int peer_give_handle(const struct peer_id *id, HANDLE local, DWORD access, uint6
 	HANDLE r = NULL;
 
 	if (!DuplicateHandle(GetCurrentProcess(), local, id->process, &r, access, FALSE, 0))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	*remote = (uint64_t)(uintptr_t)r;
 	return 0;
 }

@@ -63,7 +63,4 @@ int peer_take_section(const struct peer_id *id, uint64_t remote_handle, size_t m
  * client uses. 0 or -errno. */
 int peer_give_handle(const struct peer_id *id, HANDLE local, DWORD access, uint64_t *remote);
 
-/* The errno for a Win32 error code, for messages and return values. */
-int peer_errno(DWORD e);
-
 #endif /* RINGLOG_DAEMON_PEER_WIN_H */

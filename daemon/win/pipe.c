@@ -1,6 +1,7 @@
 /* daemon/win/pipe.c - the control pipe's listening side (win/pipe.h). */
 #include "pipe.h"
 #include "peer.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -35,7 +36,7 @@ static int new_instance(struct pipe_listener *l, bool first)
 		DWORD e = GetLastError();
 
 		return first && (e == ERROR_ACCESS_DENIED || e == ERROR_PIPE_BUSY) ? -EADDRINUSE :
-		       -peer_errno(e);
+		       win_errno(e);
 	}
 	l->pending = h;
 	return 0;
@@ -67,11 +68,11 @@ static int arm(struct pipe_listener *l)
 		l->connected_now = true;
 		SetEvent(l->ov.hEvent);
 	} else if (GetLastError() != ERROR_IO_PENDING) {
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	}
 	if (!RegisterWaitForSingleObject(&l->wait, l->ov.hEvent, on_event, l, INFINITE,
 					 WT_EXECUTEONLYONCE))
-		return -peer_errno(GetLastError());
+		return win_errno(GetLastError());
 	return 0;
 }
 

@@ -1,9 +1,11 @@
 /* daemon/win/service.c - install, uninstall and run ringlogd.exe as a
  * Windows service (win/service.h). */
 #include "service.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <windows.h>
 
 static SERVICE_STATUS_HANDLE status_handle;
@@ -13,19 +15,6 @@ static int (*svc_fn_run)(void *);
 static void (*svc_fn_stop)(void *);
 static void *svc_ctx;
 static int svc_code;
-
-static int win_errno(DWORD e)
-{
-	switch (e) {
-	case ERROR_ACCESS_DENIED: return EACCES;
-	case ERROR_SERVICE_EXISTS:
-	case ERROR_DUPLICATE_SERVICE_NAME: return EEXIST;
-	case ERROR_SERVICE_DOES_NOT_EXIST:
-	case ERROR_SERVICE_MARKED_FOR_DELETE: return ENOENT;
-	case ERROR_FAILED_SERVICE_CONTROLLER_CONNECT: return ENOTSUP;
-	default: return EIO;
-	}
-}
 
 static void report(DWORD state, DWORD exit_code, DWORD wait_ms)
 {
@@ -89,7 +78,7 @@ int svc_run(const char *name, int (*run)(void *ctx), void (*stop)(void *ctx), vo
 	svc_fn_stop = stop;
 	svc_ctx = ctx;
 	if (!StartServiceCtrlDispatcherA(table))
-		return -win_errno(GetLastError());
+		return win_errno(GetLastError());
 	return svc_code;
 }
 
@@ -102,7 +91,7 @@ static int open_scm(DWORD access, SC_HANDLE *scm, char *err, size_t len)
 	e = GetLastError();
 	snprintf(err, len, "cannot open the service control manager (Windows error %lu): run this "
 		 "from an administrator's prompt", e);
-	return -win_errno(e);
+	return win_errno(e);
 }
 
 int svc_install(const char *name, const char *display, const char *command_line, char *err,
@@ -125,7 +114,7 @@ int svc_install(const char *name, const char *display, const char *command_line,
 			 "service \"%s\" is already installed: --service uninstall first" :
 			 "cannot create service \"%s\" (Windows error %lu)", name, e);
 		CloseServiceHandle(scm);
-		return -win_errno(e);
+		return win_errno(e);
 	}
 	ChangeServiceConfig2A(svc, SERVICE_CONFIG_DESCRIPTION, &desc);
 	CloseServiceHandle(svc);
@@ -147,7 +136,7 @@ int svc_uninstall(const char *name, char *err, size_t len)
 		e = GetLastError();
 		snprintf(err, len, "service \"%s\" is not installed (Windows error %lu)", name, e);
 		CloseServiceHandle(scm);
-		return -win_errno(e);
+		return win_errno(e);
 	}
 	/* stop it first, and give it the time a drain takes */
 	if (ControlService(svc, SERVICE_CONTROL_STOP, &st))
@@ -164,9 +153,85 @@ int svc_uninstall(const char *name, char *err, size_t len)
 			snprintf(err, len, "cannot remove service \"%s\" (Windows error %lu)", name, e);
 		CloseServiceHandle(svc);
 		CloseServiceHandle(scm);
-		return -win_errno(e);
+		return win_errno(e);
 	}
 	CloseServiceHandle(svc);
 	CloseServiceHandle(scm);
 	return 0;
+}
+
+/* What the service is started with: this program, --service run, and
+ * the options given to install, quoted. */
+static int service_command(int argc, char **argv, char *out, size_t len)
+{
+	char self[MAX_PATH];
+	size_t n;
+
+	if (!GetModuleFileNameA(NULL, self, sizeof(self)))
+		return -1;
+	n = (size_t)snprintf(out, len, "\"%s\" --service run", self);
+	for (int i = 1; i < argc && n < len; i++) {
+		if (!strcmp(argv[i], "--service") || !strncmp(argv[i], "--service=", 10)) {
+			i += !strcmp(argv[i], "--service");
+			continue;
+		}
+		n += (size_t)snprintf(out + n, len - n, " \"%s\"", argv[i]);
+	}
+	return n < len ? 0 : -1;
+}
+
+static const struct svc_daemon *svc_dm;
+
+/* On the service thread: the daemon serves once it started. */
+static int run_daemon(void *ctx)
+{
+	int rc = svc_dm->start(ctx);
+
+	if (rc)
+		return rc;
+	svc_running();
+	return svc_dm->serve(ctx);
+}
+
+int svc_main(const char *verb, int argc, char **argv, const struct svc_daemon *dm)
+{
+	char err[8192];
+	int rc;
+
+	if (!strcmp(verb, "install")) {
+		char cmd[4096];
+
+		if (service_command(argc, argv, cmd, sizeof(cmd)) < 0) {
+			fprintf(stderr, "ringlogd: --service install: the command line is too long\n");
+			return 1;
+		}
+		if (svc_install(SVC_NAME, "ringlog collector", cmd, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ringlogd: %s\n", err);
+			return 1;
+		}
+		printf("installed the service \"%s\": %s\n", SVC_NAME, cmd);
+		return 0;
+	}
+	if (!strcmp(verb, "uninstall")) {
+		if (svc_uninstall(SVC_NAME, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ringlogd: %s\n", err);
+			return 1;
+		}
+		printf("removed the service \"%s\"\n", SVC_NAME);
+		return 0;
+	}
+	if (strcmp(verb, "run")) {
+		fprintf(stderr, "ringlogd: --service \"%s\": expected install, uninstall or run\n", verb);
+		return 2;
+	}
+	/* The daemon starts on the service thread; a stop the SCM asks for
+	 * before it is up is seen once it is (daemon_stop_async()). */
+	svc_dm = dm;
+	rc = svc_run(SVC_NAME, run_daemon, dm->stop, dm->ctx);
+	if (rc < 0) {
+		fprintf(stderr, "ringlogd: --service run: not started by the service control manager; "
+			"install it with --service install, or run without --service\n");
+		return 2;
+	}
+	return rc;
 }

@@ -33,4 +33,20 @@ int svc_uninstall(const char *name, char *err, size_t len);
 int svc_run(const char *name, int (*run)(void *ctx), void (*stop)(void *ctx), void *ctx);
 void svc_running(void);
 
+/* The daemon as the service runs it (main.c): start() returns 0 or the
+ * exit code, serve() runs it until it stops, stop() is called from the
+ * SCM's thread and only asks. */
+struct svc_daemon {
+	int (*start)(void *ctx);
+	int (*serve)(void *ctx);
+	void (*stop)(void *ctx);
+	void *ctx;
+};
+
+/* --service VERB with the process's arguments (install: register this
+ * program with the other options; uninstall; run: what the SCM starts).
+ * Returns the process's exit code: 0, 1 (failed, said on stderr) or 2
+ * (usage: not an SCM start, or an unknown verb). */
+int svc_main(const char *verb, int argc, char **argv, const struct svc_daemon *dm);
+
 #endif /* RINGLOG_DAEMON_SERVICE_WIN_H */

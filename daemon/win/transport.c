@@ -15,6 +15,37 @@
 #include <string.h>
 #include <time.h>
 
+/* A connection's transport state: ctl.c sees only the pointer. */
+struct ctl_conn {
+	uv_pipe_t pipe;
+	struct peer_id peer; /* process handle, user SID, image */
+	uv_write_t wreq;
+	uint8_t *wbuf;       /* the bytes of the write in flight */
+	bool writing;
+};
+
+/* The pipe's listening side and the event producers wake us with. */
+struct ctl_listener {
+	struct pipe_listener *listener;
+	PSECURITY_DESCRIPTOR pipe_sd;
+	HANDLE wake_event, wake_wait;
+	uv_async_t wake_async;
+	bool wake_open;
+};
+
+static struct ctl_listener *listener(struct daemon *d)
+{
+	if (!d->lis)
+		d->lis = calloc(1, sizeof(*d->lis));
+	return d->lis;
+}
+
+void ctl_fini(struct daemon *d)
+{
+	free(d->lis);
+	d->lis = NULL;
+}
+
 const char ctl_obj_kind[] = "a section of the client's (a CreateFileMapping handle value), "
 			    "committed all through";
 
@@ -30,9 +61,9 @@ static void on_written(uv_write_t *w, int status)
 {
 	struct client *c = w->data;
 
-	free(c->wbuf);
-	c->wbuf = NULL;
-	c->writing = false;
+	free(c->conn->wbuf);
+	c->conn->wbuf = NULL;
+	c->conn->writing = false;
 	if (status < 0) {
 		c->tx.len = 0; /* the peer is gone; the read side will tell */
 		return;
@@ -46,19 +77,19 @@ void ctl_flush(struct client *c)
 {
 	uv_buf_t b;
 
-	if (c->writing || !c->tx.len || !c->tr_open || uv_is_closing((uv_handle_t *)&c->pipe))
+	if (c->conn->writing || !c->tx.len || !c->tr_open || uv_is_closing((uv_handle_t *)&c->conn->pipe))
 		return;
-	c->wbuf = c->tx.buf;
-	b = uv_buf_init((char *)c->wbuf, (unsigned)c->tx.len);
+	c->conn->wbuf = c->tx.buf;
+	b = uv_buf_init((char *)c->conn->wbuf, (unsigned)c->tx.len);
 	c->tx.buf = NULL;
 	c->tx.len = c->tx.cap = 0;
-	c->wreq.data = c;
-	if (uv_write(&c->wreq, (uv_stream_t *)&c->pipe, &b, 1, on_written) < 0) {
-		free(c->wbuf);
-		c->wbuf = NULL;
+	c->conn->wreq.data = c;
+	if (uv_write(&c->conn->wreq, (uv_stream_t *)&c->conn->pipe, &b, 1, on_written) < 0) {
+		free(c->conn->wbuf);
+		c->conn->wbuf = NULL;
 		return;
 	}
-	c->writing = true;
+	c->conn->writing = true;
 }
 
 static void on_shutdown(uv_shutdown_t *s, int status)
@@ -67,7 +98,7 @@ static void on_shutdown(uv_shutdown_t *s, int status)
 
 	(void)status;
 	free(s);
-	uv_close((uv_handle_t *)&c->pipe, on_closed);
+	uv_close((uv_handle_t *)&c->conn->pipe, on_closed);
 }
 
 /* What was queued last (a refusal, an error to a tool) still goes out:
@@ -77,22 +108,25 @@ void ctl_close(struct client *c)
 {
 	uv_shutdown_t *s;
 
-	if (!c->tr_open || uv_is_closing((uv_handle_t *)&c->pipe))
+	if (!c->tr_open || uv_is_closing((uv_handle_t *)&c->conn->pipe))
 		return;
-	uv_read_stop((uv_stream_t *)&c->pipe);
+	uv_read_stop((uv_stream_t *)&c->conn->pipe);
 	ctl_flush(c);
-	if (c->writing && !c->d->stopping && (s = calloc(1, sizeof(*s)))) {
+	if (c->conn->writing && !c->d->stopping && (s = calloc(1, sizeof(*s)))) {
 		s->data = c;
-		if (uv_shutdown(s, (uv_stream_t *)&c->pipe, on_shutdown) == 0)
+		if (uv_shutdown(s, (uv_stream_t *)&c->conn->pipe, on_shutdown) == 0)
 			return;
 		free(s);
 	}
-	uv_close((uv_handle_t *)&c->pipe, on_closed);
+	uv_close((uv_handle_t *)&c->conn->pipe, on_closed);
 }
 
 void ctl_free(struct client *c)
 {
-	peer_release(&c->peer);
+	if (c->conn)
+		peer_release(&c->conn->peer);
+	free(c->conn);
+	c->conn = NULL;
 }
 
 /* A handle value after the frame's struct (proto/ctl.h). */
@@ -127,7 +161,7 @@ int ctl_map(struct client *c, d_obj_t o, bool writable, uint64_t max, void **mem
 	int err;
 
 	(void)writable; /* views are read-write; the daemon only reads metadata */
-	err = peer_take_section(&c->peer, o, 0, (size_t)max, mem, size);
+	err = peer_take_section(&c->conn->peer, o, 0, (size_t)max, mem, size);
 	if (err == -EBADF || (err == -EINVAL && !*size))
 		return -EPERM;
 	if (err == -EINVAL)
@@ -149,7 +183,7 @@ int ctl_send_welcome(struct client *c, const void *w, uint32_t len)
 	if (len > sizeof(struct ringlog_ctl_welcome))
 		return -EINVAL;
 	/* Set-only: the program can wake us and do nothing else with it. */
-	if (c->d->wake_event && peer_give_handle(&c->peer, c->d->wake_event, EVENT_MODIFY_STATE,
+	if (c->d->lis && c->d->lis->wake_event && peer_give_handle(&c->conn->peer, c->d->lis->wake_event, EVENT_MODIFY_STATE,
 						 &remote) < 0)
 		remote = 0;
 	memcpy(buf, w, len);
@@ -190,14 +224,14 @@ static uint32_t sid_rid(const char *sid)
 static void fill_identity(struct client *c)
 {
 	FILETIME created, x1, x2, x3;
-	const char *base = strrchr(c->peer.exe, '\\');
+	const char *base = strrchr(c->conn->peer.exe, '\\');
 	size_t n;
 
-	c->pid = c->peer.pid;
-	c->uid = sid_rid(c->peer.user);
+	c->pid = c->conn->peer.pid;
+	c->uid = sid_rid(c->conn->peer.user);
 	c->gid = 0;
-	c->exe = strdup(c->peer.exe);
-	base = base ? base + 1 : c->peer.exe;
+	c->exe = strdup(c->conn->peer.exe);
+	base = base ? base + 1 : c->conn->peer.exe;
 	n = strlen(base);
 	if (n > 4 && !_stricmp(base + n - 4, ".exe"))
 		n -= 4;
@@ -207,7 +241,7 @@ static void fill_identity(struct client *c)
 	c->comm[n] = 0;
 	/* The process's creation time, as wall-clock ns: the same in every
 	 * daemon instance, so it names the writer across restarts. */
-	if (GetProcessTimes(c->peer.process, &created, &x1, &x2, &x3)) {
+	if (GetProcessTimes(c->conn->peer.process, &created, &x1, &x2, &x3)) {
 		uint64_t t = ((uint64_t)created.dwHighDateTime << 32) | created.dwLowDateTime;
 
 		c->start_real_ns = (t - 116444736000000000ull) * 100;
@@ -220,6 +254,7 @@ static void on_client(void *ctx, HANDLE h)
 {
 	struct daemon *d = ctx;
 	struct peer_id id;
+	struct ctl_conn *k;
 	struct client *c;
 	int err;
 
@@ -229,22 +264,24 @@ static void on_client(void *ctx, HANDLE h)
 		CloseHandle(h);
 		return;
 	}
-	if (!(c = client_new(d))) {
+	if (!(k = calloc(1, sizeof(*k))) || !(c = client_new(d))) {
+		free(k);
 		peer_release(&id);
 		CloseHandle(h);
 		return;
 	}
-	c->peer = id;
+	c->conn = k;
+	k->peer = id;
 	fill_identity(c);
-	uv_pipe_init(d->loop, &c->pipe, 0);
-	c->pipe.data = c;
+	uv_pipe_init(d->loop, &c->conn->pipe, 0);
+	c->conn->pipe.data = c;
 	c->tr_open = true;
-	if ((err = uv_pipe_open(&c->pipe, uv_open_osfhandle(h))) < 0) {
+	if ((err = uv_pipe_open(&c->conn->pipe, uv_open_osfhandle(h))) < 0) {
 		d_log(LOG_WARNING, "client pid %u: uv_pipe_open: %s", c->pid, uv_strerror(err));
 		client_close(c);
 		return;
 	}
-	c->access = access_peer_win(d, &c->peer);
+	c->access = access_peer_win(d, &c->conn->peer);
 	{
 		char why[200];
 
@@ -255,7 +292,7 @@ static void on_client(void *ctx, HANDLE h)
 			return;
 		}
 	}
-	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+	uv_read_start((uv_stream_t *)&c->conn->pipe, on_alloc, on_read);
 }
 
 int ctl_listen(struct daemon *d)
@@ -264,12 +301,14 @@ int ctl_listen(struct daemon *d)
 	char err[600];
 	int rc;
 
+	if (!listener(d))
+		return -ENOMEM;
 	access_pipe_sids(d, sids);
-	if ((rc = peer_pipe_security(sids, &d->pipe_sd, err, sizeof(err))) < 0) {
+	if ((rc = peer_pipe_security(sids, &d->lis->pipe_sd, err, sizeof(err))) < 0) {
 		d_log(LOG_ERR, "%s", err);
 		return rc;
 	}
-	rc = pipe_listen(d->loop, d->cfg.socket_path, d->pipe_sd, on_client, d, &d->listener);
+	rc = pipe_listen(d->loop, d->cfg.socket_path, d->lis->pipe_sd, on_client, d, &d->lis->listener);
 	if (rc == -EADDRINUSE)
 		d_log(LOG_ERR, "another ringlogd (or another program) already has the pipe %s",
 		      d->cfg.socket_path);
@@ -280,9 +319,11 @@ int ctl_listen(struct daemon *d)
 
 void ctl_close_listen(struct daemon *d)
 {
-	if (d->listener)
-		pipe_listener_close(d->listener);
-	d->listener = NULL;
+	if (!d->lis)
+		return;
+	if (d->lis->listener)
+		pipe_listener_close(d->lis->listener);
+	d->lis->listener = NULL;
 }
 
 /* The system thread pool saw the event set: wake the loop. */
@@ -299,16 +340,18 @@ static void on_wake(uv_async_t *a)
 
 int ctl_wake_open(struct daemon *d)
 {
+	if (!listener(d))
+		return -ENOMEM;
 	/* Auto-reset: each wait sees one setting, however many programs set it. */
-	d->wake_event = CreateEventA(NULL, FALSE, FALSE, NULL);
-	if (!d->wake_event)
-		return -peer_errno(GetLastError());
-	uv_async_init(d->loop, &d->wake_async, on_wake);
-	d->wake_async.data = d;
-	d->wake_open = true;
-	if (!RegisterWaitForSingleObject(&d->wake_wait, d->wake_event, on_wake_signalled,
-					 &d->wake_async, INFINITE, WT_EXECUTEINWAITTHREAD)) {
-		int err = -peer_errno(GetLastError());
+	d->lis->wake_event = CreateEventA(NULL, FALSE, FALSE, NULL);
+	if (!d->lis->wake_event)
+		return win_errno(GetLastError());
+	uv_async_init(d->loop, &d->lis->wake_async, on_wake);
+	d->lis->wake_async.data = d;
+	d->lis->wake_open = true;
+	if (!RegisterWaitForSingleObject(&d->lis->wake_wait, d->lis->wake_event, on_wake_signalled,
+					 &d->lis->wake_async, INFINITE, WT_EXECUTEINWAITTHREAD)) {
+		int err = win_errno(GetLastError());
 
 		ctl_wake_close(d);
 		return err;
@@ -320,19 +363,19 @@ static void on_wake_closed(uv_handle_t *h)
 {
 	struct daemon *d = h->data;
 
-	CloseHandle(d->wake_event);
-	d->wake_event = NULL;
+	CloseHandle(d->lis->wake_event);
+	d->lis->wake_event = NULL;
 }
 
 void ctl_wake_close(struct daemon *d)
 {
-	if (!d->wake_open)
+	if (!d->lis || !d->lis->wake_open)
 		return;
-	d->wake_open = false;
+	d->lis->wake_open = false;
 	/* INVALID_HANDLE_VALUE: return once no callback runs any more, so
 	 * none can touch the async handle after it is closed. */
-	if (d->wake_wait)
-		UnregisterWaitEx(d->wake_wait, INVALID_HANDLE_VALUE);
-	d->wake_wait = NULL;
-	uv_close((uv_handle_t *)&d->wake_async, on_wake_closed);
+	if (d->lis->wake_wait)
+		UnregisterWaitEx(d->lis->wake_wait, INVALID_HANDLE_VALUE);
+	d->lis->wake_wait = NULL;
+	uv_close((uv_handle_t *)&d->lis->wake_async, on_wake_closed);
 }

@@ -64,8 +64,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!mkdtemp(dir) || !(d = calloc(1, sizeof(*d))))
 		abort();
 	atexit(cleanup);
-	d->listen_fd = -1;
-	d->wake_efd = -1;
 	ringlog_config_defaults(&d->cfg);
 	snprintf(d->cfg.storage_dir, sizeof(d->cfg.storage_dir), "%s/store", dir);
 	snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%s/sock", dir);
