@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "clock.h"
+#include "decode.h"
 
 #include <time.h>
 

@@ -5,6 +5,19 @@
  * options; the fuzz targets start the same daemon in-process. */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "notify.h"
+#include "ingest/client.h"
+#include "ingest/registry.h"
+#include "ingest/transport.h"
+#include "ingest/drain.h"
+#include "ingest/sync.h"
+#include "ingest/fdstore.h"
+#include "sink/tail.h"
+#include "sink/forward/forward.h"
+#include "store/io-ops.h"
+#include "store/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,7 +129,7 @@ static void on_stop_step(uv_timer_t *t)
 		finish_stop(d);
 		return;
 	}
-	if (d_now(CLOCK_MONOTONIC) - d->rate_prev_ns > 10000000000ull) {
+	if (d_now(CLOCK_MONOTONIC) - d->stop_started_ns > 10000000000ull) {
 		d_log(LOG_WARNING, "shutdown: gave up waiting for writes after 10 s");
 		finish_stop(d);
 		return;
@@ -132,7 +145,7 @@ void daemon_stop(struct daemon *d, const char *why)
 	d_log(LOG_NOTICE, "%s: draining every ring and stopping", why);
 	sd_notify_send("STOPPING=1");
 	ctl_close_listen(d);
-	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
+	d->stop_started_ns = d_now(CLOCK_MONOTONIC);
 	d->stop_timer.data = d;
 	uv_timer_start(&d->stop_timer, on_stop_step, 0, 0);
 }

@@ -14,13 +14,17 @@
  * suppressed.
  */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "log.h"
+#include "clock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 #ifdef _WIN32
 static HANDLE event_log;

@@ -2,6 +2,7 @@
  * (lifecycle.c starts and stops everything else). */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,8 +11,20 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "ingest/client.h"
+#include "ingest/transport.h"
+#include "ingest/access.h"
+#include "ingest/registry.h"
+#include "ingest/drain.h"
+#include "ingest/sync.h"
+#include "ingest/status.h"
+#include "ingest/fdstore.h"
+#include "sink/tail.h"
+#include "sink/forward/forward.h"
 
 #include <errno.h>
+#include <jansson.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -42,6 +54,17 @@ int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t
 		memcpy(t->buf + t->len + alen, b, blen);
 	t->len = need;
 	return 0;
+}
+
+void tool_error(struct client *c, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (s)
+		client_send(c, RINGLOG_CTL_ERROR, s, (uint32_t)strlen(s));
+	free(s);
+	json_decref(j);
 }
 
 /* A connection the transport accepted, linked in; the transport fills in

@@ -11,6 +11,10 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "ingest/drain.h"
+#include "ingest/registry.h"
+#include "ingest/transport.h"
 
 #include <errno.h>
 #include <string.h>

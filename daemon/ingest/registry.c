@@ -9,8 +9,20 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "ingest/registry.h"
+#include "ingest/transport.h"
+#include "ingest/drain.h"
+#include "ingest/fdstore.h"
+#include "sink/tail.h"
+#include "sink/forward/forward.h"
 
 #include <errno.h>
+#ifdef _WIN32
+#include "compat-win.h" /* fnmatch */
+#else
+#include <fnmatch.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,6 +3,11 @@
  * figures come from the in-memory index and counters: no disk scan. */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "clock.h"
+#include "ingest/status.h"
+#include "ingest/registry.h"
+#include "sink/tail.h"
+#include "sink/forward/forward.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -13,6 +13,9 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "ingest/sync.h"
+#include "ingest/registry.h"
+#include "ingest/drain.h"
 
 #include <errno.h>
 #include <stdlib.h>

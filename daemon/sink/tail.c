@@ -18,8 +18,18 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "ingest/registry.h"
+#include "ingest/drain.h"
+#include "sink/tail.h"
 
 #include <errno.h>
+#ifdef _WIN32
+#include "compat-win.h" /* fnmatch */
+#else
+#include <fnmatch.h>
+#endif
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,17 +258,6 @@ void tail_free(struct tail *t)
 	free(t->stream_sent);
 	free(t->frame);
 	free(t);
-}
-
-void tool_error(struct client *c, const char *msg)
-{
-	json_t *j = json_pack("{s:s}", "error", msg);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-
-	if (s)
-		client_send(c, RINGLOG_CTL_ERROR, s, (uint32_t)strlen(s));
-	free(s);
-	json_decref(j);
 }
 
 /* The reply, the clock, then what was held back, to every tail whose

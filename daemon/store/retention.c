@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "store/file.h"
 
 #include <dirent.h>
 #include <errno.h>

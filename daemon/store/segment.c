@@ -11,6 +11,11 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "ingest/registry.h"
+#include "store/io-ops.h"
+#include "store/file.h"
 #include "pack.h"
 #include "sink/sink.h"
 #include "store/file.h"

@@ -19,6 +19,9 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "ingest/access.h"
+#include "store/file.h"
 
 #include <errno.h>
 #include <grp.h>

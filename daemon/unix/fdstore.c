@@ -22,6 +22,12 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "notify.h"
+#include "ingest/fdstore.h"
+#include "ingest/transport.h"
+#include "ingest/registry.h"
+#include "ingest/drain.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "store/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

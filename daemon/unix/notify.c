@@ -2,9 +2,10 @@
  * "KEY=VALUE\n" lines to the AF_UNIX socket in $NOTIFY_SOCKET (a path, or
  * an abstract name starting with '@'). No libsystemd needed. */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "notify.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

@@ -6,6 +6,12 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "ingest/transport.h"
+#include "ingest/access.h"
+#include "ingest/drain.h"
+#include "ingest/fdstore.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,6 +10,10 @@
  * may open it at all. A group that does not exist grants nothing.
  */
 #include "daemon.h"
+#include "log.h"
+#include "ingest/access.h"
+#include "store/file.h"
+#include "win/peer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

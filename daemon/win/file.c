@@ -5,6 +5,9 @@
  * Linux; compat/compat-win.c has the POSIX calls mingw's C runtime lacks.
  */
 #include "daemon.h"
+#include "log.h"
+#include "store/file.h"
+#include "compat-win.h"
 
 #include <errno.h>
 #include <io.h>

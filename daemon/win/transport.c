@@ -7,6 +7,14 @@
  * thread pool. ctl.c handles the frames, exactly as on Linux.
  */
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "ingest/transport.h"
+#include "ingest/access.h"
+#include "ingest/registry.h"
+#include "ingest/drain.h"
+#include "win/peer.h"
+#include "compat-win.h"
 #include "pipe.h"
 
 #include <errno.h>

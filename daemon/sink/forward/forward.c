@@ -4,9 +4,13 @@
  * clients while a tracer listens (the path `ringlog tail` uses). */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "clock.h"
+#include "ingest/registry.h"
 #include "forward.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 

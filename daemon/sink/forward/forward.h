@@ -77,4 +77,17 @@ struct fwd {
 extern const struct fwd_ops fwd_user_events_ops;
 extern const struct fwd_ops fwd_etw_ops;
 
+/* forward.c, for the daemon: a sink of the store's records (fwd_sink_ops;
+ * its shutdown closes the backend). */
+struct daemon;
+struct client;
+struct provider;
+void fwd_apply(struct daemon *d);       /* start or stop as the config says */
+void fwd_sync_client(struct client *c); /* new event definitions */
+void fwd_client_free(struct client *c);
+void fwd_tick(struct daemon *d);        /* tracers came or went: re-raise */
+void fwd_raise(struct daemon *d, struct provider *p);
+struct json_t *fwd_status(struct daemon *d);
+extern const struct sink_ops fwd_sink_ops;
+
 #endif /* RINGLOG_DAEMON_FORWARD_H */

@@ -12,7 +12,7 @@
  * are defined here, from Documentation/trace/user_events.rst.
  */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "log.h"
 #include "eventheader.h"
 #include "forward.h"
 

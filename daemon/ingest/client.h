@@ -1,0 +1,111 @@
+/* daemon/ingest/client.h - a peer of the control channel (ctl.c): its
+ * identity, its frames in and replies out, and what it registered, for
+ * writers (registry.h) and tools (tail, status) alike, whatever transport
+ * carries it (transport.h). */
+#ifndef RINGLOG_DAEMON_CLIENT_H
+#define RINGLOG_DAEMON_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "meta.h"
+
+struct daemon;
+struct ring;
+struct provider;
+struct ctl_conn;
+
+/* An object a client hands over with a frame (proto/ctl.h): a descriptor
+ * received through SCM_RIGHTS, or a handle value in the client's process
+ * (Windows). unix/transport.c / win/transport.c take, map and drop them. */
+#ifdef _WIN32
+typedef uint64_t d_obj_t;
+#define D_OBJ_NONE 0
+#else
+typedef int d_obj_t;
+#define D_OBJ_NONE (-1)
+#endif
+
+/* Bytes queued for a peer; the loop writes them when the socket allows. */
+struct txbuf {
+	uint8_t *buf;
+	size_t len, cap, limit;
+};
+
+struct tail;
+
+struct client {
+	struct client *next;
+	struct daemon *d;
+	/* the connection: the transport's own (unix/transport.c,
+	 * win/transport.c); NULL for a writer adopted from the fd store */
+	struct ctl_conn *conn;
+	bool tr_open;        /* the loop still holds the connection's handle */
+	bool gone;           /* connection closed; rings may still hold data */
+	uint32_t id;         /* writer id, daemon-unique */
+	uint64_t seq;        /* order of connection: the newest is refused first */
+	uint32_t pid, uid, gid; /* Windows: uid is the user SID's last part */
+	char comm[16];
+	char *exe;
+	uint64_t start_real_ns;
+	unsigned access;     /* ACCESS_* granted at connect (access.c) */
+	bool writer;         /* sent HELLO */
+	bool tool;           /* sent STATUS/TAIL */
+
+	uint8_t *rx;
+	size_t rx_len;
+	struct txbuf tx;
+
+	/* writer */
+	const uint8_t *meta_map;
+	uint32_t meta_size;
+	uint32_t meta_read;  /* bytes of entries parsed */
+	struct ringlog_meta meta;
+	struct provider **prov;   /* by metadata provider id */
+	uint64_t (*prov_sent)[8]; /* enablement last sent, by id */
+	uint32_t nprov;
+	struct ring *rings;
+	uint32_t nrings;
+	uint64_t ring_bytes;
+	uint32_t seg_gen;    /* segment generation that has WRITER + META[..] */
+	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
+	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
+	bool refused;
+	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
+	bool ghost;          /* adopted from the fd store: no connection */
+	bool fd_stored;      /* its metadata region is in the fd store */
+	uint32_t fd_wid;     /* the writer id in its fd store names */
+
+	struct tail *tail;   /* tool running `ringlog tail` */
+	struct sync_wait *syncs; /* SYNC requests not answered yet (sync.c) */
+
+	/* forwarding (forward.c): a backend handle per event id */
+	void **fwd_ev;
+	uint32_t nfwd_ev;
+	uint32_t fwd_next;   /* event ids below it were offered */
+};
+
+/* ctl.c: frames, replies and the life of a connection. client_send()
+ * returns 0, -EPIPE (the peer is gone) or -ENOBUFS (its queue is over its
+ * limit: the reply is dropped for it). */
+struct client *client_new(struct daemon *d);
+int client_send(struct client *c, uint16_t type, const void *payload, uint32_t len);
+void client_close(struct client *c);
+void client_maybe_free(struct client *c);
+/* May a peer of uid with access connect now (self: its client, if made
+ * already)? false with why (limits.clients and its reserve for root and
+ * readers, limits.clients_per_uid). */
+bool ctl_admit(struct daemon *d, const struct client *self, uint32_t uid, unsigned access,
+	       char *why, size_t len);
+/* The transport read n bytes into c->rx + c->rx_len: handle the frames. */
+void client_received(struct client *c, size_t n);
+#define CLIENT_RX_CAP (RINGLOG_CTL_MAX + sizeof(struct ringlog_ctl_frame))
+
+/* Queue a then b on t: 0, -ENOBUFS (over t->limit) or -ENOMEM. */
+int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t blen);
+/* An ERROR frame {"error": msg} to a tool. */
+void tool_error(struct client *c, const char *msg);
+
+#endif /* RINGLOG_DAEMON_CLIENT_H */

@@ -1,0 +1,75 @@
+/* daemon/ingest/registry.h - writers' providers and rings (registry.c):
+ * HELLO maps a writer's metadata region, RING attaches a ring through the
+ * validating consumer (proto/ringbuf.h), and enablement per provider goes
+ * back to every writer (ENABLE frames).
+ *
+ * Identity comes from the transport, never from a message. reg_hello()
+ * and reg_ring() return 0 (a refusal is sent to the peer, not an error),
+ * -EPROTO (a frame the protocol does not allow: the connection closes) or
+ * -ENOMEM. */
+#ifndef RINGLOG_DAEMON_REGISTRY_H
+#define RINGLOG_DAEMON_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringbuf.h"
+#include "ingest/client.h"
+
+struct daemon;
+
+/* Enablement and counters of one provider name, across all writers. */
+struct provider {
+	struct provider *next;
+	char *name;
+	uint64_t kw[8];      /* effective: config rule, raised by tails */
+	uint64_t stored;     /* events */
+	uint64_t lost_ring;  /* ring overflow the program attributed to it (the
+	                      * LOSS record's aux); other losses have no provider */
+};
+
+/* One ring of a writer: a stream in segment terms. */
+struct ring {
+	struct ring *next;
+	struct client *c;
+	uint32_t id;         /* stream id, daemon-unique */
+	uint32_t tid;
+	uint32_t clock;      /* RINGLOG_RING_CLOCK_TSC or 0 */
+	uint64_t handle;     /* the client's name for it */
+	uint64_t ring_id;    /* ring header created_ns, read once (STREAM) */
+	void *mem;
+	size_t map_size;
+	struct ringlog_consumer cons;
+	uint32_t seg_gen;    /* segment generation that has its STREAM record */
+	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
+	uint32_t held;       /* chunk entries (open or in flight) holding its
+	                      * records: their ring space is given back only
+	                      * once the chunk is written (segment.c) */
+	bool dead;           /* corrupt: detached, mapping released */
+	bool fd_stored;      /* a copy is in the service manager's fd store */
+	bool handed_over;    /* adopted after a restart, then registered again
+	                      * by its live program: the new ring drains it */
+	bool finishing;      /* drained for good; released when held == 0 */
+};
+
+int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
+int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
+/* Attach a mapped ring to c: the ring, or NULL with *why (the mapping is
+ * then the caller's to drop). */
+struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void *mem, size_t size,
+			  const char **why);
+/* Parse what the writer appended to its metadata region: 0 (a corrupt
+ * region refuses the writer) or -ENOMEM. */
+int reg_meta_sync(struct client *c);
+/* A REFUSE frame for the writer (handle 0: the whole registration), the
+ * first few logged. */
+void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A ring drained for good (or a client going): unmap and free it. */
+void reg_ring_release(struct ring *r);
+/* Configuration, tails or tracers changed: enablement again, everywhere. */
+void reg_enable_recompute(struct daemon *d);
+struct provider *reg_provider(struct daemon *d, const char *name);
+
+#endif /* RINGLOG_DAEMON_REGISTRY_H */
