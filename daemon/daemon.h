@@ -286,6 +286,9 @@ struct daemon {
 	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;
 	uint64_t start_real_ns;
 
+	struct op_rule *op_rules; /* run-time enablement, newest first (operate.c) */
+	uint64_t op_tick_ns;      /* last max_retention check (CLOCK_MONOTONIC) */
+
 	struct tail *tails;
 	unsigned ntails;
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */
@@ -508,6 +511,12 @@ void sys_identity(uint8_t boot_id[16], char *host, size_t host_len);
 int ret_scan(struct daemon *d);
 void ret_add(struct daemon *d, struct segfile *s);
 int ret_make_room(struct daemon *d, uint64_t bytes);
+/* Delete sealed segments (never the one being written, nor one with writes
+ * in flight), oldest first, until the store takes at most keep_bytes; then
+ * those whose newest event is older than before_ns (0: no age limit). each
+ * (may be NULL) sees each one before it goes. Returns how many went. */
+unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
+		    void (*each)(void *ctx, const struct segfile *s), void *ctx);
 uint64_t ret_fs_free(const struct daemon *d);
 uint64_t ret_min_free(const struct daemon *d);
 
@@ -544,6 +553,19 @@ void sync_free(struct client *c);
 
 /* status.c */
 int status_reply(struct client *c, bool detail);
+
+/* operate.c: what operators change at run time (proto/ctl.h's ENABLE_SET,
+ * LIST, VACUUM frames) and max_retention. Run-time enablement rules come
+ * before the configuration's and last until SIGHUP or a restart. */
+int op_enable_set(struct client *c, const uint8_t *json, uint32_t len);
+int op_list(struct client *c, const uint8_t *json, uint32_t len);
+int op_vacuum(struct client *c, const uint8_t *json, uint32_t len);
+/* The run-time rule for provider name, if one matches: true, kw filled. */
+bool op_rule_kw(const struct daemon *d, const char *name, uint64_t kw[8]);
+json_t *op_status(const struct daemon *d); /* the rules, for STATUS */
+void op_reset(struct daemon *d);  /* SIGHUP: back to the configuration */
+void op_tick(struct daemon *d);   /* max_retention */
+void op_free(struct daemon *d);
 
 /* txbuf helpers (ctl.c) */
 int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t blen);

@@ -66,6 +66,7 @@ static void on_flush_timer(uv_timer_t *t)
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
 	seg_tick(d);
+	op_tick(d); /* max_retention */
 	sync_tick(d);
 	fwd_tick(d);
 	if (now - d->rate_prev_ns >= 1000000000u) {
@@ -177,6 +178,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	seg_reload(d);
 	access_resolve(d);
 	fwd_apply(d);
+	op_reset(d); /* `ringlog enable` rules last until a reload */
 	reg_enable_recompute(d);
 	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
 }
@@ -283,6 +285,7 @@ void daemon_finish(struct daemon *d)
 #endif
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	seg_fini(d);
+	op_free(d);
 	while (d->providers) {
 		struct provider *p = d->providers;
 
