@@ -542,6 +542,23 @@ static void k_max_segment_age(struct ctx *x, const char *p, json_t *v)
 		     &x->c->max_segment_age_ns);
 }
 
+/* "off" (the default) or a duration: a segment whose newest event is older
+ * goes on the daemon's tick, whatever room the budget leaves (as
+ * journald's MaxRetentionSec=). */
+static void k_max_retention(struct ctx *x, const char *p, json_t *v)
+{
+	if (json_is_string(v) && !strcmp(json_string_value(v), "off")) {
+		x->c->max_retention_ns = 0;
+		return;
+	}
+	if (!json_is_string(v) || ringlog_parse_duration(json_string_value(v), &(uint64_t){ 0 }) < 0) {
+		report(x, p, "expected \"off\" or a duration like \"12h\" or \"30d\", got %s", GOT(v));
+		return;
+	}
+	get_duration(x, p, v, 1000000000ull, 3660 * 86400000000000ull, "1s to 3660d",
+		     &x->c->max_retention_ns);
+}
+
 static void k_max_disk(struct ctx *x, const char *p, json_t *v)
 {
 	get_size(x, p, v, 64 << 10, UINT64_MAX, &x->c->max_disk);
@@ -746,6 +763,7 @@ static const struct key top_keys[] = {
 	{ "max_segment_age", k_max_segment_age },
 	{ "max_disk", k_max_disk },
 	{ "min_free", k_min_free },
+	{ "max_retention", k_max_retention },
 	{ "io_backend", k_io_backend },
 	{ "providers", k_providers },
 	{ "forward", k_forward },
@@ -957,7 +975,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 	for (unsigned i = 0; i < c->n_providers; i++)
 		json_object_set_new(providers, c->providers[i].pattern,
 				    provider_json(&c->providers[i]));
-	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
+	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
 			 " s:{s:b, s:b}, s:{s:i, s:o, s:o, s:i, s:i, s:i, s:o}}",
 			 "storage_dir", c->storage_dir, "socket_path", c->socket_path,
 			 "socket_group", c->socket_group, "read_group", c->read_group,
@@ -967,6 +985,8 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 			 "max_segment_age", duration_json(c->max_segment_age_ns),
 			 "max_disk", size_json(c->max_disk),
 			 "min_free", c->min_free_bytes ? size_json(c->min_free_bytes) : json_string(pct),
+			 "max_retention", c->max_retention_ns ? duration_json(c->max_retention_ns) :
+				json_string("off"),
 			 "io_backend", backends[c->io_backend], "providers", providers,
 			 "forward", "user_events", c->forward.user_events, "etw", c->forward.etw,
 			 "limits", "rings_per_process", (json_int_t)c->limits.rings_per_process,

@@ -45,6 +45,7 @@ struct ringlog_config {
 	uint64_t max_disk;
 	uint64_t min_free_bytes;   /* one of these two is set */
 	uint32_t min_free_percent;
+	uint64_t max_retention_ns; /* older data is deleted whatever the budget; 0: off */
 	enum ringlog_io_backend io_backend;
 	struct ringlog_config_provider default_provider;
 	struct ringlog_config_provider providers[RINGLOG_CONFIG_PROVIDERS];

@@ -83,6 +83,9 @@ struct daemon {
 	uint64_t stop_started_ns; /* when shutdown began (its 10 s bound) */
 	uint64_t start_real_ns;
 
+	struct op_rule *op_rules; /* run-time enablement, newest first (operate.c) */
+	uint64_t op_tick_ns;      /* last max_retention check (CLOCK_MONOTONIC) */
+
 	struct tail *tails;
 	unsigned ntails;
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */

@@ -13,6 +13,7 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/sync.h"
+#include "ingest/operate.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
 #include "sink/forward/forward.h"
@@ -79,6 +80,7 @@ static void on_flush_timer(uv_timer_t *t)
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
 	store_tick(d);
+	op_tick(d); /* max_retention */
 	tail_tick(d);
 	sync_tick(d);
 	fwd_tick(d);
@@ -198,6 +200,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	store_reload(d);
 	access_resolve(d);
 	fwd_apply(d);
+	op_reset(d); /* `ringlog enable` rules last until a reload */
 	reg_enable_recompute(d);
 	d_log(LOG_NOTICE, "SIGHUP: configuration reloaded from %s", d->config_path);
 }
@@ -325,6 +328,7 @@ void daemon_finish(struct daemon *d)
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	ctl_fini(d); /* its handles are closed now */
 	store_fini(d);
+	op_free(d);
 	while (d->providers) {
 		struct provider *p = d->providers;
 

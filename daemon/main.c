@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
+#include "ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --config FILE      JSON configuration (default: built-in defaults)\n"
 	      "  --check-config     validate the configuration, print the effective one, exit\n"
+	      "  --version          the version, the formats and the I/O backends built in\n"
 	      "  --storage DIR      override storage_dir\n"
 	      "  --socket PIPE      override socket_path (a pipe name: \\\\.\\pipe\\NAME)\n"
 	      "  --service install  register as the Windows service \"ringlogd\" (automatic\n"
@@ -55,6 +57,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --config FILE      JSON configuration (default: built-in defaults)\n"
 	      "  --check-config     validate the configuration, print the effective one, exit\n"
+	      "  --version          the version, the formats and the I/O backends built in\n"
 	      "  --foreground       accepted for compatibility; ringlogd never forks\n"
 	      "  --storage DIR      override storage_dir\n"
 	      "  --socket PATH      override socket_path\n"
@@ -95,6 +98,21 @@ static void stop(void *ctx)
 }
 #endif
 
+/* What a bug report needs: the version, the formats this build writes
+ * and reads, and the write backends compiled in. */
+static void print_version(void)
+{
+	printf("ringlogd %s\n"
+	       "formats: ring %u, metadata %u, segment %u, control %u\n"
+#ifdef _WIN32
+	       "io: iocp\n",
+#else
+	       "io: io_uring, pool (io_uring falls back to pool where refused)\n",
+#endif
+	       RINGLOG_VERSION_STRING, RINGLOG_RING_VERSION, RINGLOG_META_VERSION,
+	       RINGLOG_SEG_VERSION, RINGLOG_CTL_VERSION);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -110,6 +128,7 @@ int main(int argc, char **argv)
 		{ "service", required_argument, NULL, 'W' },
 #endif
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
@@ -144,6 +163,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'W': service = optarg; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': print_version(); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

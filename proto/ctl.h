@@ -38,11 +38,35 @@
  *
  * Tools (`ringlog`), JSON payloads (UTF-8, one object per frame):
  *   C->D STATUS  {} ; D->C STATUS {...} (see ringlog status --json)
- *   C->D TAIL    {"backlog":N,"provider":"glob","event":"name","level":L,
- *                 "keyword":K,"pid":P,"uid":U}
+ *   C->D TAIL    {"backlog":N,"provider":"glob","event":"glob","level":L,
+ *                 "level_min":L,"keyword":K,"pid":P,"uid":U}
+ *                every member optional: events of levels level_min (1)
+ *                ..level (4) whose provider and event names match the
+ *                globs (fnmatch), keyword and writer; the tool applies the
+ *                rest of its selection (fields, --grep, times) itself, with
+ *                the matcher that reads stored events (client/cli/select.c)
  *   D->C DATA    binary: segment records (segment.h) - WRITER, STREAM, META,
  *                SPAN with exactly one event, LOSS
  *   D->C ERROR   {"error":"message"}
+ * Operating (`ringlog enable/disable/list/vacuum`; read access, like TAIL:
+ * a peer without it gets ERROR naming read_group and is disconnected). One
+ * request per frame, answered by a frame of the same type or ERROR:
+ *   C->D ENABLE_SET {"provider":GLOB, "level":0..5 (0: off; default 5),
+ *                 "keywords":"0xHEX" (default all)} or {"provider":GLOB,
+ *                 "reset":true}: a run-time enablement rule, before the
+ *                 configuration's, until SIGHUP or restart (daemon/operate.c);
+ *                 D->C {"provider","reset","level","keywords","matched":[names
+ *                 of providers known now that it reaches]}
+ *   C->D LIST    {"provider":GLOB (optional)}; D->C {"providers":[{"name",
+ *                 "enabled_level", "programs":[{"pid","comm"}], "events":[{
+ *                 "name","level","keyword","opcode","fields":[{"name","type",
+ *                 "format"}]}]}]}: what running programs declared
+ *   C->D VACUUM  {"size":BYTES, "age_ns":NS} (either or both): delete sealed
+ *                 segments, oldest first, until the store is at most BYTES,
+ *                 and those whose newest event is older than NS; never the
+ *                 segment being written. D->C {"deleted":[{"path","bytes",
+ *                 "events","first_ns","last_ns"}], "freed_bytes", "used_bytes",
+ *                 "segments", "storage_dir", "current": seq being written}
  */
 #ifndef RINGLOG_PROTO_CTL_H
 #define RINGLOG_PROTO_CTL_H
@@ -71,6 +95,9 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_TAIL = 17,
 	RINGLOG_CTL_DATA = 18,
 	RINGLOG_CTL_ERROR = 19,
+	RINGLOG_CTL_ENABLE_SET = 20,
+	RINGLOG_CTL_LIST = 21,
+	RINGLOG_CTL_VACUUM = 22,
 };
 
 struct ringlog_ctl_frame {

@@ -73,7 +73,8 @@ static const struct { const char *json, *err; } bad[] = {
 	{ "{\"max_disks\": \"1G\"}",
 	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, flush_interval, "
-	  "max_segment_size, max_segment_age, max_disk, min_free, io_backend, providers, "
+	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
+	  "providers, "
 	  "forward, limits" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
@@ -85,6 +86,11 @@ static const struct { const char *json, *err; } bad[] = {
 	  "or \"7d\", got 1" },
 	{ "{\"flush_interval\": \"2h\"}",
 	  "config: t.json:1:2: \"flush_interval\": \"2h\" is out of range (1ms to 1h)" },
+	{ "{\"max_retention\": \"forever\"}",
+	  "config: t.json:1:2: \"max_retention\": expected \"off\" or a duration like \"12h\" or "
+	  "\"30d\", got \"forever\"" },
+	{ "{\"max_retention\": \"500ms\"}",
+	  "config: t.json:1:2: \"max_retention\": \"500ms\" is out of range (1s to 3660d)" },
 	{ "{\"io_backend\": \"epoll\"}",
 	  "config: t.json:1:2: \"io_backend\": expected \"auto\", \"io_uring\" or \"pool\", "
 	  "got \"epoll\"" },
@@ -163,7 +169,7 @@ Test(config, good_file_applies_every_key)
 		"  \"socket_group\": \"ops\", \"read_group\": \"sre\", \"socket_mode\": \"0600\",\n"
 		"  \"ring_size\": \"256K\", \"flush_interval\": \"200ms\", \"max_segment_size\": \"1M\",\n"
 		"  \"max_segment_age\": \"10m\", \"max_disk\": \"8M\", \"min_free\": \"100M\",\n"
-		"  \"io_backend\": \"pool\",\n"
+		"  \"io_backend\": \"pool\", \"max_retention\": \"30d\",\n"
 		"  \"providers\": { \"*\": {\"level\": \"error\"},\n"
 		"                 \"Acme.*\": {\"level\": \"verbose\", \"keywords\": \"0x3\"} },\n"
 		"  \"forward\": {\"user_events\": false, \"etw\": false},\n"
@@ -184,6 +190,7 @@ Test(config, good_file_applies_every_key)
 	cr_assert_eq(c->max_disk, 8 << 20);
 	cr_assert_eq(c->min_free_bytes, 100 << 20);
 	cr_assert_eq(c->min_free_percent, 0);
+	cr_assert_eq(c->max_retention_ns, 30 * 86400000000000ull);
 	cr_assert_eq(c->io_backend, RINGLOG_IO_POOL);
 	cr_assert_eq(c->default_provider.level, 2);
 	cr_assert_eq(c->default_provider.keywords, UINT64_MAX);

@@ -68,6 +68,14 @@ long cli_recv(int fd, uint16_t *type, uint8_t **payload);
 /* Print the daemon's ERROR frame {"error": "..."} as "WHO: ringlogd says: ...". */
 void cli_print_error(const char *who, const uint8_t *payload);
 
+struct query;
+/* tail.c: follow the daemon's live stream after the stored history (the
+ * newest q->lines of dir, or of the daemon's store when dir is NULL). */
+int cli_follow(struct query *q, const char *dir);
+/* read.c: print the stored history before a follow (lines < 0: all).
+ * Returns 0, or -1 when dir cannot be read. */
+int read_history(const struct query *q, const char *dir, long lines);
+
 int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);

@@ -1,6 +1,9 @@
 /* client/cli/main.c - `ringlog`: tail, status, read, emit. */
 #include "cli.h"
 #include "ctl.h"
+#include "event.h"
+#include "ring.h"
+#include "segment.h"
 
 #include <string.h>
 #ifdef _WIN32
@@ -17,6 +20,7 @@ static void usage(FILE *f)
 	      "  read     decode segment files offline\n"
 	      "  emit     write one event from a script\n"
 	      "\n"
+	      "ringlog --version prints the version and the formats it reads.\n"
 	      "ringlog COMMAND --help describes each. The daemon is found through\n"
 	      "--socket, then $RINGLOG_SOCKET, then " RINGLOG_SOCKET_DEFAULT ".\n"
 	      "Exit codes: 0 ok, 1 error, 2 usage, 3 ringlogd unreachable,\n"
@@ -30,6 +34,15 @@ int main(int argc, char **argv)
 	_setmode(1, _O_BINARY);
 	_setmode(2, _O_BINARY);
 #endif
+	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		/* what a bug report needs: this build, the formats it reads and
+		 * the protocol it speaks */
+		printf("ringlog %s\n"
+		       "formats: ring %u, metadata %u, segment %u, control %u\n",
+		       RINGLOG_VERSION_STRING, RINGLOG_RING_VERSION, RINGLOG_META_VERSION,
+		       RINGLOG_SEG_VERSION, RINGLOG_CTL_VERSION);
+		return EXIT_OK;
+	}
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;

@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "output.h"
+#include "query.h"
 
 /* Events are rendered to text as they are decoded (metadata lives in the
  * per-file decoder), then sorted by time: memory grows with the output,
- * which is what `read` prints anyway. */
+ * which is what `read` prints anyway; with -n only the newest N are kept. */
 struct line {
 	uint64_t ns;
 	uint64_t seq;
@@ -24,18 +26,22 @@ struct line {
 };
 
 struct rd {
-	struct printer pr;
-	struct filter f;
+	const struct query *q;
 	struct line *lines;
 	size_t n, cap;
 	uint64_t seq;
+	size_t limit;          /* -n: keep the newest this many; 0: all */
+	uint64_t threshold;    /* with limit lines held: the oldest one's time */
 	bool damaged;
 	const char *path;
 	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
+	uint64_t first_ns, last_ns; /* of the store, from segment and chunk headers */
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
 {
+	if (!text)
+		return;
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 1024;
 		struct line *l = realloc(r->lines, cap * sizeof(*l));
@@ -50,98 +56,33 @@ static void add_line(struct rd *r, uint64_t ns, char *text)
 	r->lines[r->n++] = (struct line){ ns, r->seq++, text };
 }
 
-/* print_event() writes to stdout; read renders into memory first to sort. */
-struct capture {
-	FILE *saved;
-	int saved_fd; /* Windows */
-	char *buf;
-	size_t len;
-};
-
-#ifdef _WIN32
-/* No open_memstream, and stdout cannot be assigned: fd 1 is pointed at one
- * temporary file for the duration of an event and read back. */
-static int capture_fd = -1;
-
-static void capture_begin(struct capture *c)
+static void span(struct rd *r, uint64_t first, uint64_t last)
 {
-	c->buf = NULL;
-	c->saved_fd = -1;
-	if (capture_fd < 0) {
-		FILE *t = tmpfile();
-
-		capture_fd = t ? _fileno(t) : -1;
-	}
-	fflush(stdout);
-	if (capture_fd < 0 || _lseek(capture_fd, 0, SEEK_SET) < 0)
-		return;
-	c->saved_fd = _dup(1);
-	if (c->saved_fd >= 0 && _dup2(capture_fd, 1) < 0) {
-		_close(c->saved_fd);
-		c->saved_fd = -1;
-	}
+	if (first && (!r->first_ns || first < r->first_ns))
+		r->first_ns = first;
+	if (last > r->last_ns)
+		r->last_ns = last;
 }
-
-static char *capture_end(struct capture *c)
-{
-	long n;
-
-	if (c->saved_fd < 0)
-		return NULL;
-	fflush(stdout);
-	_dup2(c->saved_fd, 1);
-	_close(c->saved_fd);
-	n = _lseek(capture_fd, 0, SEEK_CUR);
-	if (n < 0 || _lseek(capture_fd, 0, SEEK_SET) < 0 || !(c->buf = malloc((size_t)n + 1)))
-		return NULL;
-	n = _read(capture_fd, c->buf, (unsigned)n);
-	c->len = n < 0 ? 0 : (size_t)n;
-	c->buf[c->len] = 0;
-	return c->buf;
-}
-#else
-static void capture_begin(struct capture *c)
-{
-	FILE *m = open_memstream(&c->buf, &c->len);
-
-	c->saved = stdout;
-	if (m)
-		stdout = m;
-}
-
-static char *capture_end(struct capture *c)
-{
-	if (stdout != c->saved) {
-		fclose(stdout);
-		stdout = c->saved;
-	}
-	return c->buf;
-}
-#endif
 
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
 	struct rd *r = ctx;
-	struct capture c = { 0 };
 
-	if (!filter_match(&r->f, e))
+	if (r->limit && r->n >= r->limit && e->real_ns < r->threshold)
+		return 0; /* older than the newest N already held */
+	if (!sel_match(&r->q->sel, e))
 		return 0;
-	capture_begin(&c);
-	print_event(&r->pr, e);
-	add_line(r, e->real_ns, capture_end(&c));
+	add_line(r, e->real_ns, out_event(&r->q->out, e));
 	return 0;
 }
 
 static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 {
 	struct rd *r = ctx;
-	struct capture c = { 0 };
 
-	if (!filter_loss(&r->f, l))
+	if (!sel_match_loss(&r->q->sel, l))
 		return;
-	capture_begin(&c);
-	print_loss(&r->pr, l);
-	add_line(r, l->real_ns, capture_end(&c));
+	add_line(r, l->real_ns, out_loss(&r->q->out, l));
 }
 
 static void on_rec_damage(void *ctx, const char *what)
@@ -162,13 +103,11 @@ static void on_file_damage(void *ctx, const char *path, uint64_t from, uint64_t 
 		(unsigned long long)from, (unsigned long long)to, why);
 }
 
-static int read_file(struct rd *r, const char *path)
+/* Open a segment, saying what is wrong with its header. */
+static int open_seg(struct rd *r, struct ringlog_seg_file *f, const char *path)
 {
-	struct ringlog_seg_file f;
-	struct ringlog_decoder d;
-	struct ringlog_seg_clock clk;
 	const char *why;
-	int err = ringlog_seg_open(&f, path, &why);
+	int err = ringlog_seg_open(f, path, &why);
 
 	r->path = path;
 	if (err < 0) {
@@ -176,27 +115,63 @@ static int read_file(struct rd *r, const char *path)
 		r->damaged = true;
 		return err;
 	}
-	if (!f.hdr_ok) {
+	if (!f->hdr_ok) {
 		fprintf(stderr, "ringlog: %s: header checksum mismatch; reading its chunks anyway\n", path);
 		r->damaged = true;
 	}
-	if (f.warning[0]) {
-		fprintf(stderr, "ringlog: %s: %s\n", path, f.warning);
+	if (f->warning[0]) {
+		fprintf(stderr, "ringlog: %s: %s\n", path, f->warning);
 		r->damaged = true;
 	}
-	ringlog_seg_clock_of(&f.hdr, &clk);
-	ringlog_dec_init(&d, &clk);
-	d.ctx = r;
-	d.dedup = &r->dedup;
-	d.on_event = on_event;
-	d.on_loss = on_loss;
-	d.on_damage = on_rec_damage;
-	f.ctx = r;
-	f.on_damage = on_file_damage;
+	f->ctx = r;
+	f->on_damage = on_file_damage;
+	return 0;
+}
+
+static void dec_setup(struct rd *r, struct ringlog_decoder *d, const struct ringlog_seg_file *f,
+		      struct ringlog_dedup *dedup)
+{
+	struct ringlog_seg_clock clk;
+
+	ringlog_seg_clock_of(&f->hdr, &clk);
+	ringlog_dec_init(d, &clk);
+	d->ctx = r;
+	d->dedup = dedup;
+	d->on_event = on_event;
+	d->on_loss = on_loss;
+	d->on_damage = on_rec_damage;
+}
+
+/* A closed segment whose header we trust: its time range without reading it. */
+static bool closed_range(const struct ringlog_seg_file *f)
+{
+	return f->hdr_ok && f->hdr.state == RINGLOG_SEG_CLOSED && f->hdr.events;
+}
+
+static void read_file(struct rd *r, const char *path)
+{
+	struct ringlog_seg_file f;
+	struct ringlog_decoder d;
+	int err;
+
+	if (open_seg(r, &f, path) < 0)
+		return;
+	if (closed_range(&f)) {
+		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
+		/* a loss may lie outside the events' range: only skip a file
+		 * that counted none */
+		if (!f.hdr.lost && !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
+						      f.hdr.last_real_ns)) {
+			ringlog_seg_close(&f);
+			return;
+		}
+	}
+	dec_setup(r, &d, &f, &r->dedup);
 	while ((err = ringlog_seg_next(&f, false)) == 1) {
-		if (r->f.since_ns && f.chunk.events && f.chunk.last_real_ns < r->f.since_ns)
-			continue;
-		if (r->f.until_ns && f.chunk.events && f.chunk.first_real_ns > r->f.until_ns)
+		if (f.chunk.events)
+			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
+		if (f.chunk.events && !f.chunk.lost &&
+		    !sel_time_overlaps(&r->q->sel, f.chunk.first_real_ns, f.chunk.last_real_ns))
 			continue;
 		d.unknown_time_ns = f.chunk.first_real_ns;
 		ringlog_dec_records(&d, f.body, f.chunk.body_len);
@@ -207,7 +182,6 @@ static int read_file(struct rd *r, const char *path)
 	}
 	ringlog_dec_free(&d);
 	ringlog_seg_close(&f);
-	return 0;
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -217,6 +191,112 @@ static int cmp_line(const void *a, const void *b)
 	if (x->ns != y->ns)
 		return x->ns < y->ns ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Keep the newest r->limit lines, in time order. */
+static void trim(struct rd *r)
+{
+	size_t drop;
+
+	if (r->n)
+		qsort(r->lines, r->n, sizeof(*r->lines), cmp_line);
+	if (!r->limit || r->n < r->limit)
+		return;
+	drop = r->n - r->limit;
+	for (size_t i = 0; i < drop; i++)
+		free(r->lines[i].text);
+	memmove(r->lines, r->lines + drop, r->limit * sizeof(*r->lines));
+	r->n = r->limit;
+	r->threshold = r->lines[0].ns;
+}
+
+struct chunk_ix {
+	uint64_t off, seq, first, last;
+	uint32_t events;
+	uint64_t lost;
+};
+
+/* -n: the newest events of one segment without decoding all of it. The
+ * chunk headers are the index (one 48-byte read per chunk); chunks are
+ * decoded backwards in groups that begin where the daemon describes every
+ * writer again (chunk seq % 4 == 3, proto/segment.h), so each group
+ * decodes alone. A group entirely older than the newest N held so far is
+ * skipped. Cost: the index, plus at most a group more than the N need.
+ * Duplicates after a daemon crash are dropped within a group only (the
+ * cross-segment dedup needs segments in order). */
+static void read_file_last(struct rd *r, const char *path)
+{
+	struct ringlog_seg_file f;
+	struct chunk_ix *ix = NULL;
+	size_t n = 0, cap = 0, end;
+	int err;
+
+	if (open_seg(r, &f, path) < 0)
+		return;
+	if (closed_range(&f)) {
+		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
+		if (!f.hdr.lost && ((r->n >= r->limit && f.hdr.last_real_ns < r->threshold) ||
+				    !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
+						       f.hdr.last_real_ns))) {
+			ringlog_seg_close(&f);
+			return;
+		}
+	}
+	while ((err = ringlog_seg_next(&f, true)) == 1) {
+		if (n == cap) {
+			struct chunk_ix *x = realloc(ix, (cap = cap ? cap * 2 : 256) * sizeof(*x));
+
+			if (!x)
+				break;
+			ix = x;
+		}
+		/* seg_next left off past the chunk, which starts aligned */
+		ix[n++] = (struct chunk_ix){
+			.off = f.off - ringlog_align_up(sizeof(f.chunk) + f.chunk.body_len, RINGLOG_SEG_ALIGN),
+			.seq = f.chunk.seq, .first = f.chunk.first_real_ns, .last = f.chunk.last_real_ns,
+			.events = f.chunk.events, .lost = f.chunk.lost };
+		if (f.chunk.events)
+			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
+	}
+	if (err < 0) {
+		fprintf(stderr, "ringlog: %s: read error: %s\n", path, strerror(-err));
+		r->damaged = true;
+	}
+	for (end = n; end > 0;) {
+		size_t g = end - 1;
+		uint64_t first = UINT64_MAX, last = 0, lost = 0;
+		struct ringlog_decoder d;
+
+		/* back to a chunk that describes every writer (or a gap, after
+		 * which the decoder reports what it cannot describe) */
+		while (g > 0 && ix[g].seq % 4 != 3 && ix[g - 1].seq + 1 == ix[g].seq)
+			g--;
+		for (size_t i = g; i < end; i++) {
+			if (ix[i].events) {
+				first = ix[i].first < first ? ix[i].first : first;
+				last = ix[i].last > last ? ix[i].last : last;
+			}
+			lost += ix[i].lost;
+		}
+		if (!lost && (last == 0 || (r->limit && r->n >= r->limit && last < r->threshold) ||
+			      !sel_time_overlaps(&r->q->sel, first, last))) {
+			end = g;
+			continue;
+		}
+		dec_setup(r, &d, &f, NULL);
+		for (size_t i = g; i < end; i++) {
+			f.off = ix[i].off;
+			if (ringlog_seg_next(&f, false) != 1)
+				continue;
+			d.unknown_time_ns = f.chunk.first_real_ns;
+			ringlog_dec_records(&d, f.body, f.chunk.body_len);
+		}
+		ringlog_dec_free(&d);
+		trim(r);
+		end = g;
+	}
+	free(ix);
+	ringlog_seg_close(&f);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -233,8 +313,10 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	if (!dp) {
-		fprintf(stderr, "ringlog: cannot read directory %s: %s\n", dir, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		fprintf(stderr, "ringlog: cannot read directory %s: %s\n", dir, strerror(-err));
+		return err;
 	}
 	while ((e = readdir(dp))) {
 		size_t l = strlen(e->d_name);
@@ -243,8 +325,11 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 		if (l != 22 || strcmp(e->d_name + 16, ".rlseg"))
 			continue;
 		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			*out = realloc(*out, cap * sizeof(char *));
+			char **o = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(char *));
+
+			if (!o)
+				break;
+			*out = o;
 		}
 		if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
 			break;
@@ -256,99 +341,152 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 	return 0;
 }
 
-/* Print the collected lines in time order (only the last `last` when it is
- * not 0), then free them, the reader's dedup state and the file list. */
-static void print_and_free(struct rd *r, size_t last, char **files, size_t nf)
+static void free_files(char **files, size_t nf)
 {
-	if (r->n)
-		qsort(r->lines, r->n, sizeof(*r->lines), cmp_line);
-	for (size_t i = last && r->n > last ? r->n - last : 0; i < r->n; i++)
-		fputs(r->lines[i].text, stdout);
-	for (size_t i = 0; i < r->n; i++)
-		free(r->lines[i].text);
-	free(r->lines);
-	ringlog_dedup_free(&r->dedup);
 	for (size_t i = 0; i < nf; i++)
 		free(files[i]);
 	free(files);
 }
 
-/* Used by tail -n: the last n events of the newest segments. */
-int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n);
-int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n)
+/* Read files (oldest first) as the query says: everything in time order,
+ * or with lines >= 0 the newest that many. */
+static void collect(struct rd *r, char **files, size_t nf, long lines)
 {
-	struct rd r = { .pr = *pr, .f = *f };
+	if (lines < 0) {
+		for (size_t i = 0; i < nf; i++)
+			read_file(r, files[i]);
+		trim(r);
+		return;
+	}
+	if (lines == 0)
+		return;
+	r->limit = (size_t)lines;
+	for (size_t i = nf; i-- > 0;)
+		read_file_last(r, files[i]);
+	trim(r);
+}
+
+/* Print (newest first with -r), then free the lines and the dedup state.
+ * tty: the header line and "-- No entries --", as journalctl on a terminal. */
+static void print_lines(struct rd *r, bool tty)
+{
+	const struct output *o = &r->q->out;
+	bool text = o->mode != OUT_JSON && o->mode != OUT_JSON_PRETTY && o->mode != OUT_CAT;
+
+	if (tty && text && r->first_ns) {
+		char a[64], b[64];
+
+		out_time(o, r->first_ns, a, sizeof(a));
+		out_time(o, r->last_ns, b, sizeof(b));
+		printf("-- Stored events begin at %s, end at %s%s --\n", a, b, o->utc ? " UTC" : "");
+	}
+	for (size_t k = 0; k < r->n; k++) {
+		size_t i = r->q->reverse ? r->n - 1 - k : k;
+
+		fputs(r->lines[i].text, stdout);
+		free(r->lines[i].text);
+	}
+	if (tty && !r->n && text)
+		puts("-- No entries --");
+	free(r->lines);
+	r->lines = NULL;
+	r->n = r->cap = 0;
+	ringlog_dedup_free(&r->dedup);
+}
+
+/* The history before a follow (tail, read -f): lines < 0 all of it. */
+int read_history(const struct query *q, const char *dir, long lines)
+{
+	struct rd r = { .q = q };
 	char **files;
 	size_t nf;
 
 	if (list_dir(dir, &files, &nf) < 0)
 		return -1;
-	/* Newest first until there are enough; then print in time order. */
-	for (size_t i = nf; i-- > 0 && r.n < n;)
-		read_file(&r, files[i]);
-	print_and_free(&r, n, files, nf);
+	collect(&r, files, nf, lines);
+	print_lines(&r, false);
+	free_files(files, nf);
 	fflush(stdout);
 	return 0;
 }
 
+static void read_help(void)
+{
+	printf("usage: ringlog read [OPTIONS] [FILE...] [FIELD=VALUE...]\n"
+	       "Decode stored events, merged in time order. Damaged ranges are reported on\n"
+	       "stderr and skipped; exit code 4 when damage was found.\n"
+	       "\n"
+	       "  -D, --dir DIR          the store (default: storage_dir of /etc/ringlog/ringlogd.json)\n"
+	       "  -n, --lines N          the newest N events (\"all\": every one)\n"
+	       "  -r, --reverse          newest first\n"
+	       "  -f, --follow           the stored events, then live ones from ringlogd\n"
+	       "      --since T, --until T\n"
+	       "                         T: %s\n"
+	       "  -p, --priority P       %s\n"
+	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
+	       "      --keyword MASK     --pid PID  --uid UID\n"
+	       "  -g, --grep REGEX       on the short line (case-insensitive unless it has capitals)\n"
+	       "  FIELD=VALUE            events whose field equals VALUE, compared by the field's type;\n"
+	       "                         names ANDed, values of one name ORed\n"
+	       "  -o, --output MODE      %s\n"
+	       "      --json             -o json\n"
+	       "      --utc              times in UTC\n"
+	       "      --color[=WHEN]     auto (default: a terminal, NO_COLOR unset or empty, TERM not\n"
+	       "                         dumb), always or never\n"
+	       "      --no-pager         do not pipe into $RINGLOG_PAGER, $PAGER or less\n"
+	       "      --socket PATH      ringlogd's socket (with -f)\n",
+	       sel_time_forms, sel_priority_forms, out_mode_names);
+}
+
+/* The store --dir names, or the configured one. */
+static const char *store_dir(const struct query *q, struct ringlog_config *c)
+{
+	ringlog_config_defaults(c);
+	if (q->dir)
+		return q->dir;
+	if (access("/etc/ringlog/ringlogd.json", R_OK) == 0) {
+		char err[1024];
+
+		ringlog_config_load(c, "/etc/ringlog/ringlogd.json", err, sizeof(err));
+	}
+	return c->storage_dir;
+}
+
 int cmd_read(int argc, char **argv)
 {
-	struct rd r = { 0 };
-	const char *dir = NULL;
+	struct query q;
+	struct rd r = { .q = &q };
+	struct ringlog_config c;
 	char **files = NULL;
 	size_t nf = 0;
-	int nargs = 0;
+	bool tty;
+	int rc = query_parse(&q, "read", Q_FILES | Q_REVERSE | Q_FOLLOW, -1, argc, argv, read_help);
 
-	filter_init(&r.f);
-	for (int i = 1; i < argc; i++) {
-		int k = filter_option(&r.f, argc, argv, &i);
-
-		if (k < 0)
-			return EXIT_USAGE;
-		if (k)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			r.pr.json = true;
-		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-			dir = argv[++i];
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			puts("usage: ringlog read [FILE...] [--dir DIR] [--since T] [--until T]\n"
-			     "                    [--provider GLOB] [--event NAME] [--level L] [--keyword MASK]\n"
-			     "                    [--pid PID] [--uid UID] [--json]\n"
-			     "Decode segment files, merged in time order. Damaged ranges are reported\n"
-			     "on stderr and skipped; exit code 4 when damage was found.\n"
-			     "T: 2026-11-21T10:00:00Z, \"2026-11-21 10:00:00\" (local) or -10m.");
-			return 0;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "ringlog read: unknown option %s (see ringlog read --help)\n", argv[i]);
-			return EXIT_USAGE;
-		} else {
-			nargs++;
-		}
+	if (rc) {
+		query_free(&q);
+		return rc;
 	}
-	if (!nargs) {
-		struct ringlog_config c;
-
-		ringlog_config_defaults(&c);
-		if (!dir && access("/etc/ringlog/ringlogd.json", R_OK) == 0) {
-			char err[1024];
-
-			ringlog_config_load(&c, "/etc/ringlog/ringlogd.json", err, sizeof(err));
-		}
-		if (list_dir(dir ? dir : c.storage_dir, &files, &nf) < 0)
+	if (q.follow) {
+		rc = cli_follow(&q, store_dir(&q, &c));
+		query_free(&q);
+		return rc;
+	}
+	tty = isatty(1);
+	q.out.color = out_color(q.color, 1);
+	if (!q.nfiles) {
+		if (list_dir(store_dir(&q, &c), &files, &nf) < 0) {
+			query_free(&q);
 			return EXIT_FAIL;
-		for (size_t i = 0; i < nf; i++)
-			read_file(&r, files[i]);
-	} else {
-		for (int i = 1; i < argc; i++) {
-			if (argv[i][0] == '-') {
-				if (strcmp(argv[i], "--json"))
-					i++;
-				continue;
-			}
-			read_file(&r, argv[i]);
 		}
+		collect(&r, files, nf, q.lines);
+		free_files(files, nf);
+	} else {
+		collect(&r, q.files, (size_t)q.nfiles, q.lines);
 	}
-	print_and_free(&r, 0, files, nf);
+	if (tty && !q.no_pager)
+		out_pager_start();
+	print_lines(&r, tty);
+	out_pager_end();
+	query_free(&q);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
 }

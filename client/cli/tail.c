@@ -5,34 +5,40 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
-
-int read_backlog(const char *dir, const struct filter *f, const struct printer *pr, unsigned n);
+#include "query.h"
 
 struct tl {
-	struct printer pr;
-	struct filter f;
+	const struct query *q;
 };
 
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
 	struct tl *t = ctx;
+	char *s;
 
-	if (filter_match(&t->f, e)) /* the daemon filtered; since/until are ours */
-		print_event(&t->pr, e);
+	/* the daemon applied the coarse part; the whole selection is ours */
+	if (sel_match(&t->q->sel, e) && (s = out_event(&t->q->out, e))) {
+		fputs(s, stdout);
+		free(s);
+	}
 	return 0;
 }
 
 static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 {
 	struct tl *t = ctx;
+	char *s;
 
-	if (filter_loss(&t->f, l)) /* as the daemon did; since/until are ours */
-		print_loss(&t->pr, l);
+	if (sel_match_loss(&t->q->sel, l) && (s = out_loss(&t->q->out, l))) {
+		fputs(s, stdout);
+		free(s);
+	}
 }
 
 static void on_damage(void *ctx, const char *what)
@@ -41,50 +47,74 @@ static void on_damage(void *ctx, const char *what)
 	fprintf(stderr, "ringlog: tail: undecodable record from ringlogd: %s\n", what);
 }
 
-int cmd_tail(int argc, char **argv)
+static void tail_help(void)
 {
-	struct tl t = { 0 };
+	printf("usage: ringlog tail [OPTIONS] [FIELD=VALUE...]\n"
+	       "Follow live events: the newest N stored ones first (ringlog read -f -n N).\n"
+	       "Filters run in ringlogd; a --priority or --keyword above what is enabled\n"
+	       "raises enablement for matching providers while the tail runs.\n"
+	       "Ctrl-C exits 0; losing ringlogd exits 3; --until ends it at that time.\n"
+	       "\n"
+	       "  -n, --lines N          stored events shown first (default 10; 0: none; \"all\")\n"
+	       "      --since T, --until T\n"
+	       "                         T: %s\n"
+	       "  -p, --priority P       %s\n"
+	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
+	       "      --keyword MASK     --pid PID  --uid UID\n"
+	       "  -g, --grep REGEX       on the short line\n"
+	       "  FIELD=VALUE            events whose field equals VALUE (see ringlog read --help)\n"
+	       "  -o, --output MODE      %s\n"
+	       "      --json --utc --color[=WHEN]\n"
+	       "      --socket PATH      ringlogd's socket\n",
+	       sel_time_forms, sel_priority_forms, out_mode_names);
+}
+
+#ifndef _WIN32
+/* --until: the tail ends at that time, as Ctrl-C would end it. */
+static void until_reached(int sig)
+{
+	(void)sig;
+	raise(SIGINT);
+}
+#endif
+
+/* The coarse filter the daemon applies (daemon/tail.c): what it cannot
+ * judge (fields, --grep, several globs) is left to sel_match here. */
+static json_t *tail_request(const struct query *q, long backlog)
+{
+	json_t *req = json_object();
+	const struct selection *s = &q->sel;
+
+	json_object_set_new(req, "backlog", json_integer(backlog));
+	if (s->nproviders == 1)
+		json_object_set_new(req, "provider", json_string(s->providers[0]));
+	if (s->nevents == 1)
+		json_object_set_new(req, "event", json_string(s->events[0]));
+	/* without -p, what is enabled up to info, as before */
+	json_object_set_new(req, "level", json_integer(s->level_given ? s->level_max : 4));
+	if (s->level_min > 1)
+		json_object_set_new(req, "level_min", json_integer(s->level_min));
+	if (s->keyword)
+		json_object_set_new(req, "keyword", json_integer((json_int_t)s->keyword));
+	if (s->pid >= 0)
+		json_object_set_new(req, "pid", json_integer(s->pid));
+	if (s->uid >= 0)
+		json_object_set_new(req, "uid", json_integer(s->uid));
+	return req;
+}
+
+int cli_follow(struct query *q, const char *dir)
+{
+	struct tl t = { q };
 	struct ringlog_decoder d;
-	const char *sock = NULL;
-	long backlog = 0;
 	json_t *req;
 	char *js;
 	int fd, rc = EXIT_OK;
 
-	filter_init(&t.f);
-	t.pr.color = isatty(1) && !getenv("NO_COLOR");
-	for (int i = 1; i < argc; i++) {
-		int k = filter_option(&t.f, argc, argv, &i);
-
-		if (k < 0)
-			return EXIT_USAGE;
-		if (k)
-			continue;
-		if (!strcmp(argv[i], "--json"))
-			t.pr.json = true;
-		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
-			backlog = strtol(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
-			sock = argv[++i];
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			puts("usage: ringlog tail [-n N] [--provider GLOB] [--event NAME] [--level L]\n"
-			     "                    [--keyword MASK] [--pid PID] [--uid UID] [--json] [--socket PATH]\n"
-			     "Follow live events. -n N first prints the last N stored events.\n"
-			     "Filters run in ringlogd; a --level or --keyword above what is enabled\n"
-			     "raises enablement for matching providers while the tail runs.\n"
-			     "Ctrl-C exits 0; losing ringlogd exits 3.");
-			return 0;
-		} else {
-			fprintf(stderr, "ringlog tail: unknown option %s (see ringlog tail --help)\n", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	if (backlog < 0) {
-		fprintf(stderr, "ringlog tail: -n must be 0 or more\n");
-		return EXIT_USAGE;
-	}
+	/* following never pages: less would hold the stream */
+	q->out.color = out_color(q->color, 1);
 	cli_catch_interrupt();
-	if ((fd = cli_connect(socket_path(sock), false)) < 0)
+	if ((fd = cli_connect(socket_path(q->socket), false)) < 0)
 		return cli_interrupted() ? EXIT_OK : EXIT_NODAEMON;
 	cli_watch(fd);
 	if (cli_interrupted()) { /* interrupted while connecting */
@@ -92,23 +122,19 @@ int cmd_tail(int argc, char **argv)
 		close(fd);
 		return EXIT_OK;
 	}
-	req = json_object();
-	json_object_set_new(req, "backlog", json_integer(backlog));
-	if (t.f.provider)
-		json_object_set_new(req, "provider", json_string(t.f.provider));
-	if (t.f.event)
-		json_object_set_new(req, "event", json_string(t.f.event));
-	json_object_set_new(req, "level", json_integer(t.f.level ? t.f.level : 4));
-	if (t.f.keyword)
-		json_object_set_new(req, "keyword", json_integer((json_int_t)t.f.keyword));
-	if (t.f.pid >= 0)
-		json_object_set_new(req, "pid", json_integer(t.f.pid));
-	if (t.f.uid >= 0)
-		json_object_set_new(req, "uid", json_integer(t.f.uid));
+#ifndef _WIN32
+	if (q->sel.until_ns) {
+		uint64_t now = sel_now_ns(), left = q->sel.until_ns > now ? q->sel.until_ns - now : 0;
+
+		signal(SIGALRM, until_reached);
+		alarm((unsigned)(left / 1000000000u) + 1);
+	}
+#endif
+	req = tail_request(q, q->lines);
 	js = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	if (!js || cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js)) < 0) {
-		fprintf(stderr, "ringlog: tail: ringlogd closed the connection\n");
+		fprintf(stderr, "ringlog: %s: ringlogd closed the connection\n", q->cmd);
 		free(js);
 		return EXIT_NODAEMON;
 	}
@@ -129,23 +155,25 @@ int cmd_tail(int argc, char **argv)
 		if (n <= 0 && !p) {
 			if (cli_interrupted())
 				break;
-			fprintf(stderr, "ringlog: tail: ringlogd went away (%s)\n",
+			fprintf(stderr, "ringlog: %s: ringlogd went away (%s)\n", q->cmd,
 				n == 0 ? "connection closed" : strerror((int)-n));
 			rc = EXIT_NODAEMON;
 			break;
 		}
 		if (type == RINGLOG_CTL_TAIL) {
 			json_t *j = json_loads((const char *)p, 0, NULL);
-			const char *dir = json_string_value(json_object_get(j, "storage_dir"));
+			const char *store = dir ? dir : json_string_value(json_object_get(j, "storage_dir"));
 
-			if (backlog && dir && read_backlog(dir, &t.f, &t.pr, (unsigned)backlog) < 0)
-				fprintf(stderr, "ringlog: tail: -n: cannot read %s (need membership in the "
-					"read group)\n", dir);
+			/* the default 10 of an unreadable store is skipped quietly;
+			 * an -n asked for is not */
+			if (q->lines && store && read_history(q, store, q->lines) < 0 && q->lines_given)
+				fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
+					"read group)\n", q->cmd, store);
 			json_decref(j);
 		} else if (type == RINGLOG_CTL_DATA) {
 			ringlog_dec_records(&d, p, (size_t)n);
 		} else if (type == RINGLOG_CTL_ERROR) {
-			cli_print_error("ringlog: tail", p);
+			cli_print_error(q->cmd[0] == 't' ? "ringlog: tail" : "ringlog: read", p);
 			rc = EXIT_FAIL;
 			free(p);
 			break;
@@ -155,5 +183,16 @@ int cmd_tail(int argc, char **argv)
 	ringlog_dec_free(&d);
 	cli_watch(-1);
 	close(fd);
+	return rc;
+}
+
+int cmd_tail(int argc, char **argv)
+{
+	struct query q;
+	int rc = query_parse(&q, "tail", Q_LIVE, 10, argc, argv, tail_help);
+
+	if (!rc)
+		rc = cli_follow(&q, NULL);
+	query_free(&q);
 	return rc;
 }

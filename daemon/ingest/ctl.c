@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "ingest/operate.h"
 #include "log.h"
 #include "ingest/client.h"
 #include "ingest/transport.h"
@@ -157,7 +158,10 @@ void client_maybe_free(struct client *c)
 static unsigned frame_needs(uint16_t type, unsigned have)
 {
 	switch (type) {
-	case RINGLOG_CTL_TAIL: return ACCESS_READ;
+	case RINGLOG_CTL_TAIL:
+	case RINGLOG_CTL_ENABLE_SET:
+	case RINGLOG_CTL_LIST:
+	case RINGLOG_CTL_VACUUM: return ACCESS_READ;
 	case RINGLOG_CTL_STATUS: return have & ACCESS_WRITE ? ACCESS_WRITE : ACCESS_READ;
 	default: return ACCESS_WRITE;
 	}
@@ -200,6 +204,9 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	case RINGLOG_CTL_TAIL:
 		c->tool = true;
 		return tail_start(c, p, len);
+	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
+	case RINGLOG_CTL_LIST: return op_list(c, p, len);
+	case RINGLOG_CTL_VACUUM: return op_vacuum(c, p, len);
 	default:
 		return -EPROTO;
 	}

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "ingest/operate.h"
 #include "log.h"
 #include "ingest/registry.h"
 #include "ingest/transport.h"
@@ -74,6 +75,8 @@ static void rule_kw(const struct daemon *d, const char *name, uint64_t kw[8])
 {
 	const struct ringlog_config_provider *r = &d->cfg.default_provider;
 
+	if (op_rule_kw(d, name, kw)) /* `ringlog enable/disable` (operate.c) first */
+		return;
 	for (unsigned i = 0; i < d->cfg.n_providers; i++)
 		if (!fnmatch(d->cfg.providers[i].pattern, name, 0)) {
 			r = &d->cfg.providers[i];

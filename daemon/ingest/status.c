@@ -3,6 +3,7 @@
  * figures come from the in-memory index and counters: no disk scan. */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "ingest/operate.h"
 #include "clock.h"
 #include "ingest/status.h"
 #include "ingest/registry.h"
@@ -137,6 +138,11 @@ int status_reply(struct client *c, bool detail)
 			    json_integer((json_int_t)(d->lost_ring - attributed)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
 	json_object_set_new(j, "store", store);
+	/* Run-time enablement rules (`ringlog enable`), and why "clients" is
+	 * empty for a peer not in read_group. */
+	json_object_set_new(j, "enable_rules", op_status(d));
+	json_object_set_new(j, "clients_detail", json_boolean(detail));
+	json_object_set_new(j, "read_group", json_string(d->cfg.read_group));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)

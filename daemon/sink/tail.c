@@ -44,8 +44,9 @@ struct tail {
 	struct tail *next;
 	struct client *c;
 	char *provider;     /* glob, or NULL */
-	char *event;        /* exact name, or NULL */
+	char *event;        /* glob, or NULL */
 	unsigned level;     /* max level */
+	unsigned level_min; /* -p err..info: 2 (1: from critical) */
 	uint64_t keyword;   /* 0: any */
 	int64_t pid, uid;   /* -1: any */
 	uint32_t *writer_nev;   /* by writer id: metadata entries sent + 1 */
@@ -130,7 +131,7 @@ uint64_t tail_lost_total(const struct daemon *d)
 static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
 		    const char *provider)
 {
-	if (e->level > t->level)
+	if (e->level > t->level || e->level < t->level_min)
 		return false;
 	if (t->keyword && e->keyword && !(e->keyword & t->keyword))
 		return false;
@@ -140,7 +141,7 @@ static bool matches(const struct tail *t, const struct ring *r, const struct rin
 		return false;
 	if (t->provider && (!provider || fnmatch(t->provider, provider, 0)))
 		return false;
-	if (t->event && strcmp(t->event, e->name))
+	if (t->event && fnmatch(t->event, e->name, 0))
 		return false;
 	return true;
 }
@@ -317,6 +318,7 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	}
 	t->c = c;
 	t->level = 4;
+	t->level_min = 1;
 	t->pid = t->uid = -1;
 	if ((v = json_object_get(j, "provider")) && json_is_string(v))
 		t->provider = strdup(json_string_value(v));
@@ -324,6 +326,8 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 		t->event = strdup(json_string_value(v));
 	if ((v = json_object_get(j, "level")) && json_is_integer(v))
 		t->level = (unsigned)json_integer_value(v);
+	if ((v = json_object_get(j, "level_min")) && json_is_integer(v))
+		t->level_min = (unsigned)json_integer_value(v);
 	if ((v = json_object_get(j, "keyword")) && json_is_integer(v))
 		t->keyword = (uint64_t)json_integer_value(v);
 	if ((v = json_object_get(j, "pid")) && json_is_integer(v))
@@ -331,11 +335,11 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
 		t->uid = json_integer_value(v);
 	json_decref(j);
-	if (t->level < 1 || t->level > 5) {
+	if (t->level < 1 || t->level > 5 || t->level_min < 1 || t->level_min > t->level) {
 		free(t->provider);
 		free(t->event);
 		free(t);
-		tool_error(c, "level must be 1..5");
+		tool_error(c, "level must be 1..5 and level_min 1..level");
 		return 0;
 	}
 	/* Everything emitted before this point goes to the segments (the

@@ -55,18 +55,60 @@ uint64_t ret_min_free(const struct daemon *d)
 	return total / 100 * b->min_free_percent;
 }
 
-static void delete_oldest(struct daemon *d)
+/* Take s out of the index (wherever it is) and delete its file. */
+static void delete_seg(struct daemon *d, struct segfile *s)
 {
-	struct segfile *s = d->st.segs;
 	int err;
 
-	d->st.segs = s->next;
+	for (struct segfile **pp = &d->st.segs; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
 	d->st.used_bytes -= s->bytes;
 	if ((err = file_remove(s->path)) < 0)
 		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(-err));
 	free(s->path);
 	file_aligned_free(s->hdr);
 	free(s);
+}
+
+static void delete_oldest(struct daemon *d)
+{
+	delete_seg(d, d->st.segs);
+}
+
+/* `ringlog vacuum` and max_retention: only sealed segments go (closed:
+ * finalize() wrote their header and no write is in flight), never the
+ * one being written, so the index and the files stay in step. Size first,
+ * oldest first, counting the segment being written as the budget does;
+ * then every sealed segment whose newest event is older than before_ns
+ * (a segment without events carries only loss records and goes with its
+ * neighbours' age: its last_real_ns is 0). */
+unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
+		    void (*each)(void *ctx, const struct segfile *s), void *ctx)
+{
+	unsigned n = 0;
+
+	for (struct segfile *s = d->st.segs, *next; s && d->st.used_bytes > keep_bytes; s = next) {
+		next = s->next;
+		if (!s->closed || s->current || s->inflight)
+			continue;
+		if (each)
+			each(ctx, s);
+		delete_seg(d, s);
+		n++;
+	}
+	for (struct segfile *s = before_ns ? d->st.segs : NULL, *next; s; s = next) {
+		next = s->next;
+		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns)
+			continue;
+		if (each)
+			each(ctx, s);
+		delete_seg(d, s);
+		n++;
+	}
+	return n;
 }
 
 static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uint64_t min_free)

@@ -851,6 +851,19 @@ void store_tick(struct daemon *d)
 	}
 }
 
+unsigned store_expire(struct daemon *d, uint64_t before_ns,
+		      void (*each)(void *ctx, const struct segfile *s), void *ctx)
+{
+	struct segfile *cur = d->st.cur;
+
+	if (cur && cur->chunks && cur->first_real_ns && cur->first_real_ns < before_ns) {
+		store_seal(d);
+		if (!d->st.open || !d->st.open->len)
+			store_close_current(d);
+	}
+	return ret_vacuum(d, UINT64_MAX, before_ns, each, ctx);
+}
+
 bool store_idle(struct daemon *d)
 {
 	if (d->st.open && d->st.open->len)

@@ -212,6 +212,12 @@ void store_check(struct daemon *d);
 /* Nothing open, nothing in flight. */
 bool store_idle(struct daemon *d);
 void store_close_current(struct daemon *d);
+/* max_retention: seal and close the segment being written once its oldest
+ * event is older than before_ns, so that it may go in turn, then delete
+ * the sealed segments older than that (ret_vacuum()). Returns how many
+ * went; each (may be NULL) sees each one before it goes. */
+unsigned store_expire(struct daemon *d, uint64_t before_ns,
+		      void (*each)(void *ctx, const struct segfile *s), void *ctx);
 /* How large the segment opened now may grow (budget and free space). */
 uint64_t store_seg_limit(const struct daemon *d);
 
@@ -232,6 +238,12 @@ int ret_scan(struct daemon *d);
 void ret_add(struct daemon *d, struct segfile *s);
 /* Delete the oldest segments until `bytes` more fit the budget. */
 enum store_room ret_make_room(struct daemon *d, uint64_t bytes);
+/* Delete sealed segments (never the one being written, nor one with writes
+ * in flight), oldest first, until the store takes at most keep_bytes; then
+ * those whose newest event is older than before_ns (0: no age limit). each
+ * (may be NULL) sees each one before it goes. Returns how many went. */
+unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
+		    void (*each)(void *ctx, const struct segfile *s), void *ctx);
 /* The filesystem's free bytes (UINT64_MAX: unknown) and the floor. */
 uint64_t ret_fs_free(const struct daemon *d);
 uint64_t ret_min_free(const struct daemon *d);

@@ -119,8 +119,9 @@ blocked=$(sed -n 's/.* blocked \([0-9]*\).*/\1/p' $T/emitter.out)
 maxemit=$(sed -n 's/.* max_emit_ns \([0-9]*\) .*/\1/p' $T/emitter.out)
 $B/client/ringlog read --json --dir $T/store/flood > $T/read.json 2> $T/read.err
 stored=$(grep -c '"event":"Tick"' $T/read.json)
-lost=$(sed -n 's/^{"lost":\([0-9]*\),.*/\1/p' $T/read.json | awk '{ s += $1 } END { print s + 0 }')
-reasons=$(sed -n 's/^{"lost":[0-9]*,"reason":"\([^"]*\)".*/\1/p' $T/read.json | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+# Loss objects: {"type":"loss",...,"lost":N,"reason":"...",...} (ringlog(1)).
+lost=$(sed -n 's/^{"type":"loss".*"lost":\([0-9]*\),.*/\1/p' $T/read.json | awk '{ s += $1 } END { print s + 0 }')
+reasons=$(sed -n 's/^{"type":"loss".*"reason":"\([^"]*\)".*/\1/p' $T/read.json | sort | uniq -c | tr -s ' ' | tr '\n' ';')
 echo "  emitted $emitted, stored $stored, counted lost $lost ($reasons)"
 echo "  longest emit $maxemit ns, waits inside emits: $blocked"
 echo "  daemon RssAnon: $rss0 kB at start, at most $rss_max kB, $rss1 kB at the end; fds $fds0 -> $fds1"

@@ -1,0 +1,574 @@
+/* client/cli/select.c - the selection shared by read, tail (and export):
+ * time forms, priority ranges, FIELD=VALUE matches, globs, --grep. */
+#define _GNU_SOURCE
+#include "select.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#ifndef _WIN32
+#include <fnmatch.h>
+#endif
+
+#include "compat-win.h"
+#include "output.h"
+
+#define NS 1000000000ull
+
+void sel_init(struct selection *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->level_min = 1;
+	s->level_max = 5;
+	s->pid = s->uid = -1;
+}
+
+static void free_list(char **l, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+}
+
+void sel_free(struct selection *s)
+{
+	free_list(s->providers, s->nproviders);
+	free_list(s->events, s->nevents);
+	for (unsigned i = 0; i < s->nfields; i++) {
+		free(s->fields[i].name);
+		free_list(s->fields[i].values, s->fields[i].nvalues);
+	}
+	free(s->fields);
+#ifndef _WIN32
+	if (s->grep_given)
+		regfree(&s->grep);
+#endif
+	free(s->grep_pattern);
+	sel_init(s);
+}
+
+uint64_t sel_now_ns(void)
+{
+	const char *e = getenv("RINGLOG_NOW");
+	struct timespec ts;
+
+	if (e && *e) {
+		char *end;
+		double v = strtod(e, &end);
+
+		if (!*end && v >= 0)
+			return (uint64_t)llround(v * 1e9);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
+}
+
+const char sel_time_forms[] =
+	"2026-11-23T10:00:00Z, 2026-11-23T10:00:00+01:00, \"2026-11-23 10:00[:00]\" (local), "
+	"2026-11-23, 10:00[:00] (today), today, yesterday, tomorrow, now, -1h30m, +5m, "
+	"\"10 min ago\", @1763892000";
+
+/* systemd.time(7) time spans: "1h30m", "10 min", "2 days 3h", a bare
+ * number of seconds. Returns 0 or -EINVAL. */
+static int parse_span(const char *s, uint64_t *out)
+{
+	static const struct { const char *u; double ns; } units[] = {
+		{ "usec", 1e3 }, { "us", 1e3 }, { "µs", 1e3 }, { "msec", 1e6 }, { "ms", 1e6 },
+		{ "seconds", 1e9 }, { "second", 1e9 }, { "sec", 1e9 }, { "s", 1e9 },
+		{ "minutes", 60e9 }, { "minute", 60e9 }, { "min", 60e9 },
+		{ "hours", 3600e9 }, { "hour", 3600e9 }, { "hr", 3600e9 }, { "h", 3600e9 },
+		{ "days", 86400e9 }, { "day", 86400e9 }, { "d", 86400e9 },
+		{ "weeks", 604800e9 }, { "week", 604800e9 }, { "w", 604800e9 },
+		{ "months", 2629800e9 }, { "month", 2629800e9 }, { "M", 2629800e9 },
+		{ "years", 31557600e9 }, { "year", 31557600e9 }, { "y", 31557600e9 },
+		{ "m", 60e9 },
+	};
+	double total = 0;
+	bool any = false;
+
+	while (*s) {
+		char *end;
+		double v;
+		size_t best = 0;
+		double mult = 1e9;
+
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		if (!isdigit((unsigned char)*s) && *s != '.')
+			return -EINVAL;
+		v = strtod(s, &end);
+		if (end == s || v < 0)
+			return -EINVAL;
+		s = end;
+		while (*s == ' ')
+			s++;
+		/* the longest unit name that matches, followed by a non-letter */
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			size_t l = strlen(units[i].u);
+
+			if (l > best && !strncmp(s, units[i].u, l) && !isalpha((unsigned char)s[l])) {
+				best = l;
+				mult = units[i].ns;
+			}
+		}
+		if (!best && *s && !isdigit((unsigned char)*s))
+			return -EINVAL;
+		s += best;
+		total += v * mult;
+		any = true;
+	}
+	if (!any || total > 1.8e19)
+		return -EINVAL;
+	*out = (uint64_t)total;
+	return 0;
+}
+
+/* "Z", "UTC", "+01:00", "+0100", "-05" after a time; *off in seconds east.
+ * Returns 1 when a zone was there, 0 when s is empty, -EINVAL otherwise. */
+static int parse_zone(const char *s, long *off)
+{
+	int h, m = 0, n = 0;
+
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return 0;
+	if (!strcmp(s, "Z") || !strcasecmp(s, "UTC") || !strcasecmp(s, "GMT")) {
+		*off = 0;
+		return 1;
+	}
+	if ((*s == '+' || *s == '-') &&
+	    (sscanf(s + 1, "%2d:%2d%n", &h, &m, &n) == 2 || sscanf(s + 1, "%2d%2d%n", &h, &m, &n) == 2 ||
+	     (m = 0, sscanf(s + 1, "%2d%n", &h, &n) == 1)) &&
+	    !s[1 + n] && h <= 23 && m <= 59) {
+		*off = (h * 3600L + m * 60L) * (*s == '-' ? -1 : 1);
+		return 1;
+	}
+	return -EINVAL;
+}
+
+static uint64_t day_start(uint64_t now_ns, int add_days)
+{
+	time_t t = (time_t)(now_ns / NS);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_mday += add_days;
+	tm.tm_isdst = -1;
+	t = mktime(&tm);
+	return t < 0 ? 0 : (uint64_t)t * NS;
+}
+
+int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
+{
+	struct tm tm = { 0 };
+	uint64_t span, frac = 0;
+	const char *p;
+	size_t l = strlen(s);
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+	long off = 0;
+	int zone;
+	time_t t;
+
+	while (*s == ' ')
+		s++;
+	if (!strcmp(s, "now")) {
+		*out = now_ns;
+		return 0;
+	}
+	if (!strcmp(s, "today") || !strcmp(s, "yesterday") || !strcmp(s, "tomorrow")) {
+		*out = day_start(now_ns, s[0] == 'y' ? -1 : s[1] == 'o' && s[2] == 'm' ? 1 : 0);
+		return 0;
+	}
+	if (*s == '@') {
+		char *end;
+		double v = strtod(s + 1, &end);
+
+		if (end == s + 1 || *end || v < 0)
+			return -EINVAL;
+		*out = (uint64_t)llround(v * 1e9);
+		return 0;
+	}
+	if ((*s == '-' || *s == '+') && parse_span(s + 1, &span) == 0) {
+		*out = *s == '+' ? now_ns + span : span > now_ns ? 0 : now_ns - span;
+		return 0;
+	}
+	if (l > 4 && !strcmp(s + l - 4, " ago")) {
+		char *b = strndup(s, l - 4);
+		int r = b ? parse_span(b, &span) : -ENOMEM;
+
+		free(b);
+		if (r)
+			return -EINVAL;
+		*out = span > now_ns ? 0 : now_ns - span;
+		return 0;
+	}
+	if (!strncmp(s, "in ", 3) && parse_span(s + 3, &span) == 0) {
+		*out = now_ns + span;
+		return 0;
+	}
+	/* YYYY-MM-DD[(T| )HH:MM[:SS[.frac]]][zone] */
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10) {
+		p = s + n;
+		tm.tm_year = y - 1900;
+		tm.tm_mon = mo - 1;
+		tm.tm_mday = d;
+		if ((*p == 'T' || *p == ' ') && isdigit((unsigned char)p[1])) {
+			p++;
+			goto clock_time;
+		}
+		goto zone;
+	}
+	/* HH:MM[:SS] today */
+	if (isdigit((unsigned char)s[0])) {
+		time_t nt = (time_t)(now_ns / NS);
+
+		localtime_r(&nt, &tm);
+		p = s;
+		goto clock_time;
+	}
+	return -EINVAL;
+
+clock_time:
+	n = 0;
+	if (sscanf(p, "%2d:%2d%n", &h, &mi, &n) != 2 || n != 5)
+		return -EINVAL;
+	p += n;
+	if (*p == ':') {
+		if (sscanf(p + 1, "%2d%n", &sec, &n) != 1 || n != 2)
+			return -EINVAL;
+		p += 3;
+		if (*p == '.') {
+			uint64_t scale = NS / 10;
+
+			for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+				frac += (uint64_t)(*p - '0') * scale;
+		}
+	}
+	if (h > 23 || mi > 59 || sec > 60)
+		return -EINVAL;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+zone:
+	if ((zone = parse_zone(p, &off)) < 0)
+		return -EINVAL;
+	if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31)
+		return -EINVAL;
+	if (zone) {
+		t = timegm(&tm) - off;
+	} else {
+		tm.tm_isdst = -1;
+		t = mktime(&tm);
+	}
+	if (t < 0)
+		return -EINVAL;
+	*out = (uint64_t)t * NS + frac;
+	return 0;
+}
+
+const char sel_priority_forms[] =
+	"a level (critical, error, warning, info, verbose, 1..5, or journalctl's emerg, alert, "
+	"crit, err, notice, debug) or a range like err..info";
+
+static int level_of(const char *s, size_t n, unsigned *out)
+{
+	static const struct { const char *name; unsigned level; } names[] = {
+		{ "emerg", 1 }, { "alert", 1 }, { "crit", 1 }, { "critical", 1 },
+		{ "err", 2 }, { "error", 2 }, { "warning", 3 }, { "warn", 3 },
+		{ "notice", 4 }, { "info", 4 }, { "debug", 5 }, { "verbose", 5 },
+	};
+
+	if (n == 1 && s[0] >= '1' && s[0] <= '5') {
+		*out = (unsigned)(s[0] - '0');
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i].name) == n && !strncasecmp(s, names[i].name, n)) {
+			*out = names[i].level;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int sel_parse_priority(const char *s, unsigned *min, unsigned *max)
+{
+	const char *dots = strstr(s, "..");
+	unsigned a, b;
+
+	if (!dots) {
+		if (level_of(s, strlen(s), &b))
+			return -EINVAL;
+		*min = 1; /* that level and everything more severe */
+		*max = b;
+		return 0;
+	}
+	/* an open end means the far end of the scale */
+	if (dots == s)
+		a = 1;
+	else if (level_of(s, (size_t)(dots - s), &a))
+		return -EINVAL;
+	if (!dots[2])
+		b = 5;
+	else if (level_of(dots + 2, strlen(dots + 2), &b))
+		return -EINVAL;
+	*min = a < b ? a : b;
+	*max = a < b ? b : a;
+	return 0;
+}
+
+static int push(char ***list, unsigned *n, const char *v)
+{
+	char **l = realloc(*list, (*n + 1) * sizeof(char *));
+
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	if (!(l[*n] = strdup(v)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int sel_add_glob(char ***list, unsigned *n, const char *glob)
+{
+	return push(list, n, glob);
+}
+
+int sel_add_field(struct selection *s, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	struct sel_field *f;
+
+	if (!eq || eq == arg)
+		return -EINVAL;
+	for (unsigned i = 0; i < s->nfields; i++)
+		if (strlen(s->fields[i].name) == (size_t)(eq - arg) &&
+		    !strncmp(s->fields[i].name, arg, (size_t)(eq - arg)))
+			return push(&s->fields[i].values, &s->fields[i].nvalues, eq + 1);
+	f = realloc(s->fields, (s->nfields + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	s->fields = f;
+	f += s->nfields;
+	memset(f, 0, sizeof(*f));
+	if (!(f->name = strndup(arg, (size_t)(eq - arg))))
+		return -ENOMEM;
+	s->nfields++;
+	return push(&f->values, &f->nvalues, eq + 1);
+}
+
+static bool glob_any(char *const *globs, unsigned n, const char *s)
+{
+	if (!n)
+		return true;
+	if (!s)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		if (!fnmatch(globs[i], s, 0))
+			return true;
+	return false;
+}
+
+static int hexval(int c)
+{
+	return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
+}
+
+bool sel_value_eq(const struct ringlog_value *val, const char *v)
+{
+	const struct ringlog_field_desc *f = val->field;
+	char *end;
+
+	switch (f->type) {
+	case RINGLOG_TYPE_I8: case RINGLOG_TYPE_I16: case RINGLOG_TYPE_I32: case RINGLOG_TYPE_I64: {
+		long long x;
+
+		errno = 0;
+		/* base 0: decimal, or 0x... (a hex field shows its value so) */
+		if (!strncasecmp(v, "0x", 2) || !strncasecmp(v, "-0x", 3)) {
+			unsigned long long u = strtoull(v[0] == '-' ? v + 1 : v, &end, 16);
+
+			x = v[0] == '-' ? -(long long)u : (long long)u;
+		} else {
+			x = strtoll(v, &end, 10);
+		}
+		if (errno || end == v || *end)
+			return false;
+		/* a hex-shown field carries the bits: 0xff is -1 for an i8 */
+		if (f->format == RINGLOG_FMT_HEX)
+			return (uint64_t)x == val->u || x == val->i;
+		return x == val->i;
+	}
+	case RINGLOG_TYPE_U8: case RINGLOG_TYPE_U16: case RINGLOG_TYPE_U32: case RINGLOG_TYPE_U64: {
+		unsigned long long x;
+
+		if (v[0] == '-')
+			return false;
+		errno = 0;
+		x = strtoull(v, &end, !strncasecmp(v, "0x", 2) ? 16 : 10);
+		return !errno && end != v && !*end && x == val->u;
+	}
+	case RINGLOG_TYPE_F64: {
+		double x;
+
+		if (!strcasecmp(v, "nan"))
+			return isnan(val->d);
+		x = strtod(v, &end);
+		return end != v && !*end && x == val->d;
+	}
+	case RINGLOG_TYPE_BOOL:
+		if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
+			return val->b;
+		if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
+			return !val->b;
+		return false;
+	case RINGLOG_TYPE_STR:
+		return strlen(v) == val->len && !memcmp(v, val->data, val->len);
+	case RINGLOG_TYPE_BLOB: {
+		size_t n = strlen(v);
+
+		if (!strncasecmp(v, "0x", 2)) {
+			v += 2;
+			n -= 2;
+		}
+		if (n != 2 * (size_t)val->len)
+			return false;
+		for (uint32_t i = 0; i < val->len; i++) {
+			int hi = hexval((unsigned char)v[2 * i]), lo = hexval((unsigned char)v[2 * i + 1]);
+
+			if (hi < 0 || lo < 0 || (unsigned)(hi * 16 + lo) != val->data[i])
+				return false;
+		}
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+static bool fields_match(const struct selection *s, const struct ringlog_dec_event *e)
+{
+	const struct ringlog_event_desc *d = e->desc;
+
+	for (unsigned i = 0; i < s->nfields; i++) {
+		const struct sel_field *f = &s->fields[i];
+		bool ok = false;
+
+		for (unsigned k = 0; k < d->nfields && !ok; k++) {
+			if (strcmp(d->fields[k].name, f->name))
+				continue;
+			for (unsigned v = 0; v < f->nvalues && !ok; v++)
+				ok = sel_value_eq(&e->values[k], f->values[v]);
+		}
+		if (!ok) /* an event without the field does not match it */
+			return false;
+	}
+	return true;
+}
+
+bool sel_match(const struct selection *s, const struct ringlog_dec_event *e)
+{
+	const struct ringlog_event_desc *d = e->desc;
+
+	if (d->level < s->level_min || d->level > s->level_max)
+		return false;
+	if (s->keyword && d->keyword && !(d->keyword & s->keyword))
+		return false;
+	if (s->pid >= 0 && e->writer->w.pid != (uint64_t)s->pid)
+		return false;
+	if (s->uid >= 0 && e->writer->w.uid != (uint64_t)s->uid)
+		return false;
+	if (s->since_ns && e->real_ns < s->since_ns)
+		return false;
+	if (s->until_ns && e->real_ns > s->until_ns)
+		return false;
+	if (!glob_any(s->providers, s->nproviders, e->provider))
+		return false;
+	if (!glob_any(s->events, s->nevents, d->name))
+		return false;
+	if (s->nfields && !fields_match(s, e))
+		return false;
+	if (s->grep_given) {
+		/* the line as `-o short` shows it, without colour or zone
+		 * dependence beyond what the user sees */
+		char *line = out_short_plain(e);
+#ifdef _WIN32
+		bool ok = line && strstr(line, s->grep_pattern);
+#else
+		bool ok = line && regexec(&s->grep, line, 0, NULL, 0) == 0;
+#endif
+
+		free(line);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* A loss passes the filters it can be judged by: its writer (pid, uid),
+ * the provider the program attributed it to (none: it fails any
+ * --provider) and its time. Event names, levels, keywords, fields and
+ * --grep select events: a loss is not known to be of any, so they leave
+ * it shown. A reader's own loss (too slow) has no writer and always shows. */
+bool sel_match_loss(const struct selection *s, const struct ringlog_dec_loss *l)
+{
+	if (l->reason == RINGLOG_LOSS_READER && !l->writer)
+		return true;
+	if (s->pid >= 0 && (!l->writer || l->writer->w.pid != (uint64_t)s->pid))
+		return false;
+	if (s->uid >= 0 && (!l->writer || l->writer->w.uid != (uint64_t)s->uid))
+		return false;
+	if (s->nproviders && !glob_any(s->providers, s->nproviders, l->provider))
+		return false;
+	if (s->since_ns && l->real_ns && l->real_ns < s->since_ns)
+		return false;
+	if (s->until_ns && l->real_ns > s->until_ns)
+		return false;
+	return true;
+}
+
+int sel_set_grep(struct selection *s, const char *pattern, char *err, size_t len)
+{
+	bool caps = false;
+
+	for (const char *p = pattern; *p; p++)
+		caps |= isupper((unsigned char)*p) != 0;
+	if (s->grep_given)
+		return -EINVAL; /* one pattern: alternatives go in it with | */
+	if (!(s->grep_pattern = strdup(pattern)))
+		return -ENOMEM;
+#ifndef _WIN32
+	int r = regcomp(&s->grep, pattern, REG_EXTENDED | REG_NOSUB | (caps ? 0 : REG_ICASE));
+
+	if (r) {
+		regerror(r, &s->grep, err, len);
+		regfree(&s->grep);
+		free(s->grep_pattern);
+		s->grep_pattern = NULL;
+		return -EINVAL;
+	}
+#else
+	(void)caps;
+	(void)err;
+	(void)len;
+#endif
+	s->grep_given = true;
+	return 0;
+}
+
+bool sel_time_overlaps(const struct selection *s, uint64_t first, uint64_t last)
+{
+	if (s->since_ns && last < s->since_ns)
+		return false;
+	if (s->until_ns && first > s->until_ns)
+		return false;
+	return true;
+}

@@ -1,0 +1,92 @@
+/* client/cli/select.h - which events `ringlog read`, `tail` (and later
+ * `export`) show: the options they share, parsed once, and one matcher
+ * applied to stored events (read) and to the live stream (tail, read -f)
+ * alike. The daemon pre-filters the live stream on the coarse part
+ * (provider and event globs, priority range, keyword, pid, uid: the TAIL
+ * request in proto/ctl.h); this matcher then applies everything, so both
+ * paths show exactly the same events.
+ */
+#ifndef RINGLOG_CLI_SELECT_H
+#define RINGLOG_CLI_SELECT_H
+
+#ifndef _WIN32
+#include <regex.h>
+#endif
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode.h"
+
+/* FIELD=VALUE arguments: ANDed across names, ORed among the values given
+ * for one name (journalctl's rule). */
+struct sel_field {
+	char *name;
+	char **values;
+	unsigned nvalues;
+};
+
+struct selection {
+	char **providers;        /* globs, ORed; none: any */
+	unsigned nproviders;
+	char **events;           /* globs, ORed */
+	unsigned nevents;
+	unsigned level_min, level_max; /* 1 (critical) .. 5 (verbose) */
+	bool level_given;        /* -p/--level was given */
+	uint64_t keyword;        /* 0: any */
+	long long pid, uid;      /* -1: any */
+	uint64_t since_ns, until_ns; /* 0: open */
+	struct sel_field *fields;
+	unsigned nfields;
+	bool grep_given;
+	char *grep_pattern;
+#ifndef _WIN32
+	regex_t grep;            /* on the event's short line, without colour */
+#endif                           /* Windows (no POSIX regex in mingw-w64):
+	                          * the pattern is a plain substring */
+};
+
+void sel_init(struct selection *s);
+void sel_free(struct selection *s);
+
+/* The clock the time forms are relative to: $RINGLOG_NOW (seconds since
+ * the epoch, fraction allowed; for tests) or CLOCK_REALTIME. */
+uint64_t sel_now_ns(void);
+
+/* --since/--until: the forms of systemd.time(7) that apply. Returns 0 with
+ * *out in ns since the epoch, or -EINVAL. */
+int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out);
+/* What sel_parse_time() accepts, for messages. */
+extern const char sel_time_forms[];
+
+/* -p: "warning" (that level and more severe), "err..info", "2..4", with
+ * journalctl's names (emerg, alert, crit, err, notice, debug) mapped onto
+ * our five. Returns 0 or -EINVAL. */
+int sel_parse_priority(const char *s, unsigned *min, unsigned *max);
+extern const char sel_priority_forms[];
+
+/* Add one FIELD=VALUE argument. Returns 0, -EINVAL (no name) or -ENOMEM. */
+int sel_add_field(struct selection *s, const char *arg);
+/* A glob to --provider or --event. */
+int sel_add_glob(char ***list, unsigned *n, const char *glob);
+
+/* Does the event pass? line: its short rendering without colour, needed
+ * only with --grep (sel_match renders it itself when NULL). */
+bool sel_match(const struct selection *s, const struct ringlog_dec_event *e);
+/* A loss passes the filters it can be judged by (ringlog(1) LOSSES). */
+bool sel_match_loss(const struct selection *s, const struct ringlog_dec_loss *l);
+
+/* Does the event's value of field f equal the text v, compared by the
+ * field's type (numbers as numbers, 0x... for any integer, true/false)? */
+bool sel_value_eq(const struct ringlog_value *val, const char *v);
+
+/* --grep: compile the pattern (POSIX extended; case-insensitive when it
+ * has no capital, as journalctl's). Returns 0, or -EINVAL with the
+ * regcomp message in err. */
+int sel_set_grep(struct selection *s, const char *pattern, char *err, size_t len);
+
+/* Does a segment's or a chunk's time range [first, last] overlap the
+ * selection's? */
+bool sel_time_overlaps(const struct selection *s, uint64_t first, uint64_t last);
+
+#endif /* RINGLOG_CLI_SELECT_H */
