@@ -1,0 +1,56 @@
+/* tests/store-harness.h - the daemon's store, in this process: a struct
+ * daemon with a storage directory of its own, the thread-pool backend,
+ * one writer with one in-memory ring, and the real drain feeding the
+ * store (test-segment.c, test-retention.c). No socket, no lifecycle: what
+ * is tested is store/ as the drain and lifecycle.c drive it. */
+#ifndef RINGLOG_TEST_STORE_HARNESS_H
+#define RINGLOG_TEST_STORE_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "ingest/registry.h"
+#include "ringbuf.h"
+
+struct harness {
+	struct daemon *d;
+	char dir[64];
+	struct client *c;
+	struct ring *r;
+	void *mem;
+	size_t mem_size;
+	struct ringlog_producer p;
+	uint64_t next_value;   /* the u64 field of the next event */
+};
+
+/* Defaults small enough for tests: max_disk 64 MiB, segments of 1 MiB,
+ * no min_free. cfg (may be NULL) adjusts the configuration before the
+ * store starts. The daemon is started as far as the store needs. */
+void h_start(struct harness *h, void (*cfg)(struct ringlog_config *c));
+/* Start another store on the same directory (a restart). */
+void h_restart(struct harness *h);
+void h_stop(struct harness *h);      /* seal, wait for writes, close */
+void h_cleanup(struct harness *h);   /* and remove the directory */
+
+/* Write n events (one u64 field each) into the ring; returns how many the
+ * ring took. */
+unsigned h_emit(struct harness *h, unsigned n);
+/* Drain and run the loop until the ring is empty and no write is in
+ * flight (at most 10 s). */
+void h_pump(struct harness *h);
+/* Seal the open chunk and wait for every write. */
+void h_flush(struct harness *h);
+/* rounds x (emit per_round, pump), then flush: the events the ring took. */
+unsigned h_fill(struct harness *h, unsigned rounds, unsigned per_round);
+
+/* What the segment files in the directory hold, read back with the
+ * readers' decoder: segments, chunks and events (damaged ranges skipped). */
+struct h_disk {
+	unsigned segments;
+	uint64_t chunks, events, damaged;
+	uint64_t first_seq, last_seq;
+};
+struct h_disk h_read_disk(const struct harness *h);
+
+#endif /* RINGLOG_TEST_STORE_HARNESS_H */
