@@ -16,19 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-
-static bool cpu_has_invariant_tsc(void)
-{
-	unsigned a, b, c, d;
-
-	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-		return false;
-	__cpuid(0x80000007u, a, b, c, d);
-	return (d >> 8) & 1;
-}
-#endif
+#include "tsc.h"
 
 uint64_t lib_now_ns(int clock_id)
 {
@@ -42,10 +30,7 @@ void lib_clock_init(void)
 {
 	const char *force = getenv("RINGLOG_CLOCK");
 
-	lib.tsc = false;
-#if defined(__x86_64__)
-	lib.tsc = cpu_has_invariant_tsc();
-#endif
+	lib.tsc = ringlog_invariant_tsc();
 	/* RINGLOG_CLOCK=monotonic: for hosts whose TSC the user distrusts
 	 * (some VMs), and for testing the other path. */
 	if (force && !strcmp(force, "monotonic"))

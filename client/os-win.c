@@ -4,7 +4,7 @@
  * Shared memory is a section backed by the paging file. Its size is fixed
  * when it is created and its pages are committed then, so the daemon's
  * view can never fault the way a truncated file would; the daemon checks
- * both on its side anyway (daemon/peer-win.c).
+ * both on its side anyway (daemon/win/peer.c).
  */
 #include "lib.h"
 

@@ -83,7 +83,7 @@ struct transport *tr_connect(int *err)
 
 void tr_refusal(char *buf, size_t len)
 {
-	/* The pipe's security descriptor (daemon/ctl-win.c) decides. */
+	/* The pipe's security descriptor (daemon/win/transport.c) decides. */
 	snprintf(buf, len, "access refused by %s: the pipe admits SYSTEM, Administrators and "
 		 "members of ringlogd's socket_group (by default \"ringlog\"); join it and sign in "
 		 "again", pipe_name());

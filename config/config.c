@@ -588,15 +588,24 @@ static void k_min_free(struct ctx *x, const char *p, json_t *v)
 		x->c->min_free_percent = 0;
 }
 
+const char *const ringlog_io_backend_names[RINGLOG_IO_N_] = { "auto", "io_uring", "pool" };
+
+int ringlog_io_backend_parse(const char *name)
+{
+	for (int i = 0; i < RINGLOG_IO_N_; i++)
+		if (!strcmp(name, ringlog_io_backend_names[i]))
+			return i;
+	return -1;
+}
+
 static void k_io_backend(struct ctx *x, const char *p, json_t *v)
 {
-	static const char *names[] = { "auto", "io_uring", "pool" };
+	int b = json_is_string(v) ? ringlog_io_backend_parse(json_string_value(v)) : -1;
 
-	for (int i = 0; i < 3; i++)
-		if (json_is_string(v) && !strcmp(json_string_value(v), names[i])) {
-			x->c->io_backend = (enum ringlog_io_backend)i;
-			return;
-		}
+	if (b >= 0) {
+		x->c->io_backend = (enum ringlog_io_backend)b;
+		return;
+	}
 	report(x, p, "expected \"auto\", \"io_uring\" or \"pool\", got %s", GOT(v));
 }
 
@@ -964,7 +973,6 @@ static json_t *provider_json(const struct ringlog_config_provider *p)
 
 int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 {
-	static const char *backends[] = { "auto", "io_uring", "pool" };
 	char mode[8], pct[8];
 	json_t *providers = json_object(), *root;
 	int ret;
@@ -987,7 +995,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 			 "min_free", c->min_free_bytes ? size_json(c->min_free_bytes) : json_string(pct),
 			 "max_retention", c->max_retention_ns ? duration_json(c->max_retention_ns) :
 				json_string("off"),
-			 "io_backend", backends[c->io_backend], "providers", providers,
+			 "io_backend", ringlog_io_backend_names[c->io_backend], "providers", providers,
 			 "forward", "user_events", c->forward.user_events, "etw", c->forward.etw,
 			 "limits", "rings_per_process", (json_int_t)c->limits.rings_per_process,
 			 "ring_bytes_per_uid", size_json(c->limits.ring_bytes_per_uid),

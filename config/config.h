@@ -23,7 +23,13 @@ enum ringlog_io_backend {
 	RINGLOG_IO_AUTO,     /* io_uring, falling back to the pool if refused */
 	RINGLOG_IO_URING,
 	RINGLOG_IO_POOL,
+	RINGLOG_IO_N_,
 };
+
+/* The names the configuration and --io-backend use, by enum value. */
+extern const char *const ringlog_io_backend_names[RINGLOG_IO_N_];
+/* The backend a name gives, or -1 when it names none. */
+int ringlog_io_backend_parse(const char *name);
 
 /* Default enablement for providers whose name matches a glob. */
 struct ringlog_config_provider {

@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "clock.h"
 #include "decode.h"
+#include "tsc.h"
 
 #include <time.h>
 
@@ -22,22 +23,11 @@ uint64_t d_now(int clock_id)
 }
 
 #if defined(__x86_64__)
-#include <cpuid.h>
-static bool invariant_tsc(void)
-{
-	unsigned a, b, c, d;
-
-	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-		return false;
-	__cpuid(0x80000007u, a, b, c, d);
-	return (d >> 8) & 1;
-}
 static uint64_t rdtsc(void)
 {
 	return __builtin_ia32_rdtsc();
 }
 #else
-static bool invariant_tsc(void) { return false; }
 static uint64_t rdtsc(void) { return 0; }
 #endif
 
@@ -67,7 +57,7 @@ void clock_calibrate_start(struct daemon *d)
 {
 	uint64_t t1 = 0, m1 = 0, r1 = 0;
 
-	if (!invariant_tsc()) {
+	if (!ringlog_invariant_tsc()) {
 		d->clock.tsc_hz = 0;
 		sample(&d->clock.tsc_ref, &d->clock.mono_ref, &d->clock.real_ref);
 		return;

@@ -193,13 +193,13 @@ int main(int argc, char **argv)
 	if (sock)
 		snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%s", sock);
 	if (backend) {
-		if (!strcmp(backend, "auto")) d->cfg.io_backend = RINGLOG_IO_AUTO;
-		else if (!strcmp(backend, "io_uring")) d->cfg.io_backend = RINGLOG_IO_URING;
-		else if (!strcmp(backend, "pool")) d->cfg.io_backend = RINGLOG_IO_POOL;
-		else {
+		int b = ringlog_io_backend_parse(backend);
+
+		if (b < 0) {
 			fprintf(stderr, "ringlogd: --io-backend \"%s\": expected auto, io_uring or pool\n", backend);
 			return 2;
 		}
+		d->cfg.io_backend = (enum ringlog_io_backend)b;
 	}
 	if (check) {
 		ringlog_config_dump(&d->cfg, stdout);

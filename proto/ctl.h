@@ -15,7 +15,7 @@
  * (counted in len): in the client's process for HELLO and RING, which the
  * daemon duplicates out of it (DuplicateHandle, the pid taken from the
  * pipe); in the client's process already for WELCOME, where the daemon
- * duplicated its wake event into it (daemon/peer-win.h).
+ * duplicated its wake event into it (daemon/win/peer.h).
  *
  * Two kinds of peers use the socket.
  *

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compat-win.h"
+#include "seg-summary.h"
 #include "config.h"
 #include "ctl.h"
 
@@ -191,21 +192,13 @@ static json_t *offline(const char *dir)
 		if (strlen(names[i]->d_name) == 22 && !strcmp(names[i]->d_name + 16, ".rlseg")) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
 			if (ringlog_seg_open(&f, path, &why) == 0) {
-				if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
-					first = f.hdr.first_real_ns;
-					last = f.hdr.last_real_ns;
-					events = f.hdr.events;
-					lost = f.hdr.lost;
-				} else {
-					while (ringlog_seg_next(&f, true) == 1) {
-						if (f.chunk.events && (!first || f.chunk.first_real_ns < first))
-							first = f.chunk.first_real_ns;
-						if (f.chunk.last_real_ns > last)
-							last = f.chunk.last_real_ns;
-						events += f.chunk.events;
-						lost += f.chunk.lost;
-					}
-				}
+				struct ringlog_seg_summary sum;
+
+				ringlog_seg_summarize(&f, &sum);
+				first = sum.first_real_ns;
+				last = sum.last_real_ns;
+				events = sum.events;
+				lost = sum.lost;
 				json_array_append_new(segs, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "path", path,
 					"bytes", (json_int_t)f.size, "events", (json_int_t)events,
 					"lost", (json_int_t)lost,

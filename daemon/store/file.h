@@ -4,7 +4,7 @@
  * descriptors the I/O backend (io-ops.h) writes.
  *
  * Every int function returns 0 or -errno (on Windows, translated by
- * win/error.c); what each error means is said where it matters. */
+ * compat/error-win.c); what each error means is said where it matters. */
 #ifndef RINGLOG_DAEMON_FILE_H
 #define RINGLOG_DAEMON_FILE_H
 

@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "store/file.h"
+#include "seg-summary.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -177,6 +178,7 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 {
 	struct ringlog_seg_file f;
+	struct ringlog_seg_summary sum;
 	struct segfile *s;
 	const char *why;
 	int err = ringlog_seg_open(&f, path, &why);
@@ -197,31 +199,17 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 	s->bytes = f.size;
 	s->closed = true;
 	s->fd = -1;
-	if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
-		s->first_real_ns = f.hdr.first_real_ns;
-		s->last_real_ns = f.hdr.last_real_ns;
-		s->events = f.hdr.events;
-		s->lost = f.hdr.lost;
-		s->chunks = f.hdr.chunks;
-	} else {
-		uint64_t end = RINGLOG_SEG_HEADER_SIZE;
-
-		while (ringlog_seg_next(&f, true) == 1) {
-			end = f.off;
-			if (f.chunk.events) {
-				if (!s->first_real_ns || f.chunk.first_real_ns < s->first_real_ns)
-					s->first_real_ns = f.chunk.first_real_ns;
-				if (f.chunk.last_real_ns > s->last_real_ns)
-					s->last_real_ns = f.chunk.last_real_ns;
-			}
-			s->events += f.chunk.events;
-			s->lost += f.chunk.lost;
-			s->chunks++;
-		}
+	ringlog_seg_summarize(&f, &sum);
+	s->first_real_ns = sum.first_real_ns;
+	s->last_real_ns = sum.last_real_ns;
+	s->events = sum.events;
+	s->lost = sum.lost;
+	s->chunks = sum.chunks;
+	if (!sum.from_header) {
 		d_log(LOG_WARNING, "segment %s was not closed cleanly (crash?): %llu chunks readable; sealed now",
 		      path, (unsigned long long)s->chunks);
 		if (f.hdr_ok)
-			seal_recovered(path, &f.hdr, s, end);
+			seal_recovered(path, &f.hdr, s, sum.end);
 	}
 	ringlog_seg_close(&f);
 	ret_add(d, s);
