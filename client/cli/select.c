@@ -51,18 +51,37 @@ void sel_free(struct selection *s)
 	sel_init(s);
 }
 
+/* "1795428000" or "1795428000.25" seconds into ns, exactly (a double
+ * would round: ns since the epoch need 61 bits). Returns 0 or -EINVAL. */
+static int parse_epoch(const char *s, uint64_t *out)
+{
+	uint64_t sec = 0, frac = 0, scale = NS / 10;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (sec > UINT64_MAX / NS / 10)
+			return -EINVAL;
+		sec = sec * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+			frac += (uint64_t)(*p - '0') * scale;
+	if (*p || sec > UINT64_MAX / NS - 1)
+		return -EINVAL;
+	*out = sec * NS + frac;
+	return 0;
+}
+
 uint64_t sel_now_ns(void)
 {
 	const char *e = getenv("RINGLOG_NOW");
 	struct timespec ts;
+	uint64_t v;
 
-	if (e && *e) {
-		char *end;
-		double v = strtod(e, &end);
-
-		if (!*end && v >= 0)
-			return (uint64_t)llround(v * 1e9);
-	}
+	if (e && *e && parse_epoch(e, &v) == 0)
+		return v;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
 }
@@ -187,15 +206,8 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		*out = day_start(now_ns, s[0] == 'y' ? -1 : s[1] == 'o' && s[2] == 'm' ? 1 : 0);
 		return 0;
 	}
-	if (*s == '@') {
-		char *end;
-		double v = strtod(s + 1, &end);
-
-		if (end == s + 1 || *end || v < 0)
-			return -EINVAL;
-		*out = (uint64_t)llround(v * 1e9);
-		return 0;
-	}
+	if (*s == '@')
+		return parse_epoch(s + 1, out);
 	if ((*s == '-' || *s == '+') && parse_span(s + 1, &span) == 0) {
 		*out = *s == '+' ? now_ns + span : span > now_ns ? 0 : now_ns - span;
 		return 0;
