@@ -30,11 +30,16 @@
  * it answers anyway, and its backlog may then miss what was in flight. */
 #define TAIL_FLUSH_WAIT_NS (2000000000ull)
 
+struct globs {
+	char **v;
+	unsigned n;
+};
+
 struct tail {
 	struct tail *next;
 	struct client *c;
-	char *provider;     /* glob, or NULL */
-	char *event;        /* glob, or NULL */
+	struct globs provider; /* any of these globs; none: any */
+	struct globs event;
 	unsigned level;     /* max level */
 	unsigned level_min; /* -p err..info: 2 (1: from critical) */
 	uint64_t keyword;   /* 0: any */
@@ -118,6 +123,45 @@ uint64_t tail_lost_total(const struct daemon *d)
 	return n;
 }
 
+/* A TAIL member given as one glob or an array of them. */
+static int globs_load(struct globs *g, json_t *v)
+{
+	size_t n = json_is_array(v) ? json_array_size(v) : json_is_string(v) ? 1 : 0;
+
+	if (!n)
+		return 0;
+	if (!(g->v = calloc(n, sizeof(char *))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_is_array(v) ? json_array_get(v, i) : v;
+
+		if (!json_is_string(s))
+			continue;
+		if (!(g->v[g->n] = strdup(json_string_value(s))))
+			return -ENOMEM;
+		g->n++;
+	}
+	return 0;
+}
+
+static void globs_free(struct globs *g)
+{
+	for (unsigned i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+}
+
+/* No globs match everything; otherwise s must match one (NULL: none). */
+static bool globs_match(const struct globs *g, const char *s)
+{
+	if (!g->n)
+		return true;
+	for (unsigned i = 0; s && i < g->n; i++)
+		if (!fnmatch(g->v[i], s, 0))
+			return true;
+	return false;
+}
+
 static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
 		    const char *provider)
 {
@@ -129,9 +173,7 @@ static bool matches(const struct tail *t, const struct ring *r, const struct rin
 		return false;
 	if (t->uid >= 0 && r->c->uid != (uint64_t)t->uid)
 		return false;
-	if (t->provider && (!provider || fnmatch(t->provider, provider, 0)))
-		return false;
-	if (t->event && fnmatch(t->event, e->name, 0))
+	if (!globs_match(&t->provider, provider) || !globs_match(&t->event, e->name))
 		return false;
 	return true;
 }
@@ -213,7 +255,7 @@ void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *
 	for (struct tail *t = d->tails; t; t = t->next) {
 		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid) ||
 		    (t->uid >= 0 && r->c->uid != (uint64_t)t->uid) ||
-		    (t->provider && (!provider || fnmatch(t->provider, provider, 0))))
+		    !globs_match(&t->provider, provider))
 			continue;
 		if (describe(t, r) < 0)
 			continue;
@@ -225,7 +267,7 @@ void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *
 void tail_raise(struct daemon *d, struct provider *p)
 {
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || (t->provider && fnmatch(t->provider, p->name, 0)))
+		if (t->c->gone || !globs_match(&t->provider, p->name))
 			continue;
 		for (unsigned l = 1; l <= t->level && l <= 5; l++)
 			p->kw[l] |= t->keyword ? t->keyword : ~0ull;
@@ -242,8 +284,8 @@ void tail_free(struct tail *t)
 			d->ntails--;
 			break;
 		}
-	free(t->provider);
-	free(t->event);
+	globs_free(&t->provider);
+	globs_free(&t->event);
 	free(t->writer_nev);
 	free(t->stream_sent);
 	free(t->frame);
@@ -306,6 +348,7 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	json_error_t jerr;
 	json_t *j = json_loadb((const char *)p, len, 0, &jerr), *v;
 	struct tail *t;
+	bool oom;
 
 	if (!j || !json_is_object(j) || c->tail || c->writer) {
 		json_decref(j);
@@ -320,10 +363,8 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	t->level = 4;
 	t->level_min = 1;
 	t->pid = t->uid = -1;
-	if ((v = json_object_get(j, "provider")) && json_is_string(v))
-		t->provider = strdup(json_string_value(v));
-	if ((v = json_object_get(j, "event")) && json_is_string(v))
-		t->event = strdup(json_string_value(v));
+	oom = globs_load(&t->provider, json_object_get(j, "provider")) ||
+	      globs_load(&t->event, json_object_get(j, "event"));
 	if ((v = json_object_get(j, "level")) && json_is_integer(v))
 		t->level = (unsigned)json_integer_value(v);
 	if ((v = json_object_get(j, "level_min")) && json_is_integer(v))
@@ -335,11 +376,11 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
 		t->uid = json_integer_value(v);
 	json_decref(j);
-	if (t->level < 1 || t->level > 5 || t->level_min < 1 || t->level_min > t->level) {
-		free(t->provider);
-		free(t->event);
+	if (oom || t->level < 1 || t->level > 5 || t->level_min < 1 || t->level_min > t->level) {
+		globs_free(&t->provider);
+		globs_free(&t->event);
 		free(t);
-		tool_error(c, "level must be 1..5 and level_min 1..level");
+		tool_error(c, oom ? "out of memory" : "level must be 1..5 and level_min 1..level");
 		return 0;
 	}
 	/* Everything emitted before this point goes to the segments (the

@@ -38,11 +38,12 @@
  *
  * Tools (`ringlog`), JSON payloads (UTF-8, one object per frame):
  *   C->D STATUS  {} ; D->C STATUS {...} (see ringlog status --json)
- *   C->D TAIL    {"backlog":N,"provider":"glob","event":"glob","level":L,
- *                 "level_min":L,"keyword":K,"pid":P,"uid":U}
+ *   C->D TAIL    {"backlog":N,"provider":"glob"|["glob",...],
+ *                 "event":"glob"|["glob",...],"level":L,"level_min":L,
+ *                 "keyword":K,"pid":P,"uid":U}
  *                every member optional: events of levels level_min (1)
- *                ..level (4) whose provider and event names match the
- *                globs (fnmatch), keyword and writer; the tool applies the
+ *                ..level (4) whose provider and event names match one of
+ *                the globs (fnmatch), keyword and writer; the tool applies the
  *                rest of its selection (fields, --grep, times) itself, with
  *                the matcher that reads stored events (client/cli/select.c)
  *   D->C DATA    binary: segment records (segment.h) - WRITER, STREAM, META,

@@ -79,17 +79,27 @@ static void until_reached(int sig)
 #endif
 
 /* The coarse filter the daemon applies (daemon/tail.c): what it cannot
- * judge (fields, --grep, several globs) is left to sel_match here. */
+ * judge (fields, --grep, times) is left to sel_match here. */
 static json_t *tail_request(const struct query *q, long backlog)
 {
 	json_t *req = json_object();
 	const struct selection *s = &q->sel;
 
 	json_object_set_new(req, "backlog", json_integer(backlog));
-	if (s->nproviders == 1)
-		json_object_set_new(req, "provider", json_string(s->providers[0]));
-	if (s->nevents == 1)
-		json_object_set_new(req, "event", json_string(s->events[0]));
+	if (s->nproviders) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < s->nproviders; i++)
+			json_array_append_new(a, json_string(s->providers[i]));
+		json_object_set_new(req, "provider", a);
+	}
+	if (s->nevents) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < s->nevents; i++)
+			json_array_append_new(a, json_string(s->events[i]));
+		json_object_set_new(req, "event", a);
+	}
 	/* without -p, what is enabled up to info, as before */
 	json_object_set_new(req, "level", json_integer(s->level_given ? s->level_max : 4));
 	if (s->level_min > 1)
