@@ -12,10 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl.h"
+#include "decode.h"
 #include "event.h"
 #include "helpers.h"
 #include "live.h"
@@ -647,5 +651,68 @@ Test(output, tail_backlog_globs_ranges_and_until_against_the_daemon)
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect_str_eq(out, "n=100\nn=200\n");
 	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
+static int count_event(void *ctx, const struct ringlog_dec_event *e)
+{
+	(void)e;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* The daemon applies the same matcher (proto/match.h) to the live stream:
+ * a raw TAIL request with field matches and globs receives only the
+ * events that match, not every event for the command to sort out. */
+Test(output, the_daemon_filters_fields_and_globs_with_the_shared_matcher)
+{
+	static const char req[] = "{\"backlog\":0,\"provider\":[\"Nope.*\",\"Raw.T*\"],"
+				  "\"event\":\"E?\",\"fields\":{\"n\":[\"3\",\"0x7\"],\"s\":\"x\"}}";
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ringlog_ctl_frame f = { .len = sizeof(req) - 1, .type = RINGLOG_CTL_TAIL };
+	struct ringlog_decoder dec;
+	struct live e;
+	char cmd[512], out[4096];
+	int fd, events = 0;
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_lt(strlen(e.sock), sizeof(a.sun_path));
+	memcpy(a.sun_path, e.sock, strlen(e.sock) + 1);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(write(fd, &f, sizeof(f)), (ssize_t)sizeof(f));
+	cr_assert_eq(write(fd, req, f.len), (ssize_t)f.len);
+	for (int i = 0; i < 10; i++) {
+		snprintf(cmd, sizeof(cmd), CLI " emit Raw.Test E%d n:u32=%d s=%s", i % 2, i, i == 3 ? "y" : "x");
+		cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+		snprintf(cmd, sizeof(cmd), CLI " emit Other.Prov E1 n:u32=7 s=x");
+		cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	}
+	live_daemon_stop(d); /* closes the connection after what it sent */
+	ringlog_dec_init(&dec, NULL);
+	dec.ctx = &events;
+	dec.on_event = count_event;
+	for (;;) {
+		static uint8_t p[1 << 20];
+		size_t got = 0;
+
+		if (read(fd, &f, sizeof(f)) != (ssize_t)sizeof(f) || f.len > sizeof(p))
+			break;
+		while (got < f.len) {
+			ssize_t n = read(fd, p + got, f.len - got);
+
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		if (f.type == RINGLOG_CTL_DATA)
+			ringlog_dec_records(&dec, p, got);
+	}
+	ringlog_dec_free(&dec);
+	close(fd);
+	/* n=3 has s=y; n=7 of Raw.Test matches; Other.Prov's never */
+	cr_expect_eq(events, 1, "the daemon sent %d events", events);
 	live_cleanup(&e);
 }
