@@ -60,7 +60,8 @@
  *                 "reset":true}: a run-time enablement rule, before the
  *                 configuration's, until SIGHUP or restart (daemon/operate.c);
  *                 D->C {"provider","reset","level","keywords","matched":[names
- *                 of providers known now that it reaches]}
+ *                 of providers known now that it reaches], "replaced": rules
+ *                 for the same GLOB dropped (0 or 1)}
  *   C->D LIST    {"provider":GLOB (optional)}; D->C {"providers":[{"name",
  *                 "enabled_level", "programs":[{"pid","comm"}], "events":[{
  *                 "name","level","keyword","opcode","fields":[{"name","type",
