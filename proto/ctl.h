@@ -38,13 +38,17 @@
  *
  * Tools (`ringlog`), JSON payloads (UTF-8, one object per frame):
  *   C->D STATUS  {} ; D->C STATUS {...} (see ringlog status --json)
- *   C->D TAIL    {"backlog":N,"provider":"glob","event":"glob","level":L,
- *                 "level_min":L,"keyword":K,"pid":P,"uid":U}
+ *   C->D TAIL    {"backlog":N,"provider":"glob"|["glob",...],
+ *                 "event":"glob"|["glob",...],"level":L,"level_min":L,
+ *                 "keyword":K,"pid":P,"uid":U,
+ *                 "fields":{"NAME":"VALUE"|["VALUE",...],...}}
  *                every member optional: events of levels level_min (1)
- *                ..level (4) whose provider and event names match the
- *                globs (fnmatch), keyword and writer; the tool applies the
- *                rest of its selection (fields, --grep, times) itself, with
- *                the matcher that reads stored events (client/cli/select.c)
+ *                ..level (4) whose provider and event names match one of
+ *                the globs (fnmatch), with the keyword and writer, and
+ *                whose fields equal one of the values given for each name
+ *                (by type): proto/match.h, the matcher `ringlog read`
+ *                applies to stored events. The tool adds what only it
+ *                can judge (--grep, times).
  *   D->C DATA    binary: segment records (segment.h) - WRITER, STREAM, META,
  *                SPAN with exactly one event, LOSS
  *   D->C ERROR   {"error":"message"}
@@ -56,7 +60,8 @@
  *                 "reset":true}: a run-time enablement rule, before the
  *                 configuration's, until SIGHUP or restart (daemon/operate.c);
  *                 D->C {"provider","reset","level","keywords","matched":[names
- *                 of providers known now that it reaches]}
+ *                 of providers known now that it reaches], "replaced": rules
+ *                 for the same GLOB dropped (0 or 1)}
  *   C->D LIST    {"provider":GLOB (optional)}; D->C {"providers":[{"name",
  *                 "enabled_level", "programs":[{"pid","comm"}], "events":[{
  *                 "name","level","keyword","opcode","fields":[{"name","type",

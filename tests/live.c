@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "live.h"
 
+#include <jansson.h>
+
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -291,4 +293,14 @@ int live_fd_count(pid_t pid)
 		n++;
 	closedir(dir);
 	return n - 2;
+}
+
+void *live_status_json(void)
+{
+	static char out[1 << 20];
+	json_error_t err;
+
+	if (live_run(RINGLOG_CLI_PATH " status --json 2>/dev/null", out, sizeof(out)) != 0)
+		return NULL;
+	return json_loads(out, 0, &err);
 }

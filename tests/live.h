@@ -45,6 +45,11 @@ int live_fd_count(pid_t pid);
  * returns its exit status (or -1). */
 int live_run(const char *cmd, char *out, size_t cap);
 
+/* `ringlog status --json` against $RINGLOG_SOCKET, parsed (a json_t *, the
+ * caller's to json_decref); NULL when it failed. void * keeps jansson out
+ * of this header. */
+void *live_status_json(void);
+
 /* Read every segment of a store in order, with dedup across segments (as
  * `ringlog read` does). Counts in the result; callbacks optional. */
 struct live_read {

@@ -31,15 +31,9 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* `ringlog status --json` parsed; NULL when it failed. */
 static json_t *status_json(void)
 {
-	static char out[1 << 20];
-	json_error_t err;
-
-	if (live_run(RINGLOG_CLI_PATH " status --json 2>/dev/null", out, sizeof(out)) != 0)
-		return NULL;
-	return json_loads(out, 0, &err);
+	return live_status_json();
 }
 
 static pid_t emit(int threads, long events, const char *ring_size)

@@ -41,15 +41,9 @@ static pid_t emit(int threads, long events, const char *ring_size, const char *p
 	return live_spawn(argv, envv, "/dev/null");
 }
 
-/* `ringlog status --json` against the running daemon; NULL if it failed. */
 static json_t *status_json(void)
 {
-	static char out[1 << 20];
-	json_error_t err;
-
-	if (live_run(RINGLOG_CLI_PATH " status --json 2>/dev/null", out, sizeof(out)) != 0)
-		return NULL;
-	return json_loads(out, 0, &err);
+	return live_status_json();
 }
 
 static uint64_t status_int(json_t *j, const char *obj, const char *key)

@@ -80,5 +80,15 @@ int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
+/* operate.c: run-time enablement, declared events, deleting old segments */
+int cmd_enable(int argc, char **argv);
+int cmd_disable(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_vacuum(int argc, char **argv);
+/* status.c: figures for people: "1.5 GiB", "2026-11-23 12:00:00" (local; "-"
+ * for 0), "3 d 4 h" (seconds, two units at most) */
+const char *cli_bytes(double b, char *buf, size_t n);
+const char *cli_when(uint64_t ns, char *buf, size_t n);
+const char *cli_span(uint64_t s, char *buf, size_t n);
 
 #endif /* RINGLOG_CLI_H */

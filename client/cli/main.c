@@ -19,6 +19,10 @@ static void usage(FILE *f)
 	      "  status   disk budget, retention horizon, rates, losses, clients\n"
 	      "  read     decode segment files offline\n"
 	      "  emit     write one event from a script\n"
+	      "  enable   record a provider's events at run time (until SIGHUP)\n"
+	      "  disable  stop a provider's events at run time (until SIGHUP)\n"
+	      "  list     providers and events running programs declared\n"
+	      "  vacuum   delete the oldest segments now (--size 100M, --time 2d)\n"
 	      "\n"
 	      "ringlog --version prints the version and the formats it reads.\n"
 	      "ringlog COMMAND --help describes each. The daemon is found through\n"
@@ -55,6 +59,14 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "emit"))
 		return cmd_emit(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "enable"))
+		return cmd_enable(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "disable"))
+		return cmd_disable(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list"))
+		return cmd_list(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "vacuum"))
+		return cmd_vacuum(argc - 1, argv + 1);
 	fprintf(stderr, "ringlog: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;

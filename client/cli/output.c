@@ -462,7 +462,7 @@ static void put_verbose(struct sb *b, const struct output *o, const struct ringl
 		  e->writer->w.pid, e->stream->s.tid, e->writer->w.uid);
 	put_text_str(b, (const uint8_t *)e->writer->comm, strlen(e->writer->comm), false);
 	sb_putc(b, '\n');
-	if (e->writer->exe) {
+	if (e->writer->exe && *e->writer->exe) {
 		sb_puts(b, "    EXE=");
 		put_text_str(b, (const uint8_t *)e->writer->exe, strlen(e->writer->exe), false);
 		sb_putc(b, '\n');

@@ -110,7 +110,7 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 			q->lines_given = true;
 			break;
 		case 'p':
-			if (sel_parse_priority(v, &q->sel.level_min, &q->sel.level_max))
+			if (sel_parse_priority(v, &q->sel.m.level_min, &q->sel.m.level_max))
 				return bad(q, o, v, sel_priority_forms);
 			q->sel.level_given = true;
 			break;
@@ -146,16 +146,18 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 			q->dir = v;
 			break;
 		case O_PROVIDER:
-			sel_add_glob(&q->sel.providers, &q->sel.nproviders, v);
+			if (ringlog_match_add_glob(&q->sel.m.providers, &q->sel.m.nproviders, v))
+				return EXIT_FAIL;
 			break;
 		case O_EVENT:
-			sel_add_glob(&q->sel.events, &q->sel.nevents, v);
+			if (ringlog_match_add_glob(&q->sel.m.events, &q->sel.m.nevents, v))
+				return EXIT_FAIL;
 			break;
 		case O_KEYWORD: {
 			char *end;
 
 			errno = 0;
-			q->sel.keyword = strtoull(v, &end, 0);
+			q->sel.m.keyword = strtoull(v, &end, 0);
 			if (errno || end == v || *end || v[0] == '-')
 				return bad(q, o, v, "a keyword mask like 0x10");
 			break;
@@ -165,7 +167,7 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 			if (number(v, 0xffffffffll, &n))
 				return bad(q, o, v, c == O_PID ? "a process id, 0 or more" :
 					   "a numeric user id, 0 or more");
-			*(c == O_PID ? &q->sel.pid : &q->sel.uid) = n;
+			*(c == O_PID ? &q->sel.m.pid : &q->sel.m.uid) = n;
 			break;
 		case O_SINCE:
 		case O_UNTIL:

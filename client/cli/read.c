@@ -467,7 +467,7 @@ int cmd_read(int argc, char **argv)
 		return rc;
 	}
 	if (q.follow) {
-		rc = cli_follow(&q, store_dir(&q, &c));
+		rc = cli_follow(&q, q.dir); /* NULL: the daemon's own store */
 		query_free(&q);
 		return rc;
 	}

@@ -10,9 +10,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#ifndef _WIN32
-#include <fnmatch.h>
-#endif
 
 #include "compat-win.h"
 #include "output.h"
@@ -22,27 +19,12 @@
 void sel_init(struct selection *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->level_min = 1;
-	s->level_max = 5;
-	s->pid = s->uid = -1;
-}
-
-static void free_list(char **l, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		free(l[i]);
-	free(l);
+	ringlog_match_init(&s->m);
 }
 
 void sel_free(struct selection *s)
 {
-	free_list(s->providers, s->nproviders);
-	free_list(s->events, s->nevents);
-	for (unsigned i = 0; i < s->nfields; i++) {
-		free(s->fields[i].name);
-		free_list(s->fields[i].values, s->fields[i].nvalues);
-	}
-	free(s->fields);
+	ringlog_match_free(&s->m);
 #ifndef _WIN32
 	if (s->grep_given)
 		regfree(&s->grep);
@@ -51,18 +33,37 @@ void sel_free(struct selection *s)
 	sel_init(s);
 }
 
+/* "1795428000" or "1795428000.25" seconds into ns, exactly (a double
+ * would round: ns since the epoch need 61 bits). Returns 0 or -EINVAL. */
+static int parse_epoch(const char *s, uint64_t *out)
+{
+	uint64_t sec = 0, frac = 0, scale = NS / 10;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (sec > UINT64_MAX / NS / 10)
+			return -EINVAL;
+		sec = sec * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+			frac += (uint64_t)(*p - '0') * scale;
+	if (*p || sec > UINT64_MAX / NS - 1)
+		return -EINVAL;
+	*out = sec * NS + frac;
+	return 0;
+}
+
 uint64_t sel_now_ns(void)
 {
 	const char *e = getenv("RINGLOG_NOW");
 	struct timespec ts;
+	uint64_t v;
 
-	if (e && *e) {
-		char *end;
-		double v = strtod(e, &end);
-
-		if (!*end && v >= 0)
-			return (uint64_t)llround(v * 1e9);
-	}
+	if (e && *e && parse_epoch(e, &v) == 0)
+		return v;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * NS + (uint64_t)ts.tv_nsec;
 }
@@ -187,15 +188,8 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		*out = day_start(now_ns, s[0] == 'y' ? -1 : s[1] == 'o' && s[2] == 'm' ? 1 : 0);
 		return 0;
 	}
-	if (*s == '@') {
-		char *end;
-		double v = strtod(s + 1, &end);
-
-		if (end == s + 1 || *end || v < 0)
-			return -EINVAL;
-		*out = (uint64_t)llround(v * 1e9);
-		return 0;
-	}
+	if (*s == '@')
+		return parse_epoch(s + 1, out);
 	if ((*s == '-' || *s == '+') && parse_span(s + 1, &span) == 0) {
 		*out = *s == '+' ? now_ns + span : span > now_ns ? 0 : now_ns - span;
 		return 0;
@@ -324,177 +318,23 @@ int sel_parse_priority(const char *s, unsigned *min, unsigned *max)
 	return 0;
 }
 
-static int push(char ***list, unsigned *n, const char *v)
-{
-	char **l = realloc(*list, (*n + 1) * sizeof(char *));
-
-	if (!l)
-		return -ENOMEM;
-	*list = l;
-	if (!(l[*n] = strdup(v)))
-		return -ENOMEM;
-	(*n)++;
-	return 0;
-}
-
-int sel_add_glob(char ***list, unsigned *n, const char *glob)
-{
-	return push(list, n, glob);
-}
-
 int sel_add_field(struct selection *s, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
-	struct sel_field *f;
 
 	if (!eq || eq == arg)
 		return -EINVAL;
-	for (unsigned i = 0; i < s->nfields; i++)
-		if (strlen(s->fields[i].name) == (size_t)(eq - arg) &&
-		    !strncmp(s->fields[i].name, arg, (size_t)(eq - arg)))
-			return push(&s->fields[i].values, &s->fields[i].nvalues, eq + 1);
-	f = realloc(s->fields, (s->nfields + 1) * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	s->fields = f;
-	f += s->nfields;
-	memset(f, 0, sizeof(*f));
-	if (!(f->name = strndup(arg, (size_t)(eq - arg))))
-		return -ENOMEM;
-	s->nfields++;
-	return push(&f->values, &f->nvalues, eq + 1);
-}
-
-static bool glob_any(char *const *globs, unsigned n, const char *s)
-{
-	if (!n)
-		return true;
-	if (!s)
-		return false;
-	for (unsigned i = 0; i < n; i++)
-		if (!fnmatch(globs[i], s, 0))
-			return true;
-	return false;
-}
-
-static int hexval(int c)
-{
-	return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
-}
-
-bool sel_value_eq(const struct ringlog_value *val, const char *v)
-{
-	const struct ringlog_field_desc *f = val->field;
-	char *end;
-
-	switch (f->type) {
-	case RINGLOG_TYPE_I8: case RINGLOG_TYPE_I16: case RINGLOG_TYPE_I32: case RINGLOG_TYPE_I64: {
-		long long x;
-
-		errno = 0;
-		/* base 0: decimal, or 0x... (a hex field shows its value so) */
-		if (!strncasecmp(v, "0x", 2) || !strncasecmp(v, "-0x", 3)) {
-			unsigned long long u = strtoull(v[0] == '-' ? v + 1 : v, &end, 16);
-
-			x = v[0] == '-' ? -(long long)u : (long long)u;
-		} else {
-			x = strtoll(v, &end, 10);
-		}
-		if (errno || end == v || *end)
-			return false;
-		/* a hex-shown field carries the bits: 0xff is -1 for an i8 */
-		if (f->format == RINGLOG_FMT_HEX)
-			return (uint64_t)x == val->u || x == val->i;
-		return x == val->i;
-	}
-	case RINGLOG_TYPE_U8: case RINGLOG_TYPE_U16: case RINGLOG_TYPE_U32: case RINGLOG_TYPE_U64: {
-		unsigned long long x;
-
-		if (v[0] == '-')
-			return false;
-		errno = 0;
-		x = strtoull(v, &end, !strncasecmp(v, "0x", 2) ? 16 : 10);
-		return !errno && end != v && !*end && x == val->u;
-	}
-	case RINGLOG_TYPE_F64: {
-		double x;
-
-		if (!strcasecmp(v, "nan"))
-			return isnan(val->d);
-		x = strtod(v, &end);
-		return end != v && !*end && x == val->d;
-	}
-	case RINGLOG_TYPE_BOOL:
-		if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
-			return val->b;
-		if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
-			return !val->b;
-		return false;
-	case RINGLOG_TYPE_STR:
-		return strlen(v) == val->len && !memcmp(v, val->data, val->len);
-	case RINGLOG_TYPE_BLOB: {
-		size_t n = strlen(v);
-
-		if (!strncasecmp(v, "0x", 2)) {
-			v += 2;
-			n -= 2;
-		}
-		if (n != 2 * (size_t)val->len)
-			return false;
-		for (uint32_t i = 0; i < val->len; i++) {
-			int hi = hexval((unsigned char)v[2 * i]), lo = hexval((unsigned char)v[2 * i + 1]);
-
-			if (hi < 0 || lo < 0 || (unsigned)(hi * 16 + lo) != val->data[i])
-				return false;
-		}
-		return true;
-	}
-	default:
-		return false;
-	}
-}
-
-static bool fields_match(const struct selection *s, const struct ringlog_dec_event *e)
-{
-	const struct ringlog_event_desc *d = e->desc;
-
-	for (unsigned i = 0; i < s->nfields; i++) {
-		const struct sel_field *f = &s->fields[i];
-		bool ok = false;
-
-		for (unsigned k = 0; k < d->nfields && !ok; k++) {
-			if (strcmp(d->fields[k].name, f->name))
-				continue;
-			for (unsigned v = 0; v < f->nvalues && !ok; v++)
-				ok = sel_value_eq(&e->values[k], f->values[v]);
-		}
-		if (!ok) /* an event without the field does not match it */
-			return false;
-	}
-	return true;
+	return ringlog_match_add_field(&s->m, arg, (size_t)(eq - arg), eq + 1);
 }
 
 bool sel_match(const struct selection *s, const struct ringlog_dec_event *e)
 {
-	const struct ringlog_event_desc *d = e->desc;
-
-	if (d->level < s->level_min || d->level > s->level_max)
-		return false;
-	if (s->keyword && d->keyword && !(d->keyword & s->keyword))
-		return false;
-	if (s->pid >= 0 && e->writer->w.pid != (uint64_t)s->pid)
-		return false;
-	if (s->uid >= 0 && e->writer->w.uid != (uint64_t)s->uid)
+	if (!ringlog_match_event(&s->m, e->provider, e->desc, e->writer->w.pid, e->writer->w.uid,
+				 e->values))
 		return false;
 	if (s->since_ns && e->real_ns < s->since_ns)
 		return false;
 	if (s->until_ns && e->real_ns > s->until_ns)
-		return false;
-	if (!glob_any(s->providers, s->nproviders, e->provider))
-		return false;
-	if (!glob_any(s->events, s->nevents, d->name))
-		return false;
-	if (s->nfields && !fields_match(s, e))
 		return false;
 	if (s->grep_given) {
 		/* the line as `-o short` shows it, without colour or zone
@@ -522,11 +362,8 @@ bool sel_match_loss(const struct selection *s, const struct ringlog_dec_loss *l)
 {
 	if (l->reason == RINGLOG_LOSS_READER && !l->writer)
 		return true;
-	if (s->pid >= 0 && (!l->writer || l->writer->w.pid != (uint64_t)s->pid))
-		return false;
-	if (s->uid >= 0 && (!l->writer || l->writer->w.uid != (uint64_t)s->uid))
-		return false;
-	if (s->nproviders && !glob_any(s->providers, s->nproviders, l->provider))
+	if (!ringlog_match_loss(&s->m, l->provider, l->writer != NULL, l->writer ? l->writer->w.pid : 0,
+				l->writer ? l->writer->w.uid : 0))
 		return false;
 	if (s->since_ns && l->real_ns && l->real_ns < s->since_ns)
 		return false;

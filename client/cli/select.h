@@ -17,27 +17,12 @@
 #include <stdint.h>
 
 #include "decode.h"
-
-/* FIELD=VALUE arguments: ANDed across names, ORed among the values given
- * for one name (journalctl's rule). */
-struct sel_field {
-	char *name;
-	char **values;
-	unsigned nvalues;
-};
+#include "match.h"
 
 struct selection {
-	char **providers;        /* globs, ORed; none: any */
-	unsigned nproviders;
-	char **events;           /* globs, ORed */
-	unsigned nevents;
-	unsigned level_min, level_max; /* 1 (critical) .. 5 (verbose) */
+	struct ringlog_match m;  /* what the daemon can judge too (proto/match.h) */
 	bool level_given;        /* -p/--level was given */
-	uint64_t keyword;        /* 0: any */
-	long long pid, uid;      /* -1: any */
 	uint64_t since_ns, until_ns; /* 0: open */
-	struct sel_field *fields;
-	unsigned nfields;
 	bool grep_given;
 	char *grep_pattern;
 #ifndef _WIN32
@@ -67,18 +52,12 @@ extern const char sel_priority_forms[];
 
 /* Add one FIELD=VALUE argument. Returns 0, -EINVAL (no name) or -ENOMEM. */
 int sel_add_field(struct selection *s, const char *arg);
-/* A glob to --provider or --event. */
-int sel_add_glob(char ***list, unsigned *n, const char *glob);
 
-/* Does the event pass? line: its short rendering without colour, needed
- * only with --grep (sel_match renders it itself when NULL). */
+/* Does the event pass? ringlog_match_event(), then the times and --grep
+ * (on the short line, rendered only then). */
 bool sel_match(const struct selection *s, const struct ringlog_dec_event *e);
 /* A loss passes the filters it can be judged by (ringlog(1) LOSSES). */
 bool sel_match_loss(const struct selection *s, const struct ringlog_dec_loss *l);
-
-/* Does the event's value of field f equal the text v, compared by the
- * field's type (numbers as numbers, 0x... for any integer, true/false)? */
-bool sel_value_eq(const struct ringlog_value *val, const char *v);
 
 /* --grep: compile the pattern (POSIX extended; case-insensitive when it
  * has no capital, as journalctl's). Returns 0, or -EINVAL with the

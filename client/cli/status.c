@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,16 @@
 #endif
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 #include "compat-win.h"
 #include "seg-summary.h"
 #include "config.h"
 #include "ctl.h"
 
-static const char *human(double b, char *buf, size_t n)
+const char *cli_bytes(double b, char *buf, size_t n)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	int i = 0;
@@ -32,27 +36,45 @@ static const char *human(double b, char *buf, size_t n)
 	return buf;
 }
 
+/* Two units at most, the way people say it: "3 d 4 h", "1 min 7 s". */
+const char *cli_span(uint64_t s, char *buf, size_t n)
+{
+	if (s >= 365ull * 86400)
+		snprintf(buf, n, "%llu y %llu d", (unsigned long long)(s / (365ull * 86400)),
+			 (unsigned long long)(s % (365ull * 86400) / 86400));
+	else if (s >= 86400)
+		snprintf(buf, n, "%llu d %llu h", (unsigned long long)(s / 86400),
+			 (unsigned long long)(s % 86400 / 3600));
+	else if (s >= 3600)
+		snprintf(buf, n, "%llu h %llu min", (unsigned long long)(s / 3600),
+			 (unsigned long long)(s % 3600 / 60));
+	else if (s >= 60)
+		snprintf(buf, n, "%llu min %llu s", (unsigned long long)(s / 60),
+			 (unsigned long long)(s % 60));
+	else
+		snprintf(buf, n, "%llu s", (unsigned long long)s);
+	return buf;
+}
+
+static const char *human(double b, char *buf, size_t n)
+{
+	return cli_bytes(b, buf, n);
+}
+
 static const char *ago(uint64_t then, uint64_t now, char *buf, size_t n)
 {
 	uint64_t s = then && now > then ? (now - then) / 1000000000u : 0;
 
-	if (!then)
+	if (!then) {
 		snprintf(buf, n, "-");
-	else if (s >= 86400)
-		snprintf(buf, n, "%llu d %llu h ago", (unsigned long long)(s / 86400),
-			 (unsigned long long)(s % 86400 / 3600));
-	else if (s >= 3600)
-		snprintf(buf, n, "%llu h %llu min ago", (unsigned long long)(s / 3600),
-			 (unsigned long long)(s % 3600 / 60));
-	else if (s >= 60)
-		snprintf(buf, n, "%llu min %llu s ago", (unsigned long long)(s / 60),
-			 (unsigned long long)(s % 60));
-	else
-		snprintf(buf, n, "%llu s ago", (unsigned long long)s);
+		return buf;
+	}
+	cli_span(s, buf, n);
+	strncat(buf, " ago", n - strlen(buf) - 1);
 	return buf;
 }
 
-static const char *when(uint64_t ns, char *buf, size_t n)
+const char *cli_when(uint64_t ns, char *buf, size_t n)
 {
 	time_t t = (time_t)(ns / 1000000000u);
 	struct tm tm;
@@ -64,8 +86,63 @@ static const char *when(uint64_t ns, char *buf, size_t n)
 	return buf;
 }
 
+static const char *when(uint64_t ns, char *buf, size_t n)
+{
+	return cli_when(ns, buf, n);
+}
+
 #define I(o, k) ((uint64_t)json_integer_value(json_object_get(o, k)))
 #define S(o, k) (json_string_value(json_object_get(o, k)) ?: "")
+
+static const char *level_word(unsigned l)
+{
+	static const char *const n[] = { "off", "critical", "error", "warning", "info", "verbose" };
+
+	return l <= 5 ? n[l] : "?";
+}
+
+/* The per-program table is empty for one of two reasons: say which
+ * (daemon/status.c sends "clients_detail" false to a peer outside
+ * read_group). Never a header without rows. */
+static void print_clients(json_t *j)
+{
+	json_t *v, *cl = json_object_get(j, "clients");
+	size_t i;
+
+	printf("\n%-8s %-16s %-6s %5s %12s %10s %10s %8s\n", "PID", "COMMAND", "UID", "RINGS",
+	       "STORED", "LOST-RING", "LOST-DISK", "CORRUPT");
+	json_array_foreach(cl, i, v)
+		printf("%-8llu %-16s %-6llu %5llu %12llu %10llu %10llu %8llu%s\n",
+		       (unsigned long long)I(v, "pid"), S(v, "comm"), (unsigned long long)I(v, "uid"),
+		       (unsigned long long)I(v, "rings"), (unsigned long long)I(v, "stored"),
+		       (unsigned long long)I(v, "lost_ring"), (unsigned long long)I(v, "lost_disk"),
+		       (unsigned long long)I(v, "lost_corrupt"),
+		       json_is_true(json_object_get(v, "connected")) ? "" : " (exited)");
+	if (json_array_size(cl))
+		return;
+	if (json_is_false(json_object_get(j, "clients_detail")))
+		printf("(hidden: per-program detail is for root and members of group \"%s\" "
+		       "(read_group); join it to see which programs write)\n", S(j, "read_group"));
+	else
+		printf("(no program is connected now: a program appears here from its first event "
+		       "until its rings are drained after it exits)\n");
+}
+
+static void print_rules(json_t *j, uint64_t now)
+{
+	json_t *rules = json_object_get(j, "enable_rules"), *v;
+	char a[64];
+	size_t i;
+
+	if (!json_array_size(rules))
+		return;
+	printf("\n%-32s %-8s %-18s %s\n", "RUN-TIME RULE (ringlog enable)", "LEVEL", "KEYWORDS",
+	       "SET (kept until SIGHUP or restart)");
+	json_array_foreach(rules, i, v)
+		printf("%-32s %-8s %-18s %s by uid %llu\n", S(v, "provider"),
+		       level_word((unsigned)I(v, "level")), I(v, "level") ? S(v, "keywords") : "-",
+		       ago(I(v, "set_ns"), now, a, sizeof(a)), (unsigned long long)I(v, "uid"));
+}
 
 static void print_human(json_t *j, bool down)
 {
@@ -101,9 +178,13 @@ static void print_human(json_t *j, bool down)
 		       (unsigned long long)I(j, "rate_events_per_s"),
 		       human((double)I(j, "rate_bytes_per_s"), a, sizeof(a)));
 		if (left >= 0)
-			printf("%-22s %.0f s at this rate\n", "oldest data deleted in", left);
+			printf("%-22s %s at this rate\n", "oldest data deleted in",
+			       cli_span((uint64_t)left, a, sizeof(a)));
 		else
 			printf("%-22s never at this rate (nothing is being written)\n", "oldest data deleted in");
+		if (I(j, "max_retention_ns"))
+			printf("%-22s %s: older segments are deleted whatever the budget\n", "max_retention",
+			       cli_span(I(j, "max_retention_ns") / 1000000000u, a, sizeof(a)));
 		printf("%-22s %s (%s)\n", "write backend", S(j, "backend"), S(j, "backend_note"));
 		v = json_object_get(j, "forwarding");
 		printf("%-22s user_events: %s, etw: %s\n", "forwarding", S(v, "user_events"), S(v, "etw"));
@@ -137,15 +218,7 @@ static void print_human(json_t *j, bool down)
 			       "", (unsigned long long)I(v, "deleted"));
 		if (json_is_true(json_object_get(j, "disk_blocked")))
 			printf("%-22s %s\n", "DISK PROBLEM", S(j, "disk_error"));
-		printf("\n%-8s %-16s %-6s %5s %12s %10s %10s %8s\n", "PID", "COMMAND", "UID", "RINGS",
-		       "STORED", "LOST-RING", "LOST-DISK", "CORRUPT");
-		json_array_foreach(json_object_get(j, "clients"), i, v)
-			printf("%-8llu %-16s %-6llu %5llu %12llu %10llu %10llu %8llu%s\n",
-			       (unsigned long long)I(v, "pid"), S(v, "comm"), (unsigned long long)I(v, "uid"),
-			       (unsigned long long)I(v, "rings"), (unsigned long long)I(v, "stored"),
-			       (unsigned long long)I(v, "lost_ring"), (unsigned long long)I(v, "lost_disk"),
-			       (unsigned long long)I(v, "lost_corrupt"),
-			       json_is_true(json_object_get(v, "connected")) ? "" : " (exited)");
+		print_clients(j);
 		/* LOST-RING: the overflow each program attributed to the provider
 		 * (proto/ring.h); what no program could attribute gets its own row. */
 		printf("\n%-32s %12s %10s %8s\n", "PROVIDER", "STORED", "LOST-RING", "LEVEL");
@@ -157,6 +230,9 @@ static void print_human(json_t *j, bool down)
 		if (I(v, "ring_unattributed"))
 			printf("%-32s %12s %10llu\n", "(ring overflow, no provider)", "-",
 			       (unsigned long long)I(v, "ring_unattributed"));
+		else if (!json_array_size(json_object_get(j, "providers")))
+			printf("(no provider declared since ringlogd started)\n");
+		print_rules(j, now);
 	}
 	printf("\n%-18s %10s %10s %8s  %-19s  %-19s\n", "SEGMENT", "SIZE", "EVENTS", "LOST", "FIRST",
 	       "LAST");
@@ -169,6 +245,8 @@ static void print_human(json_t *j, bool down)
 		       when(I(v, "first_ns"), b, sizeof(b)), when(I(v, "last_ns"), c, sizeof(c)),
 		       json_is_true(json_object_get(v, "current")) ? "  (writing)" : "");
 	}
+	if (!json_array_size(json_object_get(j, "segments")))
+		printf("(no segment yet: the first is created with the first event stored)\n");
 }
 
 /* The daemon is down: the same figures, from segment headers. */
@@ -237,34 +315,16 @@ static json_t *offline(const char *dir)
 	return j;
 }
 
-int cmd_status(int argc, char **argv)
+/* The daemon's STATUS, or the storage directory's figures when it cannot
+ * be asked (*down; refused: the socket's file turned us away, and why).
+ * NULL with *rc set when the daemon answered with an error. */
+static json_t *fetch(const char *sock, const char *dir, bool json, bool quiet, bool *down, int *rc)
 {
-	const char *sock = NULL, *dir = NULL;
-	bool json = false, down = false;
 	json_t *j = NULL;
 	char refused[1024] = "";
-	int fd;
+	int fd = cli_connect(socket_path(sock), true);
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
-			sock = argv[++i];
-		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-			dir = argv[++i];
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			puts("usage: ringlog status [--json] [--socket PATH] [--dir DIR]\n"
-			     "Retention and health from ringlogd: budget, used and free bytes, segments,\n"
-			     "the oldest retained event, write rate, backend, forwarding, per-client and\n"
-			     "per-provider counts and losses. With the daemon down, reads DIR (default:\n"
-			     "the configured storage_dir) and says so (exit code 3).");
-			return 0;
-		} else {
-			fprintf(stderr, "ringlog status: unknown option %s (see ringlog status --help)\n", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	fd = cli_connect(socket_path(sock), true);
+	*down = false;
 	/* Refused by the socket's file: whether ringlogd runs is unknown (it
 	 * may well), so never say it is down. */
 	if (fd == -EACCES || fd == -EPERM)
@@ -280,7 +340,8 @@ int cmd_status(int argc, char **argv)
 				cli_print_error("ringlog status", p);
 				free(p);
 				close(fd);
-				return EXIT_FAIL;
+				*rc = EXIT_FAIL;
+				return NULL;
 			}
 		}
 		free(p);
@@ -295,27 +356,240 @@ int cmd_status(int argc, char **argv)
 
 			ringlog_config_load(&c, "/etc/ringlog/ringlogd.json", err, sizeof(err));
 		}
-		down = true;
+		*down = true;
 		if (refused[0]) {
 			const char *d = dir ? dir : c.storage_dir;
 
-			fprintf(stderr, "ringlog status: cannot ask ringlogd at %s: %s\n",
-				socket_path(sock), refused);
+			if (!quiet)
+				fprintf(stderr, "ringlog status: cannot ask ringlogd at %s: %s\n",
+					socket_path(sock), refused);
 			if (access(d, R_OK | X_OK) < 0) {
-				fprintf(stderr, "ringlog status: nor may this user read the storage "
-					"directory %s\n", d);
-				return EXIT_NODAEMON;
+				if (!quiet)
+					fprintf(stderr, "ringlog status: nor may this user read the storage "
+						"directory %s\n", d);
+				*rc = EXIT_NODAEMON;
+				return NULL;
 			}
 			j = offline(d);
 			json_object_set_new(j, "daemon", json_string("refused"));
 			json_object_set_new(j, "error", json_string(refused));
 		} else {
 			j = offline(dir ? dir : c.storage_dir);
-			if (!json)
+			if (!json && !quiet)
 				fprintf(stderr, "ringlog: cannot reach ringlogd at %s; showing the "
 					"storage directory\n", socket_path(sock));
 		}
 	}
+	*rc = *down ? EXIT_NODAEMON : EXIT_OK;
+	return j;
+}
+
+static void sleep_ms(unsigned ms)
+{
+#ifdef _WIN32
+	Sleep(ms);
+#else
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL); /* Ctrl-C cuts it short: the loop checks */
+#endif
+}
+
+/* A figure's rate between two refreshes, per second. */
+static double per_s(uint64_t now, uint64_t before, double dt)
+{
+	return dt > 0 && now >= before ? (double)(now - before) / dt : 0;
+}
+
+static json_t *client_by_pid(json_t *prev, uint64_t pid)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(prev, "clients"), i, v)
+		if (I(v, "pid") == pid)
+			return v;
+	return NULL;
+}
+
+/* One screen of `status --watch`: what moves (rates in and out, loss),
+ * disk, the horizon, and the writers with their own rates. Rates are the
+ * differences since the previous refresh (dt seconds); the first screen
+ * shows the daemon's smoothed write rate. */
+static void print_watch(json_t *j, json_t *prev, double dt, double every)
+{
+	char a[64], b[64], c[64];
+	uint64_t now = I(j, "now_ns");
+	json_t *lost = json_object_get(j, "lost"), *fw = json_object_get(j, "forwarding"), *v;
+	double in_ev, in_b, out, loss, left;
+	size_t i;
+
+	if (prev) {
+		in_ev = per_s(I(j, "stored_events"), I(prev, "stored_events"), dt);
+		in_b = (double)I(j, "rate_bytes_per_s");
+		out = per_s(I(fw, "forwarded"), I(json_object_get(prev, "forwarding"), "forwarded"), dt);
+		loss = per_s(I(lost, "total") + I(lost, "reader"),
+			     I(json_object_get(prev, "lost"), "total") +
+			     I(json_object_get(prev, "lost"), "reader"), dt);
+	} else {
+		in_ev = (double)I(j, "rate_events_per_s");
+		in_b = (double)I(j, "rate_bytes_per_s");
+		out = loss = 0;
+	}
+	printf("ringlog status --watch: every %g s, %s (Ctrl-C quits)\n\n", every,
+	       cli_when(now, a, sizeof(a)));
+	printf("%-8s %.0f events/s stored, %s/s to disk; %llu events since ringlogd started\n", "in",
+	       in_ev, cli_bytes(in_b, a, sizeof(a)), (unsigned long long)I(j, "stored_events"));
+	printf("%-8s %.0f events/s forwarded to the OS tracer (user_events: %s, etw: %s)\n", "out",
+	       out, S(fw, "user_events"), S(fw, "etw"));
+	printf("%-8s %.0f events/s lost now; %llu since start (ring %llu, disk %llu, corrupt %llu, "
+	       "slow readers %llu)\n", "loss", loss, (unsigned long long)I(lost, "total"),
+	       (unsigned long long)I(lost, "ring"), (unsigned long long)I(lost, "disk"),
+	       (unsigned long long)I(lost, "corrupt"), (unsigned long long)I(lost, "reader"));
+	printf("%-8s %s of max_disk %s in %llu segments; %s free on the filesystem%s\n", "disk",
+	       cli_bytes((double)I(j, "used_bytes"), a, sizeof(a)),
+	       cli_bytes((double)I(j, "max_disk"), b, sizeof(b)),
+	       (unsigned long long)I(j, "segment_count"),
+	       cli_bytes((double)I(j, "fs_free_bytes"), c, sizeof(c)),
+	       json_is_true(json_object_get(j, "disk_blocked")) ? " - DISK PROBLEM" : "");
+	left = json_real_value(json_object_get(j, "seconds_until_oldest_deleted"));
+	if (left >= 0)
+		printf("%-8s oldest event %s; oldest data deleted in %s at this rate\n", "horizon",
+		       ago(I(j, "oldest_event_ns"), now, a, sizeof(a)),
+		       cli_span((uint64_t)left, b, sizeof(b)));
+	else
+		printf("%-8s oldest event %s; never deleted at this rate (nothing is being written)\n",
+		       "horizon", ago(I(j, "oldest_event_ns"), now, a, sizeof(a)));
+	printf("\n%-8s %-16s %5s %10s %12s %10s %10s\n", "PID", "COMMAND", "RINGS", "EVENTS/S",
+	       "STORED", "LOST-RING", "LOST-DISK");
+	json_array_foreach(json_object_get(j, "clients"), i, v) {
+		json_t *p = prev ? client_by_pid(prev, I(v, "pid")) : NULL;
+
+		printf("%-8llu %-16s %5llu %10.0f %12llu %10llu %10llu%s\n",
+		       (unsigned long long)I(v, "pid"), S(v, "comm"), (unsigned long long)I(v, "rings"),
+		       p ? per_s(I(v, "stored"), I(p, "stored"), dt) : 0.0,
+		       (unsigned long long)I(v, "stored"), (unsigned long long)I(v, "lost_ring"),
+		       (unsigned long long)I(v, "lost_disk"),
+		       json_is_true(json_object_get(v, "connected")) ? "" : " (exited)");
+	}
+	if (!json_array_size(json_object_get(j, "clients"))) {
+		if (json_is_false(json_object_get(j, "clients_detail")))
+			printf("(hidden: per-program detail is for root and members of group \"%s\")\n",
+			       S(j, "read_group"));
+		else
+			printf("(no program is connected now)\n");
+	}
+}
+
+static int watch(const char *sock, const char *dir, bool json, double every)
+{
+	bool tty = isatty(1), down;
+	json_t *prev = NULL, *j;
+	double prev_t = 0;
+	int rc;
+
+	cli_catch_interrupt();
+	for (unsigned n = 0; !cli_interrupted(); n++) {
+		j = fetch(sock, dir, true, true, &down, &rc);
+		if (json) {
+			char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+			if (s)
+				puts(s);
+			free(s);
+		} else {
+			/* A terminal is redrawn in place (home, clear); a pipe or a
+			 * file gets one screen after another. */
+			if (tty)
+				fputs("\033[H\033[2J", stdout);
+			else if (n)
+				putchar('\n');
+			if (!j || down) {
+				printf("ringlog status --watch: every %g s: ringlogd at %s is not reachable; "
+				       "trying again\n", every, socket_path(sock));
+			} else {
+				double t = (double)I(j, "now_ns") / 1e9;
+
+				print_watch(j, prev, prev ? t - prev_t : 0, every);
+				json_decref(prev);
+				prev = json_incref(j);
+				prev_t = t;
+			}
+		}
+		fflush(stdout);
+		json_decref(j);
+		for (unsigned ms = 0; ms < (unsigned)(every * 1000) && !cli_interrupted(); ms += 100)
+			sleep_ms((unsigned)(every * 1000) - ms < 100 ? (unsigned)(every * 1000) - ms : 100);
+	}
+	json_decref(prev);
+	return EXIT_OK;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "watch", optional_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *dir = NULL;
+	bool json = false, down = false, watching = false;
+	double every = 2;
+	json_t *j;
+	int o, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "hw::", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = true; break;
+		case 'S': sock = optarg; break;
+		case 'd': dir = optarg; break;
+		case 'w':
+			watching = true;
+			/* --watch 5 as well as --watch=5: a number right after it */
+			if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+				optarg = argv[optind++];
+			if (optarg) {
+				char *end;
+
+				every = strtod(optarg, &end);
+				if (*end || !(every >= 0.1 && every <= 86400)) {
+					fprintf(stderr, "ringlog status: --watch \"%s\": expected seconds between "
+						"refreshes, 0.1 to 86400\n", optarg);
+					return EXIT_USAGE;
+				}
+			}
+			break;
+		case 'h':
+			puts("usage: ringlog status [--json] [--watch [SECONDS]] [--socket PATH] [--dir DIR]\n"
+			     "Retention and health from ringlogd: budget, used and free bytes, segments,\n"
+			     "the oldest retained event and when the oldest data goes, write rate, backend,\n"
+			     "forwarding, per-program and per-provider counts and losses, the run-time\n"
+			     "enablement rules (ringlog enable). With the daemon down, reads DIR (default:\n"
+			     "the configured storage_dir) and says so (exit code 3).\n"
+			     "--watch: a view refreshed every SECONDS (default 2): rates in and out, loss,\n"
+			     "disk, horizon and each writer's rate; redrawn in place on a terminal, one\n"
+			     "screen after another otherwise (--json: one document a line). Ctrl-C quits.");
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "ringlog status: unknown option or missing value: %s (see ringlog "
+				"status --help)\n", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ringlog status: unexpected argument \"%s\" (see ringlog status --help)\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (watching)
+		return watch(sock, dir, json, every);
+	if (!(j = fetch(sock, dir, json, false, &down, &rc)))
+		return rc;
 	if (json) {
 		char *s = json_dumps(j, JSON_INDENT(2));
 
@@ -325,5 +599,5 @@ int cmd_status(int argc, char **argv)
 		print_human(j, down);
 	}
 	json_decref(j);
-	return down ? EXIT_NODAEMON : EXIT_OK;
+	return rc;
 }

@@ -78,20 +78,43 @@ static void until_reached(int sig)
 }
 #endif
 
-/* The coarse filter the daemon applies (daemon/tail.c): what it cannot
- * judge (fields, --grep, several globs) is left to sel_match here. */
+/* The selection the daemon applies with the same matcher (proto/match.h,
+ * daemon/tail.c); what it cannot judge (--grep, times) sel_match adds
+ * here, on events the daemon already matched. */
 static json_t *tail_request(const struct query *q, long backlog)
 {
 	json_t *req = json_object();
-	const struct selection *s = &q->sel;
+	const struct ringlog_match *s = &q->sel.m;
 
 	json_object_set_new(req, "backlog", json_integer(backlog));
-	if (s->nproviders == 1)
-		json_object_set_new(req, "provider", json_string(s->providers[0]));
-	if (s->nevents == 1)
-		json_object_set_new(req, "event", json_string(s->events[0]));
+	if (s->nproviders) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < s->nproviders; i++)
+			json_array_append_new(a, json_string(s->providers[i]));
+		json_object_set_new(req, "provider", a);
+	}
+	if (s->nevents) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < s->nevents; i++)
+			json_array_append_new(a, json_string(s->events[i]));
+		json_object_set_new(req, "event", a);
+	}
 	/* without -p, what is enabled up to info, as before */
-	json_object_set_new(req, "level", json_integer(s->level_given ? s->level_max : 4));
+	if (s->nfields) {
+		json_t *o = json_object();
+
+		for (unsigned i = 0; i < s->nfields; i++) {
+			json_t *a = json_array();
+
+			for (unsigned k = 0; k < s->fields[i].nvalues; k++)
+				json_array_append_new(a, json_string(s->fields[i].values[k]));
+			json_object_set_new(o, s->fields[i].name, a);
+		}
+		json_object_set_new(req, "fields", o);
+	}
+	json_object_set_new(req, "level", json_integer(q->sel.level_given ? s->level_max : 4));
 	if (s->level_min > 1)
 		json_object_set_new(req, "level_min", json_integer(s->level_min));
 	if (s->keyword)

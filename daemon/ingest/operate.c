@@ -149,7 +149,7 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 	uint64_t keywords = UINT64_MAX;
 	json_int_t level = 5;
 	bool reset;
-	unsigned n = 0;
+	unsigned n = 0, dropped = 0;
 	char *end;
 
 	if (!j)
@@ -183,6 +183,7 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 		if (!strcmp(r->pattern, pattern)) {
 			*pp = r->next;
 			rule_free(r);
+			dropped++;
 			continue;
 		}
 		pp = &r->next;
@@ -220,10 +221,14 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 	{
 		char kw[24];
 
+		json_t *ans;
+
 		snprintf(kw, sizeof(kw), "0x%llx", (unsigned long long)keywords);
+		/* pattern lives in j: pack first */
+		ans = json_pack("{s:s,s:b,s:i,s:s,s:o,s:i}", "provider", pattern, "reset", reset, "level",
+				(int)level, "keywords", kw, "matched", matched, "replaced", (int)dropped);
 		json_decref(j);
-		return reply(c, RINGLOG_CTL_ENABLE_SET, json_pack("{s:s,s:b,s:i,s:s,s:o}", "provider",
-			pattern, "reset", reset, "level", (int)level, "keywords", kw, "matched", matched));
+		return reply(c, RINGLOG_CTL_ENABLE_SET, ans);
 	}
 out:
 	json_decref(j);

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "match.h"
+
 #define TAIL_QUEUE_LIMIT (8u << 20)
 /* A write that takes longer than this must not hold a tail back forever:
  * it answers anyway, and its backlog may then miss what was in flight. */
@@ -43,12 +45,8 @@
 struct tail {
 	struct tail *next;
 	struct client *c;
-	char *provider;     /* glob, or NULL */
-	char *event;        /* glob, or NULL */
-	unsigned level;     /* max level */
-	unsigned level_min; /* -p err..info: 2 (1: from critical) */
-	uint64_t keyword;   /* 0: any */
-	int64_t pid, uid;   /* -1: any */
+	struct ringlog_match m; /* the reader's selection, as `ringlog read`
+	                         * judges stored events (proto/match.h) */
 	uint32_t *writer_nev;   /* by writer id: metadata entries sent + 1 */
 	uint32_t nwriters;
 	uint8_t *stream_sent;   /* by stream id */
@@ -128,22 +126,70 @@ uint64_t tail_lost_total(const struct daemon *d)
 	return n;
 }
 
-static bool matches(const struct tail *t, const struct ring *r, const struct ringlog_event_desc *e,
+/* A TAIL member given as one glob or an array of them. */
+static int globs_load(char ***list, unsigned *n, json_t *v)
+{
+	size_t k = json_is_array(v) ? json_array_size(v) : json_is_string(v) ? 1 : 0;
+
+	for (size_t i = 0; i < k; i++) {
+		json_t *g = json_is_array(v) ? json_array_get(v, i) : v;
+
+		if (json_is_string(g) && ringlog_match_add_glob(list, n, json_string_value(g)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "fields": {"NAME": "VALUE" or ["VALUE", ...], ...} */
+static int fields_load(struct ringlog_match *m, json_t *o)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(o, name, v) {
+		size_t k = json_is_array(v) ? json_array_size(v) : 1;
+
+		for (size_t i = 0; i < k; i++) {
+			json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+
+			if (json_is_string(x) &&
+			    ringlog_match_add_field(m, name, strlen(name), json_string_value(x)) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The same matcher as `ringlog read`'s. Fields are decoded only for a
+ * tail that matches on them, and only once the cheap tests passed. */
+static bool matches(const struct tail *t, const struct ring *r, uint16_t type,
+		    const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e,
 		    const char *provider)
 {
-	if (e->level > t->level || e->level < t->level_min)
+	struct ringlog_value v[RINGLOG_FIELDS_MAX];
+	size_t head = RINGLOG_EVENT_HDR_SIZE + (type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
+	struct ringlog_match cheap = t->m;
+
+	cheap.nfields = 0;
+	if (!ringlog_match_event(&cheap, provider, e, r->c->pid, r->c->uid, NULL))
 		return false;
-	if (t->keyword && e->keyword && !(e->keyword & t->keyword))
-		return false;
-	if (t->pid >= 0 && r->c->pid != (uint64_t)t->pid)
-		return false;
-	if (t->uid >= 0 && r->c->uid != (uint64_t)t->uid)
-		return false;
-	if (t->provider && (!provider || fnmatch(t->provider, provider, 0)))
-		return false;
-	if (t->event && fnmatch(t->event, e->name, 0))
-		return false;
-	return true;
+	if (!t->m.nfields)
+		return true;
+	if (e->nfields > RINGLOG_FIELDS_MAX || len < head ||
+	    ringlog_event_decode(e, payload + head, len - head, v) < 0)
+		return false; /* undecodable: the drain reports it */
+	return ringlog_match_event(&t->m, provider, e, r->c->pid, r->c->uid, v);
+}
+
+/* Does the tail's provider selection take this provider (none: all)? */
+static bool takes_provider(const struct tail *t, const char *name)
+{
+	if (!t->m.nproviders)
+		return true;
+	for (unsigned i = 0; name && i < t->m.nproviders; i++)
+		if (!fnmatch(t->m.providers[i], name, 0))
+			return true;
+	return false;
 }
 
 static int describe(struct tail *t, struct ring *r)
@@ -194,7 +240,7 @@ static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || !matches(t, r, e, provider))
+		if (t->c->gone || !matches(t, r, type, payload, len, e, provider))
 			continue;
 		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
 			t->dropped++;
@@ -221,9 +267,7 @@ static void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg
 	const char *provider = l->provider ? ringlog_meta_provider(&r->c->meta, l->provider) : NULL;
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || (t->pid >= 0 && r->c->pid != (uint64_t)t->pid) ||
-		    (t->uid >= 0 && r->c->uid != (uint64_t)t->uid) ||
-		    (t->provider && (!provider || fnmatch(t->provider, provider, 0))))
+		if (t->c->gone || !ringlog_match_loss(&t->m, provider, true, r->c->pid, r->c->uid))
 			continue;
 		if (describe(t, r) < 0)
 			continue;
@@ -235,10 +279,10 @@ static void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg
 void tail_raise(struct daemon *d, struct provider *p)
 {
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || (t->provider && fnmatch(t->provider, p->name, 0)))
+		if (t->c->gone || !takes_provider(t, p->name))
 			continue;
-		for (unsigned l = 1; l <= t->level && l <= 5; l++)
-			p->kw[l] |= t->keyword ? t->keyword : ~0ull;
+		for (unsigned l = t->m.level_min; l <= t->m.level_max && l <= 5; l++)
+			p->kw[l] |= t->m.keyword ? t->m.keyword : ~0ull;
 	}
 }
 
@@ -253,8 +297,7 @@ void tail_free(struct tail *t)
 			break;
 		}
 	d->tail_sink.want_records = d->ntails > 0;
-	free(t->provider);
-	free(t->event);
+	ringlog_match_free(&t->m);
 	free(t->writer_nev);
 	free(t->stream_sent);
 	free(t->frame);
@@ -306,6 +349,7 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	json_error_t jerr;
 	json_t *j = json_loadb((const char *)p, len, 0, &jerr), *v;
 	struct tail *t;
+	bool oom;
 
 	if (!j || !json_is_object(j) || c->tail || c->writer) {
 		json_decref(j);
@@ -317,29 +361,27 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 		return -ENOMEM;
 	}
 	t->c = c;
-	t->level = 4;
-	t->level_min = 1;
-	t->pid = t->uid = -1;
-	if ((v = json_object_get(j, "provider")) && json_is_string(v))
-		t->provider = strdup(json_string_value(v));
-	if ((v = json_object_get(j, "event")) && json_is_string(v))
-		t->event = strdup(json_string_value(v));
+	ringlog_match_init(&t->m);
+	t->m.level_max = 4; /* what is enabled up to info, unless asked */
+	oom = globs_load(&t->m.providers, &t->m.nproviders, json_object_get(j, "provider")) ||
+	      globs_load(&t->m.events, &t->m.nevents, json_object_get(j, "event")) ||
+	      fields_load(&t->m, json_object_get(j, "fields"));
 	if ((v = json_object_get(j, "level")) && json_is_integer(v))
-		t->level = (unsigned)json_integer_value(v);
+		t->m.level_max = (unsigned)json_integer_value(v);
 	if ((v = json_object_get(j, "level_min")) && json_is_integer(v))
-		t->level_min = (unsigned)json_integer_value(v);
+		t->m.level_min = (unsigned)json_integer_value(v);
 	if ((v = json_object_get(j, "keyword")) && json_is_integer(v))
-		t->keyword = (uint64_t)json_integer_value(v);
+		t->m.keyword = (uint64_t)json_integer_value(v);
 	if ((v = json_object_get(j, "pid")) && json_is_integer(v))
-		t->pid = json_integer_value(v);
+		t->m.pid = json_integer_value(v);
 	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
-		t->uid = json_integer_value(v);
+		t->m.uid = json_integer_value(v);
 	json_decref(j);
-	if (t->level < 1 || t->level > 5 || t->level_min < 1 || t->level_min > t->level) {
-		free(t->provider);
-		free(t->event);
+	if (oom || t->m.level_max < 1 || t->m.level_max > 5 || t->m.level_min < 1 ||
+	    t->m.level_min > t->m.level_max) {
+		ringlog_match_free(&t->m);
 		free(t);
-		tool_error(c, "level must be 1..5 and level_min 1..level");
+		tool_error(c, oom ? "out of memory" : "level must be 1..5 and level_min 1..level");
 		return 0;
 	}
 	/* Everything emitted before this point goes to the segments (the
