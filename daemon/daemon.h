@@ -24,7 +24,7 @@
 #include "config.h"
 #include "segment.h"
 
-#include "ingest/access.h"
+#include "access.h"
 #include "sink/sink.h"
 #include "store/store.h"
 
@@ -92,8 +92,10 @@ struct daemon {
 	bool notify;         /* $NOTIFY_SOCKET is set */
 	bool fdstore;        /* rings go to the service manager's fd store */
 
-	/* the sinks lifecycle.c hands the store, in the order they are told */
+	/* the sinks, in the order they are told: lifecycle.c links them in
+	 * sinks and hands the same list to the store (st.sinks) */
 	struct sink fwd_sink, tail_sink, sync_sink;
+	struct sink *sinks;
 
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */

@@ -216,11 +216,12 @@ static void wire(struct daemon *d)
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
-	d->st.sinks = NULL;
+	d->sinks = NULL;
 	for (size_t i = sizeof(order) / sizeof(order[0]); i-- > 0;) {
-		order[i]->next = d->st.sinks;
-		d->st.sinks = order[i];
+		order[i]->next = d->sinks;
+		d->sinks = order[i];
 	}
+	d->st.sinks = d->sinks;
 	d->st.room = drain_start;
 }
 

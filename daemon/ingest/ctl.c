@@ -15,7 +15,7 @@
 #include "log.h"
 #include "ingest/client.h"
 #include "ingest/transport.h"
-#include "ingest/access.h"
+#include "access.h"
 #include "ingest/registry.h"
 #include "ingest/drain.h"
 #include "ingest/sync.h"
@@ -203,6 +203,10 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return status_reply(c, c->access & ACCESS_READ);
 	case RINGLOG_CTL_TAIL:
 		c->tool = true;
+		/* The backlog: everything emitted before the tail joins goes to
+		 * the segments, which the tail reads itself; then it is live. */
+		drain_all(c->d);
+		store_seal(c->d);
 		return tail_start(c, p, len);
 	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
 	case RINGLOG_CTL_LIST: return op_list(c, p, len);

@@ -9,6 +9,7 @@
  * one ops table and a node in the list lifecycle.c hands the store: the
  * store calls through the table, never a sink by name, so a new consumer
  * (export, a flight recorder, shipping) plugs in here without touching it.
+ * The registry asks the same list what enablement the sinks raise.
  *
  * Every op runs on the loop thread and must not call back into the store
  * (no seal, no event): a sink that needs the disk to move (the tail's
@@ -57,6 +58,10 @@ struct sink_ops {
 	void (*chunk)(struct sink *s, const struct sink_chunk *c);
 	/* The daemon stops: the store is idle, its last chunk written. */
 	void (*shutdown)(struct sink *s);
+	/* A sink that wants more than the configuration enables (a tail at
+	 * verbose, a tracer session) ORs it into kw[level] for provider name:
+	 * the registry asks every sink whenever enablement is computed. */
+	void (*raise)(struct sink *s, const char *provider, uint64_t kw[8]);
 };
 
 struct sink {
@@ -89,6 +94,13 @@ static inline void sink_publish_chunk(struct sink *list, const struct sink_chunk
 	for (struct sink *s = list; s; s = s->next)
 		if (s->ops->chunk)
 			s->ops->chunk(s, c);
+}
+
+static inline void sink_publish_raise(struct sink *list, const char *provider, uint64_t kw[8])
+{
+	for (struct sink *s = list; s; s = s->next)
+		if (s->ops->raise)
+			s->ops->raise(s, provider, kw);
 }
 
 static inline void sink_publish_shutdown(struct sink *list)

@@ -21,7 +21,6 @@
 #include "log.h"
 #include "clock.h"
 #include "ingest/registry.h"
-#include "ingest/drain.h"
 #include "sink/tail.h"
 
 #include <errno.h>
@@ -276,13 +275,16 @@ static void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg
 	}
 }
 
-void tail_raise(struct daemon *d, struct provider *p)
+/* A tail asking for more than is enabled raises it while it runs. */
+static void sink_raise(struct sink *s, const char *provider, uint64_t kw[8])
 {
+	struct daemon *d = s->ctx;
+
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || !takes_provider(t, p->name))
+		if (t->c->gone || !takes_provider(t, provider))
 			continue;
 		for (unsigned l = t->m.level_min; l <= t->m.level_max && l <= 5; l++)
-			p->kw[l] |= t->m.keyword ? t->m.keyword : ~0ull;
+			kw[l] |= t->m.keyword ? t->m.keyword : ~0ull;
 	}
 }
 
@@ -384,11 +386,10 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 		tool_error(c, oom ? "out of memory" : "level must be 1..5 and level_min 1..level");
 		return 0;
 	}
-	/* Everything emitted before this point goes to the segments (the
-	 * backlog): drain it all before the tail joins, seal the open chunk,
-	 * and answer once it is written. Events drained from here on are live. */
-	drain_all(d);
-	store_seal(d);
+	/* Everything emitted before this point went to the segments (the
+	 * backlog: ctl.c drained every ring and sealed the open chunk before
+	 * the request): answer once it is written. Events stored from here on
+	 * are live. */
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
 	t->answer_after = d->st.seal_next;
@@ -431,4 +432,5 @@ const struct sink_ops tail_sink_ops = {
 	.record = sink_record,
 	.loss = sink_loss,
 	.chunk = sink_chunk,
+	.raise = sink_raise,
 };

@@ -10,11 +10,10 @@ struct client;
 struct provider;
 struct tail;
 
-/* TAIL from a tool: 0 (a bad request gets an ERROR frame) or -ENOMEM. */
+/* TAIL from a tool, once the rings are drained and the open chunk sealed
+ * (the backlog): 0 (a bad request gets an ERROR frame) or -ENOMEM. */
 int tail_start(struct client *c, const uint8_t *json, uint32_t len);
 void tail_free(struct tail *t);
-/* OR into p->kw what the running tails ask of provider p. */
-void tail_raise(struct daemon *d, struct provider *p);
 /* Events dropped for slow readers: told and not yet told. */
 uint64_t tail_lost_total(const struct daemon *d);
 /* Periodic: answer the tails whose backlog write takes too long. */

@@ -20,7 +20,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
-#include "ingest/access.h"
+#include "access.h"
 #include "store/file.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include "log.h"
 #include "clock.h"
 #include "ingest/transport.h"
-#include "ingest/access.h"
+#include "access.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
 

@@ -11,7 +11,7 @@
  */
 #include "daemon.h"
 #include "log.h"
-#include "ingest/access.h"
+#include "access.h"
 #include "store/file.h"
 #include "win/peer.h"
 

@@ -10,7 +10,7 @@
 #include "log.h"
 #include "clock.h"
 #include "ingest/transport.h"
-#include "ingest/access.h"
+#include "access.h"
 #include "ingest/registry.h"
 #include "ingest/drain.h"
 #include "win/peer.h"

@@ -189,10 +189,13 @@ void fwd_tick(struct daemon *d)
 		reg_enable_recompute(d);
 }
 
-void fwd_raise(struct daemon *d, struct provider *p)
+/* What the tracers' sessions enable is raised in the programs. */
+static void sink_raise(struct sink *s, const char *provider, uint64_t kw[8])
 {
+	struct daemon *d = s->ctx;
+
 	if (d->fwd)
-		d->fwd->ops->raise(d->fwd, p->name, p->kw);
+		d->fwd->ops->raise(d->fwd, provider, kw);
 }
 
 json_t *fwd_status(struct daemon *d)
@@ -238,4 +241,5 @@ const struct sink_ops fwd_sink_ops = {
 	.name = "forward",
 	.record = sink_record,
 	.shutdown = sink_shutdown,
+	.raise = sink_raise,
 };

@@ -86,7 +86,6 @@ void fwd_apply(struct daemon *d);       /* start or stop as the config says */
 void fwd_sync_client(struct client *c); /* new event definitions */
 void fwd_client_free(struct client *c);
 void fwd_tick(struct daemon *d);        /* tracers came or went: re-raise */
-void fwd_raise(struct daemon *d, struct provider *p);
 struct json_t *fwd_status(struct daemon *d);
 extern const struct sink_ops fwd_sink_ops;
 

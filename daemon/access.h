@@ -1,7 +1,8 @@
-/* daemon/ingest/access.h - who may write events and who may read them
+/* daemon/access.h - who may write events and who may read them
  * (unix/access.c: SO_PEERCRED and SO_PEERGROUPS against socket_group and
  * read_group; win/access.c: the client's token against the same groups as
- * SIDs, which also make the pipe's security descriptor). */
+ * SIDs, which also make the pipe's security descriptor), and the group
+ * of the storage directory the store creates (access_mkdir_store()). */
 #ifndef RINGLOG_DAEMON_ACCESS_H
 #define RINGLOG_DAEMON_ACCESS_H
 
