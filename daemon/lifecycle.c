@@ -12,7 +12,7 @@
 #include "ingest/registry.h"
 #include "ingest/transport.h"
 #include "ingest/drain.h"
-#include "ingest/sync.h"
+#include "sink/sync.h"
 #include "ingest/operate.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
@@ -82,6 +82,10 @@ static void on_flush_timer(uv_timer_t *t)
 	store_tick(d);
 	op_tick(d); /* max_retention */
 	tail_tick(d);
+	if (sync_waiting(d)) {
+		drain_all(d);
+		store_seal(d);
+	}
 	sync_tick(d);
 	fwd_tick(d);
 	if (now - d->rate_prev_ns >= 1000000000u) {

@@ -18,7 +18,7 @@
 #include "access.h"
 #include "ingest/registry.h"
 #include "ingest/drain.h"
-#include "ingest/sync.h"
+#include "sink/sync.h"
 #include "ingest/status.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
@@ -197,6 +197,10 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	case RINGLOG_CTL_META:
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
 	case RINGLOG_CTL_SYNC:
+		/* What is there now goes to the disk without waiting for the
+		 * chunk to fill or age; the answer waits for the write. */
+		drain_all(c->d);
+		store_seal(c->d);
 		return sync_request(c, p, len);
 	case RINGLOG_CTL_STATUS:
 		c->tool = true;

@@ -35,25 +35,35 @@ void ret_add(struct daemon *d, struct segfile *s)
 	d->st.used_bytes += s->bytes;
 }
 
+/* One look at the filesystem gives both figures: a statvfs per chunk
+ * sealed, not one for each. */
+void ret_fs_room(const struct daemon *d, uint64_t *fs_free, uint64_t *floor)
+{
+	const struct store_budget *b = &d->st.budget;
+	uint64_t avail = 0, total = 0;
+	bool known = d->st.space(d->cfg.storage_dir, &avail, &total) == 0;
+
+	*fs_free = known ? avail : UINT64_MAX;
+	if (b->min_free_bytes || !b->min_free_percent)
+		*floor = b->min_free_bytes;
+	else
+		*floor = known ? total / 100 * b->min_free_percent : 0;
+}
+
 uint64_t ret_fs_free(const struct daemon *d)
 {
-	uint64_t avail, total;
+	uint64_t fs_free, floor;
 
-	if (d->st.space(d->cfg.storage_dir, &avail, &total) < 0)
-		return UINT64_MAX;
-	return avail;
+	ret_fs_room(d, &fs_free, &floor);
+	return fs_free;
 }
 
 uint64_t ret_min_free(const struct daemon *d)
 {
-	const struct store_budget *b = &d->st.budget;
-	uint64_t avail, total;
+	uint64_t fs_free, floor;
 
-	if (b->min_free_bytes || !b->min_free_percent)
-		return b->min_free_bytes;
-	if (d->st.space(d->cfg.storage_dir, &avail, &total) < 0)
-		return 0;
-	return total / 100 * b->min_free_percent;
+	ret_fs_room(d, &fs_free, &floor);
+	return floor;
 }
 
 /* Take s out of the index (wherever it is) and delete its file. */
@@ -120,13 +130,14 @@ static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uin
 
 enum store_room ret_make_room(struct daemon *d, uint64_t bytes)
 {
-	uint64_t min_free = ret_min_free(d);
-
 	for (;;) {
-		uint64_t fs_free = ret_fs_free(d);
-		bool disk_ok = d->st.used_bytes + bytes <= d->st.budget.max_disk;
-		bool fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
 		struct segfile *s = d->st.segs;
+		uint64_t fs_free, min_free;
+		bool disk_ok, fs_ok;
+
+		ret_fs_room(d, &fs_free, &min_free);
+		disk_ok = d->st.used_bytes + bytes <= d->st.budget.max_disk;
+		fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
 
 		if (disk_ok && fs_ok)
 			return ROOM_OK;

@@ -920,9 +920,10 @@ void store_configure(struct daemon *d)
 uint64_t store_seg_limit(const struct daemon *d)
 {
 	const struct store_budget *b = &d->st.budget;
-	uint64_t fs_free = ret_fs_free(d), floor = ret_min_free(d), room = b->max_disk;
+	uint64_t fs_free, floor, room = b->max_disk;
 	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
 
+	ret_fs_room(d, &fs_free, &floor);
 	if (fs_free != UINT64_MAX && d->st.used_bytes + fs_free - floor < room && fs_free > floor)
 		room = d->st.used_bytes + fs_free - floor;
 	if (room / 4 < lim)

@@ -244,7 +244,9 @@ enum store_room ret_make_room(struct daemon *d, uint64_t bytes);
  * (may be NULL) sees each one before it goes. Returns how many went. */
 unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx);
-/* The filesystem's free bytes (UINT64_MAX: unknown) and the floor. */
+/* The filesystem's free bytes (UINT64_MAX: unknown) and the floor
+ * (min_free), from one look at it (st.space); or either alone. */
+void ret_fs_room(const struct daemon *d, uint64_t *fs_free, uint64_t *floor);
 uint64_t ret_fs_free(const struct daemon *d);
 uint64_t ret_min_free(const struct daemon *d);
 

@@ -1,4 +1,4 @@
-/* daemon/ingest/sync.c - SYNC, the answer behind ringlog_flush(): given once every
+/* daemon/sink/sync.c - SYNC, the answer behind ringlog_flush(): given once every
  * event the client's rings held when the request was read is written to a
  * segment file, so that a program may exit, or the daemon crash, without
  * losing what it flushed.
@@ -13,9 +13,8 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
-#include "ingest/sync.h"
+#include "sink/sync.h"
 #include "ingest/registry.h"
-#include "ingest/drain.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -66,10 +65,8 @@ int sync_request(struct client *c, const uint8_t *p, uint32_t len)
 	if (len != sizeof(token))
 		return -EPROTO;
 	memcpy(&token, p, sizeof(token));
-	/* Take what is there now and send it to the disk without waiting
-	 * for the chunk to fill or age. */
-	drain_all(d);
-	store_seal(d);
+	/* ctl.c took what was there and sent it to the disk without waiting
+	 * for the chunk to fill or age: the targets are the positions now. */
 	for (struct ring *r = c->rings; r; r = r->next)
 		n++;
 	w = calloc(1, sizeof(*w) + n * sizeof(w->t[0]));
@@ -110,15 +107,15 @@ static void sync_check(struct daemon *d)
 	}
 }
 
+bool sync_waiting(const struct daemon *d)
+{
+	return d->nsyncs > 0;
+}
+
 void sync_tick(struct daemon *d)
 {
-	/* Records a drain could not take at the request (every chunk buffer
-	 * busy) are taken now, and the chunk holding them written. */
-	if (!d->nsyncs)
-		return;
-	drain_all(d);
-	store_seal(d);
-	sync_check(d);
+	if (d->nsyncs)
+		sync_check(d);
 }
 
 void sync_free(struct client *c)
