@@ -561,6 +561,35 @@ Test(output, lines_equals_the_end_of_a_full_read)
 	live_cleanup(&e);
 }
 
+/* A daemon killed between writing and releasing ring space drains the
+ * same records again into its successor's first segment (the positions
+ * say so): -n, like a full read, shows them once. */
+Test(output, lines_shows_records_drained_again_after_a_crash_once)
+{
+	struct live e;
+	char dir[400], want[4096];
+	struct gen g;
+	size_t n = 0;
+
+	live_init(&e);
+	snprintf(dir, sizeof(dir), "%s/c", e.dir);
+	mkdir(dir, 0755);
+	gen_open(&g, dir, 1, 4096);
+	for (int i = 0; i < 20; i++)
+		query(&g, T0 + (uint64_t)i * 1000000, i, true);
+	gen_close(&g);
+	ring_pos -= 5 * ringlog_rec_total(8 + 9); /* the last 5 again */
+	gen_open(&g, dir, 2, 4096);
+	for (int i = 15; i < 25; i++)
+		query(&g, T0 + (uint64_t)i * 1000000, i, true);
+	gen_close(&g);
+	for (int i = 17; i < 25; i++)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "ms=%d ok=true\n", i);
+	cr_expect_str_eq(run(ENV CLI " read --dir %s -o cat | tail -n 8", dir), want);
+	cr_expect_str_eq(run(ENV CLI " read --dir %s -o cat -n 8", dir), want);
+	live_cleanup(&e);
+}
+
 /* Under a pseudo-terminal (script -qc): the pager ($RINGLOG_PAGER, then
  * $PAGER) runs, never when piped, with --no-pager, or following; colour
  * per no-color.org; the header and "-- No entries --" only there. */

@@ -33,6 +33,7 @@ struct rd {
 	size_t limit;          /* -n: keep the newest this many; 0: all */
 	uint64_t threshold;    /* with limit lines held: the oldest one's time */
 	bool damaged;
+	bool quiet;            /* a second pass: damage was reported by the first */
 	const char *path;
 	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
 	uint64_t first_ns, last_ns; /* of the store, from segment and chunk headers */
@@ -64,9 +65,14 @@ static void span(struct rd *r, uint64_t first, uint64_t last)
 		r->last_ns = last;
 }
 
+static void trim(struct rd *r);
+
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
 	struct rd *r = ctx;
+
+	if (r->limit && r->n >= 2 * r->limit + 1024)
+		trim(r); /* memory bounded by the N asked for */
 
 	if (r->limit && r->n >= r->limit && e->real_ns < r->threshold)
 		return 0; /* older than the newest N already held */
@@ -89,6 +95,8 @@ static void on_rec_damage(void *ctx, const char *what)
 {
 	struct rd *r = ctx;
 
+	if (r->quiet)
+		return;
 	r->damaged = true;
 	fprintf(stderr, "ringlog: %s: damaged record: %s\n", r->path, what);
 }
@@ -98,6 +106,8 @@ static void on_file_damage(void *ctx, const char *path, uint64_t from, uint64_t 
 {
 	struct rd *r = ctx;
 
+	if (r->quiet)
+		return;
 	r->damaged = true;
 	fprintf(stderr, "ringlog: %s: bytes %llu..%llu damaged (%s); skipped, reading on\n", path,
 		(unsigned long long)from, (unsigned long long)to, why);
@@ -110,6 +120,10 @@ static int open_seg(struct rd *r, struct ringlog_seg_file *f, const char *path)
 	int err = ringlog_seg_open(f, path, &why);
 
 	r->path = path;
+	f->ctx = r;
+	f->on_damage = on_file_damage;
+	if (r->quiet)
+		return err;
 	if (err < 0) {
 		fprintf(stderr, "ringlog: %s: %s\n", path, why ? why : strerror(-err));
 		r->damaged = true;
@@ -123,8 +137,6 @@ static int open_seg(struct rd *r, struct ringlog_seg_file *f, const char *path)
 		fprintf(stderr, "ringlog: %s: %s\n", path, f->warning);
 		r->damaged = true;
 	}
-	f->ctx = r;
-	f->on_damage = on_file_damage;
 	return 0;
 }
 
@@ -148,7 +160,8 @@ static bool closed_range(const struct ringlog_seg_file *f)
 	return f->hdr_ok && f->hdr.state == RINGLOG_SEG_CLOSED && f->hdr.events;
 }
 
-static void read_file(struct rd *r, const char *path)
+/* Decode a segment from its first chunk, or from the chunk at start. */
+static void read_file(struct rd *r, const char *path, uint64_t start)
 {
 	struct ringlog_seg_file f;
 	struct ringlog_decoder d;
@@ -156,6 +169,8 @@ static void read_file(struct rd *r, const char *path)
 
 	if (open_seg(r, &f, path) < 0)
 		return;
+	if (start > f.off)
+		f.off = start;
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
 		/* a loss may lie outside the events' range: only skip a file
@@ -176,7 +191,7 @@ static void read_file(struct rd *r, const char *path)
 		d.unknown_time_ns = f.chunk.first_real_ns;
 		ringlog_dec_records(&d, f.body, f.chunk.body_len);
 	}
-	if (err < 0) {
+	if (err < 0 && !r->quiet) {
 		fprintf(stderr, "ringlog: %s: read error: %s\n", path, strerror(-err));
 		r->damaged = true;
 	}
@@ -216,30 +231,31 @@ struct chunk_ix {
 	uint64_t lost;
 };
 
-/* -n: the newest events of one segment without decoding all of it. The
+/* -n, first pass: the newest events of one segment without decoding all
+ * of it; returns the offset of the oldest chunk it decoded (0: none). The
  * chunk headers are the index (one 48-byte read per chunk); chunks are
  * decoded backwards in groups that begin where the daemon describes every
  * writer again (chunk seq % 4 == 3, proto/segment.h), so each group
  * decodes alone. A group entirely older than the newest N held so far is
  * skipped. Cost: the index, plus at most a group more than the N need.
- * Duplicates after a daemon crash are dropped within a group only (the
- * cross-segment dedup needs segments in order). */
-static void read_file_last(struct rd *r, const char *path)
+ * Quiet: the second pass reports what it finds. */
+static uint64_t read_file_last(struct rd *r, const char *path)
 {
 	struct ringlog_seg_file f;
 	struct chunk_ix *ix = NULL;
 	size_t n = 0, cap = 0, end;
+	uint64_t earliest = 0;
 	int err;
 
 	if (open_seg(r, &f, path) < 0)
-		return;
+		return 0;
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
-		if (!f.hdr.lost && ((r->n >= r->limit && f.hdr.last_real_ns < r->threshold) ||
-				    !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
+		if ((r->n >= r->limit && f.hdr.last_real_ns < r->threshold) ||
+		    (!f.hdr.lost && !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
 						       f.hdr.last_real_ns))) {
 			ringlog_seg_close(&f);
-			return;
+			return 0;
 		}
 	}
 	while ((err = ringlog_seg_next(&f, true)) == 1) {
@@ -258,10 +274,6 @@ static void read_file_last(struct rd *r, const char *path)
 		if (f.chunk.events)
 			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
 	}
-	if (err < 0) {
-		fprintf(stderr, "ringlog: %s: read error: %s\n", path, strerror(-err));
-		r->damaged = true;
-	}
 	for (end = n; end > 0;) {
 		size_t g = end - 1;
 		uint64_t first = UINT64_MAX, last = 0, lost = 0;
@@ -278,8 +290,8 @@ static void read_file_last(struct rd *r, const char *path)
 			}
 			lost += ix[i].lost;
 		}
-		if (!lost && (last == 0 || (r->limit && r->n >= r->limit && last < r->threshold) ||
-			      !sel_time_overlaps(&r->q->sel, first, last))) {
+		if ((r->limit && r->n >= r->limit && last < r->threshold) ||
+		    (!lost && (last == 0 || !sel_time_overlaps(&r->q->sel, first, last)))) {
 			end = g;
 			continue;
 		}
@@ -293,10 +305,12 @@ static void read_file_last(struct rd *r, const char *path)
 		}
 		ringlog_dec_free(&d);
 		trim(r);
+		earliest = ix[g].off;
 		end = g;
 	}
 	free(ix);
 	ringlog_seg_close(&f);
+	return earliest;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -352,17 +366,38 @@ static void free_files(char **files, size_t nf)
  * or with lines >= 0 the newest that many. */
 static void collect(struct rd *r, char **files, size_t nf, long lines)
 {
+	size_t first = nf;
+	uint64_t first_off = 0;
+
 	if (lines < 0) {
 		for (size_t i = 0; i < nf; i++)
-			read_file(r, files[i]);
+			read_file(r, files[i], 0);
 		trim(r);
 		return;
 	}
 	if (lines == 0)
 		return;
 	r->limit = (size_t)lines;
-	for (size_t i = nf; i-- > 0;)
-		read_file_last(r, files[i]);
+	r->quiet = true;
+	for (size_t i = nf; i-- > 0;) {
+		uint64_t off = read_file_last(r, files[i]);
+
+		if (off) {
+			first = i;
+			first_off = off;
+		}
+	}
+	/* Second pass, forwards from the oldest chunk the first one needed,
+	 * with the store's dedup: what a restarted daemon drained again
+	 * (RINGLOG_SPAN_POS) shows once, as in a full read. The window is
+	 * the N events and at most a chunk group more, decoded twice. */
+	for (size_t i = 0; i < r->n; i++)
+		free(r->lines[i].text);
+	r->n = 0;
+	r->threshold = 0;
+	r->quiet = false;
+	for (size_t i = first; i < nf; i++)
+		read_file(r, files[i], i == first ? first_off : 0);
 	trim(r);
 }
 
