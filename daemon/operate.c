@@ -420,7 +420,7 @@ void op_tick(struct daemon *d)
 			seg_close_current(d);
 	}
 	if ((n = ret_vacuum(d, UINT64_MAX, before, vac_one, &v)))
-		d_log(LOG_INFO, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
+		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
 		      (unsigned long long)v.bytes,
 		      (unsigned long long)(d->cfg.max_retention_ns / 1000000000ull));
 }
