@@ -445,6 +445,12 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 		{ "tail some.rlseg", "ringlog tail: unexpected argument \"some.rlseg\": expected FIELD=VALUE "
 		  "(segment files are for ringlog read)\n" },
 		{ "tail --level=9", "ringlog tail: --level \"9\": expected a level" },
+		{ "emit A.B Ev --level=9", "ringlog emit: --level \"9\": expected 1..5 or a level name "
+		  "(critical, error, warning, info, verbose)\n" },
+		{ "emit A.B Ev -p0", "ringlog emit: -p \"0\": expected 1..5 or a level name" },
+		{ "emit A.B Ev --keyword=-1", "ringlog emit: --keyword \"-1\": expected a mask like 0x10\n" },
+		{ "emit A.B Ev --bogus", "ringlog emit: unknown option --bogus (see ringlog emit --help)\n" },
+		{ "emit A.B Ev --level", "ringlog emit: --level needs a value (see ringlog emit --help)\n" },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {

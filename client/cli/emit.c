@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -165,10 +166,24 @@ int cmd_emit(int argc, char **argv)
 	const char *pname = NULL, *ename = NULL;
 	int rc = EXIT_OK, err;
 
-	for (int i = 1; i < argc; i++) {
+	static const struct option opts[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "priority", required_argument, NULL, 'l' },
+		{ "keyword", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, idx;
+
+	/* getopt_long as read and tail: --level=warning, -p3, -- */
+	optind = 0;
+	opterr = 0;
+	while ((idx = -1, c = getopt_long(argc, argv, ":p:k:h", opts, &idx)) != -1) {
+		const char *o = idx >= 0 ? opts[idx].name : NULL;
 		char *end;
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		switch (c) {
+		case 'h':
 			puts("usage: ringlog emit PROVIDER EVENT [--level L] [--keyword K] [name=value ...]\n"
 			     "Types are inferred (n=5 integer, x=1.5 double, s=hi string) or given:\n"
 			     "n:u32=5 (i8..i64, u8..u64, f64, bool, str, hex, pid, errno, time), and\n"
@@ -176,19 +191,40 @@ int cmd_emit(int argc, char **argv)
 			     "flagged, blobs over 8192 bytes truncated.\n"
 			     "The event goes through libringlog; exit 3 when ringlogd did not take it.");
 			return 0;
+		case 'p':
+		case 'l':
+			if (parse_level(optarg, &level)) {
+				fprintf(stderr, "ringlog emit: %s%s \"%s\": expected 1..5 or a level name "
+					"(critical, error, warning, info, verbose)\n", o ? "--" : "-p",
+					o ? o : "", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			errno = 0;
+			kw = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				fprintf(stderr, "ringlog emit: --keyword \"%s\": expected a mask like 0x10\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case ':':
+			fprintf(stderr, "ringlog emit: %s needs a value (see ringlog emit --help)\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			if (optopt)
+				fprintf(stderr, "ringlog emit: unknown option -%c (see ringlog emit --help)\n",
+					optopt);
+			else
+				fprintf(stderr, "ringlog emit: unknown option %s (see ringlog emit --help)\n",
+					argv[optind - 1]);
+			return EXIT_USAGE;
 		}
-		if (!strcmp(argv[i], "--level") && i + 1 < argc) {
-			if (parse_level(argv[++i], &level)) {
-				fprintf(stderr, "ringlog emit: --level \"%s\": expected 1..5 or a level name\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else if (!strcmp(argv[i], "--keyword") && i + 1 < argc) {
-			kw = strtoull(argv[++i], &end, 0);
-			if (*end) {
-				fprintf(stderr, "ringlog emit: --keyword \"%s\": expected a mask\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else if (!pname) {
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!pname) {
 			pname = argv[i];
 		} else if (!ename) {
 			ename = argv[i];
