@@ -17,31 +17,8 @@ enum {
 	EXIT_DAMAGED = 4,  /* read: input had damage (everything else was read) */
 };
 
-struct filter {
-	const char *provider; /* glob */
-	const char *event;
-	unsigned level;       /* 0: any */
-	uint64_t keyword;
-	long long pid, uid;   /* -1: any */
-	uint64_t since_ns, until_ns; /* 0: open */
-};
-
-struct printer {
-	bool json;
-	bool color;
-};
-
-void filter_init(struct filter *f);
-/* Parse a common filter option; returns 1 if consumed (with *i advanced),
- * 0 if not a filter option, -1 on a bad value (message printed). */
-int filter_option(struct filter *f, int argc, char **argv, int *i);
-bool filter_match(const struct filter *f, const struct ringlog_dec_event *e);
-bool filter_loss(const struct filter *f, const struct ringlog_dec_loss *l);
+/* "3", "warning", "warn": 1..5; 0 or -EINVAL (emit; -p is select.c's). */
 int parse_level(const char *s, unsigned *out);
-int parse_time(const char *s, uint64_t *out);
-
-void print_event(const struct printer *p, const struct ringlog_dec_event *e);
-void print_loss(const struct printer *p, const struct ringlog_dec_loss *l);
 
 const char *socket_path(const char *opt);
 /* The connected descriptor, or -errno; unless quiet, a refusal is printed
