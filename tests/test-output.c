@@ -464,6 +464,16 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 	run(CLI " read --dir=/nonexistent -n5 -r --priority=err..info --output=cat --color "
 	    "--no-pager --utc -- status=5 2>&1");
 	cr_expect_eq(last_rc, 1);
+	/* --help says it and stops: no store read, no daemon asked */
+	{
+		char *out = run("RINGLOG_SOCKET=/nonexistent " CLI " read --help 2>&1");
+
+		cr_expect(!strncmp(out, "usage: ringlog read", 19) && !strstr(out, "cannot") &&
+			  last_rc == 0, "exit %d: %s", last_rc, out);
+		out = run("RINGLOG_SOCKET=/nonexistent " CLI " tail -h 2>&1");
+		cr_expect(!strncmp(out, "usage: ringlog tail", 19) && !strstr(out, "cannot") &&
+			  !strstr(out, "ringlog: tail:") && last_rc == 0, "exit %d: %s", last_rc, out);
+	}
 	cr_expect(strstr(run(CLI " --version"), "ringlog 0.1") && last_rc == 0);
 	cr_expect(strstr(run(RINGLOGD_PATH " --version"), "io: io_uring, pool") && last_rc == 0);
 }

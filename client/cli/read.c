@@ -456,8 +456,13 @@ static void read_help(void)
 	       "  -r, --reverse          newest first\n"
 	       "  -f, --follow           the stored events, then live ones from ringlogd\n"
 	       "      --since T, --until T\n"
-	       "                         T: %s\n"
-	       "  -p, --priority P       %s\n"
+	       "                         T: 2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00,\n"
+	       "                         \"[Mon] 2026-11-23 11:00[:00]\" (local), 2026-11-23,\n"
+	       "                         11:00[:00] (today), today, yesterday, tomorrow, now,\n"
+	       "                         -1h30m, +5m, \"10 min ago\", \"in 2h\", @1795428000\n"
+	       "  -p, --priority P       warning (and more severe), err..info, 1..5; our names\n"
+	       "                         (critical error warning info verbose) and journalctl's\n"
+	       "                         (emerg alert crit err notice debug)\n"
 	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
 	       "      --keyword MASK     --pid PID  --uid UID\n"
 	       "  -g, --grep REGEX       on the short line (case-insensitive unless it has capitals)\n"
@@ -470,7 +475,7 @@ static void read_help(void)
 	       "                         dumb), always or never\n"
 	       "      --no-pager         do not pipe into $RINGLOG_PAGER, $PAGER or less\n"
 	       "      --socket PATH      ringlogd's socket (with -f)\n",
-	       sel_time_forms, sel_priority_forms, out_mode_names);
+	       out_mode_names);
 }
 
 /* The store --dir names, or the configured one. */
@@ -499,7 +504,7 @@ int cmd_read(int argc, char **argv)
 
 	if (rc) {
 		query_free(&q);
-		return rc;
+		return rc == QUERY_HELPED ? EXIT_OK : rc;
 	}
 	if (q.follow) {
 		rc = cli_follow(&q, q.dir); /* NULL: the daemon's own store */

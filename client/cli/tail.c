@@ -57,8 +57,8 @@ static void tail_help(void)
 	       "\n"
 	       "  -n, --lines N          stored events shown first (default 10; 0: none; \"all\")\n"
 	       "      --since T, --until T\n"
-	       "                         T: %s\n"
-	       "  -p, --priority P       %s\n"
+	       "                         T: as ringlog read --help says; --until in the future\n"
+	       "  -p, --priority P       warning (and more severe), err..info, 1..5 (as read)\n"
 	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
 	       "      --keyword MASK     --pid PID  --uid UID\n"
 	       "  -g, --grep REGEX       on the short line\n"
@@ -66,7 +66,7 @@ static void tail_help(void)
 	       "  -o, --output MODE      %s\n"
 	       "      --json --utc --color[=WHEN]\n"
 	       "      --socket PATH      ringlogd's socket\n",
-	       sel_time_forms, sel_priority_forms, out_mode_names);
+	       out_mode_names);
 }
 
 #ifndef _WIN32
@@ -217,5 +217,5 @@ int cmd_tail(int argc, char **argv)
 	if (!rc)
 		rc = cli_follow(&q, NULL);
 	query_free(&q);
-	return rc;
+	return rc == QUERY_HELPED ? EXIT_OK : rc;
 }
