@@ -486,6 +486,21 @@ Test(operate, max_retention_deletes_old_segments_whatever_the_budget)
 	live_cleanup(&e);
 }
 
+Test(operate, cmake_install_puts_the_completion_files_where_shells_look, .timeout = 120)
+{
+	char cmd[1200], out[8192], dir[] = "/tmp/ringlog-op-install-XXXXXX";
+
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "DESTDIR='%s' cmake --install '" RINGLOG_BUILD_DIR "' >/dev/null && "
+		 "cd '%s' && find . -path '*bash-completion/completions/ringlog' -o "
+		 "-path '*/zsh/site-functions/_ringlog' | sort", dir, dir);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "/bash-completion/completions/ringlog\n") &&
+		  strstr(out, "/share/zsh/site-functions/_ringlog\n"), "installed: %s", out);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
 Test(operate, completion_files_load_and_complete_names_from_the_daemon)
 {
 	struct live e;
