@@ -695,6 +695,10 @@ Test(output, tail_backlog_globs_ranges_and_until_against_the_daemon)
 	snprintf(cmd, sizeof(cmd), CLI " read -f -n 2 --until +2s -o cat n=5 n=100 n=200");
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect_str_eq(out, "n=100\nn=200\n");
+	/* without -p: up to info, stored as live (n=101 and 201 are verbose) */
+	snprintf(cmd, sizeof(cmd), CLI " tail -n 3 --event Live --until +2s -o cat");
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_str_eq(out, "n=100\nn=200\n");
 	live_daemon_stop(d);
 	live_cleanup(&e);
 }

@@ -114,7 +114,7 @@ static json_t *tail_request(const struct query *q, long backlog)
 		}
 		json_object_set_new(req, "fields", o);
 	}
-	json_object_set_new(req, "level", json_integer(q->sel.level_given ? s->level_max : 4));
+	json_object_set_new(req, "level", json_integer(s->level_max));
 	if (s->level_min > 1)
 		json_object_set_new(req, "level_min", json_integer(s->level_min));
 	if (s->keyword)
@@ -136,6 +136,10 @@ int cli_follow(struct query *q, const char *dir)
 
 	/* following never pages: less would hold the stream */
 	q->out.color = out_color(q->color, 1);
+	/* Without -p a follow asks the daemon for info and more severe (asking
+	 * for verbose raises enablement), and shows the history alike. */
+	if (!q->sel.level_given)
+		q->sel.m.level_max = 4;
 	cli_catch_interrupt();
 	if ((fd = cli_connect(socket_path(q->socket), false)) < 0)
 		return cli_interrupted() ? EXIT_OK : EXIT_NODAEMON;
