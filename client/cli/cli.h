@@ -34,6 +34,8 @@ void cli_refusal(const char *path, char *buf, size_t len);
  * would leave the read blocked for good. */
 void cli_catch_interrupt(void);
 bool cli_interrupted(void);
+/* Interrupt as Ctrl-C would, ms milliseconds from now (--until). */
+void cli_interrupt_after(uint64_t ms);
 void cli_watch(int fd); /* -1: none */
 int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
 /* connect-unix.c / connect-win.c: whole writes and reads on a connection;

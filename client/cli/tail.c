@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,15 +67,6 @@ static void tail_help(void)
 	       "      --socket PATH      ringlogd's socket\n",
 	       out_mode_names);
 }
-
-#ifndef _WIN32
-/* --until: the tail ends at that time, as Ctrl-C would end it. */
-static void until_reached(int sig)
-{
-	(void)sig;
-	raise(SIGINT);
-}
-#endif
 
 /* The selection the daemon applies with the same matcher (proto/match.h,
  * daemon/tail.c); what it cannot judge (--grep, times) sel_match adds
@@ -149,14 +139,11 @@ int cli_follow(struct query *q, const char *dir)
 		close(fd);
 		return EXIT_OK;
 	}
-#ifndef _WIN32
 	if (q->sel.until_ns) {
 		uint64_t now = sel_now_ns(), left = q->sel.until_ns > now ? q->sel.until_ns - now : 0;
 
-		signal(SIGALRM, until_reached);
-		alarm((unsigned)(left / 1000000000u) + 1);
+		cli_interrupt_after(left / 1000000u + 1);
 	}
-#endif
 	req = tail_request(q, q->lines);
 	js = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
