@@ -97,6 +97,22 @@ static uint64_t stored_of(const char *provider)
 	return n;
 }
 
+/* Wait (5 s at most) until a running program has declared PROVIDER, and
+ * so has been sent its enablement (registry.c sends it with the metadata):
+ * a loaded machine may start the program late. */
+static void wait_declared(void)
+{
+	char out[4096];
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		if (live_run(CLI " list --providers", out, sizeof(out)) == 0 && strstr(out, PROVIDER))
+			return;
+		sleep_ms(100);
+	}
+	cr_assert_fail("no program declared " PROVIDER " within 5 s");
+}
+
 static bool matches(const char *s, const char *pattern)
 {
 	regex_t re;
@@ -139,6 +155,7 @@ Test(operate, status_speaks_in_human_durations_and_never_prints_an_empty_table)
 	/* A program writing: its row, a rate, and when the oldest data goes,
 	 * in days and hours, not in seconds by the hundred thousand. */
 	em = emitter_running(2000);
+	wait_declared();
 	sleep_ms(3000);
 	cr_assert_eq(live_run(CLI " status", out, sizeof(out)), 0, "%s", out);
 	expect_rows_after_headers(out);
@@ -201,7 +218,8 @@ Test(operate, enable_and_disable_reach_a_running_program)
 	em = emitter_running(2000);
 	/* Until its first ENABLE arrives the program goes by the library's
 	 * default: a few events may be stored at its start, none after. */
-	sleep_ms(1000);
+	wait_declared();
+	sleep_ms(500);
 	a = stored_of(PROVIDER);
 	sleep_ms(1000);
 	b = stored_of(PROVIDER);
@@ -325,7 +343,7 @@ Test(operate, list_shows_a_running_programs_events_and_fields)
 	pid_t d = daemon_with(&e, ""), em = emitter_running(20000);
 	json_t *j, *p, *ev;
 
-	sleep_ms(500);
+	wait_declared();
 	cr_assert_eq(live_run(CLI " list", out, sizeof(out)), 0, "%s", out);
 	cr_expect(matches(out, "^" PROVIDER "  \\(recorded up to info; declared by pid [0-9]+ "
 				"\\(test-emitter\\)\\)$"), "%s", out);
@@ -516,7 +534,7 @@ Test(operate, completion_files_load_and_complete_names_from_the_daemon)
 
 	d = daemon_with(&e, "");
 	em = emitter_running(20000);
-	sleep_ms(500);
+	wait_declared();
 	/* What TAB would offer: COMP_WORDS as bash fills them. */
 #define COMPLETE(words, cword)                                                                   \
 	snprintf(cmd, sizeof(cmd), "bash -c 'source " RINGLOG_SOURCE_DIR                            \
