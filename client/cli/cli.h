@@ -54,11 +54,16 @@ int cli_follow(struct query *q, const char *dir);
 /* read.c: print the stored history before a follow (lines < 0: all).
  * Returns 0, or -1 when dir cannot be read. */
 int read_history(const struct query *q, const char *dir, long lines);
+/* read.c: the store's segment paths, oldest first (q->dir, else the
+ * configured store); 0 or -errno after a message. */
+int read_store_files(const struct query *q, char ***files, size_t *nf);
+void read_free_files(char **files, size_t nf);
 
 int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
+int cmd_export(int argc, char **argv); /* export.c: CTF 1.8, JSON lines */
 /* operate.c: run-time enablement, declared events, deleting old segments */
 int cmd_enable(int argc, char **argv);
 int cmd_disable(int argc, char **argv);

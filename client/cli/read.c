@@ -530,3 +530,17 @@ int cmd_read(int argc, char **argv)
 	query_free(&q);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
 }
+
+/* export.c: the segments of the store --dir names (or the configured
+ * one), oldest first, as read lists them. Returns 0 or -errno (printed). */
+int read_store_files(const struct query *q, char ***files, size_t *nf)
+{
+	struct ringlog_config c;
+
+	return list_dir(store_dir(q, &c), files, nf);
+}
+
+void read_free_files(char **files, size_t nf)
+{
+	free_files(files, nf);
+}
