@@ -44,6 +44,9 @@ int cli_write_full(int fd, const void *b, size_t n);
 int cli_read_full(int fd, void *b, size_t n);
 /* Read one frame; returns payload length (buffer malloc'ed) or -errno, 0 on EOF. */
 long cli_recv(int fd, uint16_t *type, uint8_t **payload);
+/* A REFUSE frame (n bytes at p) as one line: "ringlogd refused this
+ * connection: <its reason>" (a limit, or access). */
+void cli_refuse_text(const uint8_t *p, long n, char *buf, size_t len);
 /* Print the daemon's ERROR frame {"error": "..."} as "WHO: ringlogd says: ...". */
 void cli_print_error(const char *who, const uint8_t *payload);
 

@@ -57,6 +57,14 @@ int cli_send(int fd, uint16_t type, const void *p, uint32_t len)
 	return 0;
 }
 
+void cli_refuse_text(const uint8_t *p, long n, char *buf, size_t len)
+{
+	long k = n > (long)sizeof(struct ringlog_ctl_refuse) ? n - (long)sizeof(struct ringlog_ctl_refuse) : 0;
+
+	snprintf(buf, len, "ringlogd refused this connection: %.*s", (int)(k > 600 ? 600 : k),
+		 k ? (const char *)p + sizeof(struct ringlog_ctl_refuse) : "no reason given");
+}
+
 long cli_recv(int fd, uint16_t *type, uint8_t **payload)
 {
 	struct ringlog_ctl_frame f;

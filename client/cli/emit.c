@@ -3,6 +3,10 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+/* How long `ringlog emit` waits for the event to be stored (a restarting
+ * daemon included). */
+#define EMIT_TIMEOUT_MS 5000
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -266,17 +270,20 @@ int cmd_emit(int argc, char **argv)
 		fprintf(stderr, "ringlog emit: %s\n", strerror(-err));
 		rc = EXIT_FAIL;
 	}
-	/* Wait for the daemon to take the ring (bounded). */
-	for (int i = 0; i < 40 && !refused; i++) {
-		if (ringlog_flush(1000) == 0)
-			break;
-		struct timespec ts = { 0, 50000000 };
-		nanosleep(&ts, NULL);
-	}
+	/* Until it is written (ringlog_flush()), waiting for a daemon that
+	 * restarts, but not for one that is not there: with no socket at all,
+	 * at once (a shell script must not hang for want of a daemon). */
+#ifndef _WIN32 /* a pipe's name is no file to look for */
+	if (!refused && access(socket_path(NULL), F_OK) < 0 && errno == ENOENT)
+		err = -ENOENT;
+	else
+#endif
+	if (!refused)
+		err = ringlog_flush(EMIT_TIMEOUT_MS);
 	if (refused) {
 		fprintf(stderr, "ringlog emit: the event was not stored\n");
 		rc = EXIT_FAIL;
-	} else if (ringlog_flush(1000) < 0) {
+	} else if (err < 0) {
 		char why[1024];
 		int fd = cli_connect(socket_path(NULL), true);
 
@@ -296,7 +303,7 @@ int cmd_emit(int argc, char **argv)
 			"stored\n", socket_path(NULL), why);
 		rc = EXIT_NODAEMON;
 	}
-	ringlog_close(1000);
+	ringlog_close(0);
 out:
 	for (unsigned i = 0; i < 32; i++) {
 		free(names[i]);

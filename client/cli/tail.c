@@ -147,11 +147,13 @@ int cli_follow(struct query *q, const char *dir)
 	req = tail_request(q, q->lines);
 	js = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
-	if (!js || cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js)) < 0) {
-		fprintf(stderr, "ringlog: %s: ringlogd closed the connection\n", q->cmd);
-		free(js);
-		return EXIT_NODAEMON;
+	/* A daemon at a limit sends REFUSE and closes: the send may fail,
+	 * the reason is still there to read below. */
+	if (!js) {
+		close(fd);
+		return EXIT_FAIL;
 	}
+	cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js));
 	free(js);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ringlog_dec_init(&d, NULL);
@@ -186,6 +188,14 @@ int cli_follow(struct query *q, const char *dir)
 			json_decref(j);
 		} else if (type == RINGLOG_CTL_DATA) {
 			ringlog_dec_records(&d, p, (size_t)n);
+		} else if (type == RINGLOG_CTL_REFUSE) {
+			char why[800];
+
+			cli_refuse_text(p, n, why, sizeof(why));
+			fprintf(stderr, "ringlog: %s: %s\n", q->cmd, why);
+			rc = EXIT_NODAEMON;
+			free(p);
+			break;
 		} else if (type == RINGLOG_CTL_ERROR) {
 			cli_print_error(q->cmd[0] == 't' ? "ringlog: tail" : "ringlog: read", p);
 			rc = EXIT_FAIL;
