@@ -242,7 +242,7 @@ static void *thread_main(void *arg)
 
 		t = tr_connect(&cerr);
 		pthread_mutex_lock(&lib.lock);
-		lib.connect_err = t ? 0 : cerr;
+		lib.connect_err = t ? 0 : -cerr; /* tr_connect() gives -errno */
 		pthread_mutex_unlock(&lib.lock);
 		if (t) {
 			bool refused;

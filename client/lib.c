@@ -63,6 +63,17 @@ static uint64_t env_size(const char *name)
 	return *end ? 0 : v;
 }
 
+static void deadline_after(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 /* RINGLOG_EXIT_TIMEOUT: milliseconds the exit waits, at most, for a daemon
  * to store what this process emitted. */
 #define EXIT_TIMEOUT_DEFAULT_MS 2000
@@ -87,6 +98,16 @@ static void at_exit(void)
 	 * are lost. Not on a host with no daemon at all (no socket, never
 	 * connected): there, exit at once, counting what is left. */
 	pthread_mutex_lock(&lib.lock);
+	{
+		/* Decide on the first attempt's answer, not before it was made
+		 * (a program that emits and returns at once). */
+		struct timespec dl;
+		int e = 0;
+
+		deadline_after(&dl, 200);
+		while (!lib.tried && !lib.connected && !lib.ever_connected && !e)
+			e = pthread_cond_timedwait(&lib.cond, &lib.lock, &dl);
+	}
 	daemon_here = lib.ever_connected || lib.connect_err != ENOENT;
 	pthread_mutex_unlock(&lib.lock);
 	err = ringlog_flush(daemon_here ? ms : 0);
@@ -185,17 +206,6 @@ void lib_wake(void)
 	tr_wake_signal();
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 /* Events in our rings that no daemon has stored, in all of them or in the
  * refused ones only. */
 static uint64_t unstored_locked(bool refused_only)
@@ -276,7 +286,7 @@ void ringlog_get_stats(struct ringlog_stats *s)
 	*s = lib.stats;
 	s->dropped_full = __atomic_load_n(&lib.stats.dropped_full, __ATOMIC_RELAXED);
 	s->dropped_other = __atomic_load_n(&lib.stats.dropped_other, __ATOMIC_RELAXED);
-	s->connected = lib.connected;
+	s->connected = lib.connected && !lib.access_refused;
 	s->daemon_wakeups = __atomic_load_n(&lib.stats.daemon_wakeups, __ATOMIC_RELAXED);
 	{
 		/* Refused, or no daemon: nothing in the rings will be stored as

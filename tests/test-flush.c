@@ -424,3 +424,37 @@ Test(flush, the_fd_store_keeps_the_rings_of_programs_that_exit_while_the_daemon_
 	free(s);
 	live_cleanup(&e);
 }
+
+/* A host with no daemon at all (no socket): the exit does not wait, and
+ * `ringlog emit` fails at once instead of retrying for its timeout. */
+Test(flush, with_no_daemon_on_the_host_exit_and_emit_do_not_wait)
+{
+	struct live e;
+	struct prog p;
+	struct timespec t0, t1;
+	char cmd[700], out[1024];
+	double ms;
+	int rc;
+
+	live_init(&e);
+	/* No daemon ever started: e.sock does not exist. */
+	prog_start(&p, "10000");
+	prog_do(&p, "emit", 10);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_expect_eq(prog_exit(&p), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	cr_log_info("exit with no daemon on the host: %.0f ms (RINGLOG_EXIT_TIMEOUT 10000)", ms);
+	cr_expect_lt(ms, 5000, "the exit waited %.0f ms for a daemon the host does not have", ms);
+
+	snprintf(cmd, sizeof(cmd), "RINGLOG_EXIT_TIMEOUT=10000 " RINGLOG_CLI_PATH " emit A B x=1 2>&1");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = live_run(cmd, out, sizeof(out));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	cr_log_info("ringlog emit with no daemon: exit %d after %.0f ms: %s", rc, ms, out);
+	cr_expect_eq(rc, 3, "emit: exit %d", rc);
+	cr_expect(strstr(out, "the event was not stored"), "emit said: %s", out);
+	cr_expect_lt(ms, 5000, "emit waited %.0f ms with no socket", ms);
+	live_cleanup(&e);
+}

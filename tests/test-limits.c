@@ -90,6 +90,39 @@ static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, co
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The same with stderr in out too. */
+static int run_as_err(uid_t uid, const char *const argv[], char *out, size_t cap)
+{
+	char path[64];
+	pid_t pid;
+	int st;
+
+	snprintf(path, sizeof(path), "/tmp/ringlog-limits-err.%d", (int)getpid());
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	{
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+
+		out[n] = 0;
+		if (f)
+			fclose(f);
+	}
+	unlink(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static int held_of(const char *out)
 {
 	const char *p = strstr(out, "held ");
@@ -200,6 +233,19 @@ Test(limits, the_last_places_are_for_root_and_a_refused_program_is_told_and_coun
 	cr_expect_eq(run_as(40003, prog, out, sizeof(out), "emit 1000\nflush 3000\n"), 0);
 	cr_log_info("a program of uid 40003: %s", out);
 	cr_expect(strstr(out, "flush -111 unstored 1000"), "the refused program: %s", out);
+	/* The third user's status and tail learn why, and never that the
+	 * daemon is down. */
+	{
+		const char *status[] = { RINGLOG_CLI_PATH, "status", NULL };
+		const char *tail[] = { RINGLOG_CLI_PATH, "tail", "--until", "+2s", NULL };
+		run_as_err(40003, status, out, sizeof(out));
+		cr_log_info("status of uid 40003: %.400s", out);
+		cr_expect(!strstr(out, "not running"), "status called the daemon down: %s", out);
+		cr_expect(strstr(out, "too many clients"), "status did not say why: %s", out);
+		run_as_err(40003, tail, out, sizeof(out));
+		cr_log_info("tail of uid 40003: %.400s", out);
+		cr_expect(strstr(out, "too many clients"), "tail did not say why: %s", out);
+	}
 	/* Root (and the read group) still get status from the reserve. */
 	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0,
 		     "ringlog status failed with every unreserved place taken");

@@ -445,6 +445,12 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 		{ "tail some.rlseg", "ringlog tail: unexpected argument \"some.rlseg\": expected FIELD=VALUE "
 		  "(segment files are for ringlog read)\n" },
 		{ "tail --level=9", "ringlog tail: --level \"9\": expected a level" },
+		{ "emit A.B Ev --level=9", "ringlog emit: --level \"9\": expected 1..5 or a level name "
+		  "(critical, error, warning, info, verbose)\n" },
+		{ "emit A.B Ev -p0", "ringlog emit: -p \"0\": expected 1..5 or a level name" },
+		{ "emit A.B Ev --keyword=-1", "ringlog emit: --keyword \"-1\": expected a mask like 0x10\n" },
+		{ "emit A.B Ev --bogus", "ringlog emit: unknown option --bogus (see ringlog emit --help)\n" },
+		{ "emit A.B Ev --level", "ringlog emit: --level needs a value (see ringlog emit --help)\n" },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -458,6 +464,16 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 	run(CLI " read --dir=/nonexistent -n5 -r --priority=err..info --output=cat --color "
 	    "--no-pager --utc -- status=5 2>&1");
 	cr_expect_eq(last_rc, 1);
+	/* --help says it and stops: no store read, no daemon asked */
+	{
+		char *out = run("RINGLOG_SOCKET=/nonexistent " CLI " read --help 2>&1");
+
+		cr_expect(!strncmp(out, "usage: ringlog read", 19) && !strstr(out, "cannot") &&
+			  last_rc == 0, "exit %d: %s", last_rc, out);
+		out = run("RINGLOG_SOCKET=/nonexistent " CLI " tail -h 2>&1");
+		cr_expect(!strncmp(out, "usage: ringlog tail", 19) && !strstr(out, "cannot") &&
+			  !strstr(out, "ringlog: tail:") && last_rc == 0, "exit %d: %s", last_rc, out);
+	}
 	cr_expect(strstr(run(CLI " --version"), "ringlog 0.1") && last_rc == 0);
 	cr_expect(strstr(run(RINGLOGD_PATH " --version"), "io: io_uring, pool") && last_rc == 0);
 }
@@ -561,6 +577,35 @@ Test(output, lines_equals_the_end_of_a_full_read)
 	live_cleanup(&e);
 }
 
+/* A daemon killed between writing and releasing ring space drains the
+ * same records again into its successor's first segment (the positions
+ * say so): -n, like a full read, shows them once. */
+Test(output, lines_shows_records_drained_again_after_a_crash_once)
+{
+	struct live e;
+	char dir[400], want[4096];
+	struct gen g;
+	size_t n = 0;
+
+	live_init(&e);
+	snprintf(dir, sizeof(dir), "%s/c", e.dir);
+	mkdir(dir, 0755);
+	gen_open(&g, dir, 1, 4096);
+	for (int i = 0; i < 20; i++)
+		query(&g, T0 + (uint64_t)i * 1000000, i, true);
+	gen_close(&g);
+	ring_pos -= 5 * ringlog_rec_total(8 + 9); /* the last 5 again */
+	gen_open(&g, dir, 2, 4096);
+	for (int i = 15; i < 25; i++)
+		query(&g, T0 + (uint64_t)i * 1000000, i, true);
+	gen_close(&g);
+	for (int i = 17; i < 25; i++)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "ms=%d ok=true\n", i);
+	cr_expect_str_eq(run(ENV CLI " read --dir %s -o cat | tail -n 8", dir), want);
+	cr_expect_str_eq(run(ENV CLI " read --dir %s -o cat -n 8", dir), want);
+	live_cleanup(&e);
+}
+
 /* Under a pseudo-terminal (script -qc): the pager ($RINGLOG_PAGER, then
  * $PAGER) runs, never when piped, with --no-pager, or following; colour
  * per no-color.org; the header and "-- No entries --" only there. */
@@ -648,6 +693,10 @@ Test(output, tail_backlog_globs_ranges_and_until_against_the_daemon)
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect_str_eq(out, "n=11\nn=100\nn=101\nn=200\nn=201\n");
 	snprintf(cmd, sizeof(cmd), CLI " read -f -n 2 --until +2s -o cat n=5 n=100 n=200");
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_str_eq(out, "n=100\nn=200\n");
+	/* without -p: up to info, stored as live (n=101 and 201 are verbose) */
+	snprintf(cmd, sizeof(cmd), CLI " tail -n 3 --event Live --until +2s -o cat");
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect_str_eq(out, "n=100\nn=200\n");
 	live_daemon_stop(d);

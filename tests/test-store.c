@@ -358,3 +358,39 @@ Test(store, sighup_to_a_smaller_budget_settles_under_it_and_status_says_so)
 	cr_expect_eq(rd.damaged_bytes + rd.damaged_records, 0);
 	live_cleanup(&e);
 }
+
+/* Only the segments deleted, not the directory: counted, said as it is,
+ * and the daemon keeps its lock (it once reported itself as the holder). */
+Test(store, deleted_segments_alone_are_counted_and_named_as_such)
+{
+	enum { EVENTS = 60000 };
+	struct live e;
+	struct live_read rd = { 0 };
+	char cmd[700], log[1 << 16];
+	json_t *st;
+	uint64_t deleted;
+	pid_t d, prog;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	prog = emit(1, EVENTS, "4M", "10000"); /* ~6 s */
+	sleep_ms(3000);
+	snprintf(cmd, sizeof(cmd), "rm -f %s/*.rlseg", e.store);
+	cr_assert_eq(live_run(cmd, NULL, 0), 0);
+	live_wait_ok(prog, "emitter");
+	st = status_json();
+	cr_assert(st, "ringlog status failed");
+	deleted = status_int(st, "lost", "deleted");
+	json_decref(st);
+	live_daemon_stop(d);
+	live_log(&e, log, sizeof(log));
+	live_read_store(e.store, &rd);
+	cr_log_info("readable %llu + deleted %llu of %d", (unsigned long long)rd.events,
+		    (unsigned long long)deleted, EVENTS);
+	cr_expect(strstr(log, "were deleted under ringlogd"), "the log: %s", log);
+	cr_expect(!strstr(log, "was deleted or replaced"), "the directory was not deleted: %s", log);
+	cr_expect(!strstr(log, "in use by another"), "the daemon took itself for another: %s", log);
+	cr_expect_eq(rd.events + deleted, EVENTS);
+	cr_expect_gt(deleted, 0);
+	live_cleanup(&e);
+}

@@ -17,31 +17,8 @@ enum {
 	EXIT_DAMAGED = 4,  /* read: input had damage (everything else was read) */
 };
 
-struct filter {
-	const char *provider; /* glob */
-	const char *event;
-	unsigned level;       /* 0: any */
-	uint64_t keyword;
-	long long pid, uid;   /* -1: any */
-	uint64_t since_ns, until_ns; /* 0: open */
-};
-
-struct printer {
-	bool json;
-	bool color;
-};
-
-void filter_init(struct filter *f);
-/* Parse a common filter option; returns 1 if consumed (with *i advanced),
- * 0 if not a filter option, -1 on a bad value (message printed). */
-int filter_option(struct filter *f, int argc, char **argv, int *i);
-bool filter_match(const struct filter *f, const struct ringlog_dec_event *e);
-bool filter_loss(const struct filter *f, const struct ringlog_dec_loss *l);
+/* "3", "warning", "warn": 1..5; 0 or -EINVAL (emit; -p is select.c's). */
 int parse_level(const char *s, unsigned *out);
-int parse_time(const char *s, uint64_t *out);
-
-void print_event(const struct printer *p, const struct ringlog_dec_event *e);
-void print_loss(const struct printer *p, const struct ringlog_dec_loss *l);
 
 const char *socket_path(const char *opt);
 /* The connected descriptor, or -errno; unless quiet, a refusal is printed
@@ -57,6 +34,8 @@ void cli_refusal(const char *path, char *buf, size_t len);
  * would leave the read blocked for good. */
 void cli_catch_interrupt(void);
 bool cli_interrupted(void);
+/* Interrupt as Ctrl-C would, ms milliseconds from now (--until). */
+void cli_interrupt_after(uint64_t ms);
 void cli_watch(int fd); /* -1: none */
 int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
 /* connect-unix.c / connect-win.c: whole writes and reads on a connection;
@@ -65,6 +44,9 @@ int cli_write_full(int fd, const void *b, size_t n);
 int cli_read_full(int fd, void *b, size_t n);
 /* Read one frame; returns payload length (buffer malloc'ed) or -errno, 0 on EOF. */
 long cli_recv(int fd, uint16_t *type, uint8_t **payload);
+/* A REFUSE frame (n bytes at p) as one line: "ringlogd refused this
+ * connection: <its reason>" (a limit, or access). */
+void cli_refuse_text(const uint8_t *p, long n, char *buf, size_t len);
 /* Print the daemon's ERROR frame {"error": "..."} as "WHO: ringlogd says: ...". */
 void cli_print_error(const char *who, const uint8_t *payload);
 
@@ -75,11 +57,16 @@ int cli_follow(struct query *q, const char *dir);
 /* read.c: print the stored history before a follow (lines < 0: all).
  * Returns 0, or -1 when dir cannot be read. */
 int read_history(const struct query *q, const char *dir, long lines);
+/* read.c: the store's segment paths, oldest first (q->dir, else the
+ * configured store); 0 or -errno after a message. */
+int read_store_files(const struct query *q, char ***files, size_t *nf);
+void read_free_files(char **files, size_t nf);
 
 int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
+int cmd_export(int argc, char **argv); /* export.c: CTF 1.8, JSON lines */
 /* operate.c: run-time enablement, declared events, deleting old segments */
 int cmd_enable(int argc, char **argv);
 int cmd_disable(int argc, char **argv);

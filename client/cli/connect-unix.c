@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -37,6 +38,17 @@ void cli_catch_interrupt(void)
 bool cli_interrupted(void)
 {
 	return stop;
+}
+
+void cli_interrupt_after(uint64_t ms)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	struct itimerval t = { .it_value = { .tv_sec = (time_t)(ms / 1000),
+					     .tv_usec = (suseconds_t)(ms % 1000 * 1000 + 1) } };
+
+	/* the deadline as Ctrl-C: the blocked read returns, exit 0 */
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
 }
 
 void cli_watch(int fd)

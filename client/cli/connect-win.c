@@ -40,6 +40,22 @@ bool cli_interrupted(void)
 	return InterlockedCompareExchange(&stop, 0, 0) != 0;
 }
 
+static VOID CALLBACK on_deadline(PVOID ctx, BOOLEAN fired)
+{
+	(void)ctx;
+	(void)fired;
+	on_interrupt(CTRL_C_EVENT);
+}
+
+void cli_interrupt_after(uint64_t ms)
+{
+	HANDLE t;
+
+	/* the deadline as Ctrl-C: the blocked read is cancelled, exit 0 */
+	CreateTimerQueueTimer(&t, NULL, on_deadline, NULL, ms > 0xfffffffe ? 0xfffffffe : (DWORD)ms, 0,
+			      WT_EXECUTEONLYONCE);
+}
+
 void cli_watch(int fd)
 {
 	(void)fd; /* reads on any handle of this thread are cancelled */

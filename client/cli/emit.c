@@ -3,7 +3,12 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+/* How long `ringlog emit` waits for the event to be stored (a restarting
+ * daemon included). */
+#define EMIT_TIMEOUT_MS 5000
+
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -165,10 +170,24 @@ int cmd_emit(int argc, char **argv)
 	const char *pname = NULL, *ename = NULL;
 	int rc = EXIT_OK, err;
 
-	for (int i = 1; i < argc; i++) {
+	static const struct option opts[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "priority", required_argument, NULL, 'l' },
+		{ "keyword", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, idx;
+
+	/* getopt_long as read and tail: --level=warning, -p3, -- */
+	optind = 0;
+	opterr = 0;
+	while ((idx = -1, c = getopt_long(argc, argv, ":p:k:h", opts, &idx)) != -1) {
+		const char *o = idx >= 0 ? opts[idx].name : NULL;
 		char *end;
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		switch (c) {
+		case 'h':
 			puts("usage: ringlog emit PROVIDER EVENT [--level L] [--keyword K] [name=value ...]\n"
 			     "Types are inferred (n=5 integer, x=1.5 double, s=hi string) or given:\n"
 			     "n:u32=5 (i8..i64, u8..u64, f64, bool, str, hex, pid, errno, time), and\n"
@@ -176,19 +195,40 @@ int cmd_emit(int argc, char **argv)
 			     "flagged, blobs over 8192 bytes truncated.\n"
 			     "The event goes through libringlog; exit 3 when ringlogd did not take it.");
 			return 0;
+		case 'p':
+		case 'l':
+			if (parse_level(optarg, &level)) {
+				fprintf(stderr, "ringlog emit: %s%s \"%s\": expected 1..5 or a level name "
+					"(critical, error, warning, info, verbose)\n", o ? "--" : "-p",
+					o ? o : "", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			errno = 0;
+			kw = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				fprintf(stderr, "ringlog emit: --keyword \"%s\": expected a mask like 0x10\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case ':':
+			fprintf(stderr, "ringlog emit: %s needs a value (see ringlog emit --help)\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			if (optopt)
+				fprintf(stderr, "ringlog emit: unknown option -%c (see ringlog emit --help)\n",
+					optopt);
+			else
+				fprintf(stderr, "ringlog emit: unknown option %s (see ringlog emit --help)\n",
+					argv[optind - 1]);
+			return EXIT_USAGE;
 		}
-		if (!strcmp(argv[i], "--level") && i + 1 < argc) {
-			if (parse_level(argv[++i], &level)) {
-				fprintf(stderr, "ringlog emit: --level \"%s\": expected 1..5 or a level name\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else if (!strcmp(argv[i], "--keyword") && i + 1 < argc) {
-			kw = strtoull(argv[++i], &end, 0);
-			if (*end) {
-				fprintf(stderr, "ringlog emit: --keyword \"%s\": expected a mask\n", argv[i]);
-				return EXIT_USAGE;
-			}
-		} else if (!pname) {
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!pname) {
 			pname = argv[i];
 		} else if (!ename) {
 			ename = argv[i];
@@ -230,17 +270,20 @@ int cmd_emit(int argc, char **argv)
 		fprintf(stderr, "ringlog emit: %s\n", strerror(-err));
 		rc = EXIT_FAIL;
 	}
-	/* Wait for the daemon to take the ring (bounded). */
-	for (int i = 0; i < 40 && !refused; i++) {
-		if (ringlog_flush(1000) == 0)
-			break;
-		struct timespec ts = { 0, 50000000 };
-		nanosleep(&ts, NULL);
-	}
+	/* Until it is written (ringlog_flush()), waiting for a daemon that
+	 * restarts, but not for one that is not there: with no socket at all,
+	 * at once (a shell script must not hang for want of a daemon). */
+#ifndef _WIN32 /* a pipe's name is no file to look for */
+	if (!refused && access(socket_path(NULL), F_OK) < 0 && errno == ENOENT)
+		err = -ENOENT;
+	else
+#endif
+	if (!refused)
+		err = ringlog_flush(EMIT_TIMEOUT_MS);
 	if (refused) {
 		fprintf(stderr, "ringlog emit: the event was not stored\n");
 		rc = EXIT_FAIL;
-	} else if (ringlog_flush(1000) < 0) {
+	} else if (err < 0) {
 		char why[1024];
 		int fd = cli_connect(socket_path(NULL), true);
 
@@ -260,7 +303,7 @@ int cmd_emit(int argc, char **argv)
 			"stored\n", socket_path(NULL), why);
 		rc = EXIT_NODAEMON;
 	}
-	ringlog_close(1000);
+	ringlog_close(0);
 out:
 	for (unsigned i = 0; i < 32; i++) {
 		free(names[i]);

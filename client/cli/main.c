@@ -19,6 +19,7 @@ static void usage(FILE *f)
 	      "  status   disk budget, retention horizon, rates, losses, clients\n"
 	      "  read     decode segment files offline\n"
 	      "  emit     write one event from a script\n"
+	      "  export   write stored events as CTF 1.8 (babeltrace2, Trace Compass) or JSON\n"
 	      "  enable   record a provider's events at run time (until SIGHUP)\n"
 	      "  disable  stop a provider's events at run time (until SIGHUP)\n"
 	      "  list     providers and events running programs declared\n"
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
 		return cmd_read(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "emit"))
 		return cmd_emit(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "export"))
+		return cmd_export(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "enable"))
 		return cmd_enable(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "disable"))

@@ -67,6 +67,13 @@ static int ask(const char *who, const char *sock, uint16_t type, json_t *req, js
 	return ret;
 }
 
+/* How long a run-time rule lasts (Windows has no reload signal). */
+#ifdef _WIN32
+#define RULE_LASTS "until ringlogd restarts"
+#else
+#define RULE_LASTS "until ringlogd reloads (SIGHUP) or restarts"
+#endif
+
 static const char *level_word(unsigned l)
 {
 	static const char *const n[] = { "off", "critical", "error", "warning", "info", "verbose" };
@@ -184,10 +191,10 @@ static int enable_common(int argc, char **argv, bool disable)
 		json_decref(ans);
 		return EXIT_OK;
 	} else if (level)
-		printf("%s: enabled up to %s, keywords %s, until ringlogd reloads (SIGHUP) or restarts\n",
-		       provider, level_word(level), kw);
+		printf("%s: enabled up to %s, keywords %s, " RULE_LASTS "\n", provider, level_word(level),
+		       kw);
 	else
-		printf("%s: disabled until ringlogd reloads (SIGHUP) or restarts\n", provider);
+		printf("%s: disabled " RULE_LASTS "\n", provider);
 	m = json_object_get(ans, "matched");
 	if (!json_array_size(m)) {
 		printf("no running program has declared a provider matching \"%s\" yet; the rule applies "

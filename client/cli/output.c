@@ -68,11 +68,16 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(struct sb *b, const 
 	va_list ap;
 	int n;
 
+	/* one pass when it fits (the usual case), a second after growing */
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0 || b->failed)
 		return;
+	if (b->p && b->len + (size_t)n < b->cap) {
+		b->len += (size_t)n;
+		return;
+	}
 	sb_grow(b, (size_t)n);
 	if (b->failed)
 		return;

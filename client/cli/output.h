@@ -6,6 +6,7 @@
 #define RINGLOG_CLI_OUTPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decode.h"

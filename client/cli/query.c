@@ -44,16 +44,14 @@ static const struct option opts[] = {
 };
 
 /* How the user spelled the option that getopt just returned. */
-static const char *spelled(char **argv, int idx, int c)
+static const char *spelled(int idx, int c)
 {
 	static char b[64];
 
-	if (idx >= 0) {
+	if (idx >= 0)
 		snprintf(b, sizeof(b), "--%s", opts[idx].name);
-		return b;
-	}
-	(void)argv;
-	snprintf(b, sizeof(b), "-%c", c);
+	else
+		snprintf(b, sizeof(b), "-%c", c);
 	return b;
 }
 
@@ -95,7 +93,7 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 	optind = 0; /* glibc: a full re-initialisation */
 	opterr = 0;
 	while ((idx = -1, c = getopt_long(argc, argv, ":n:p:o:g:rfD:h", opts, &idx)) != -1) {
-		const char *o = spelled(argv, idx, c), *v = optarg;
+		const char *o = spelled(idx, c), *v = optarg;
 		char err[256];
 
 		switch (c) {
@@ -193,7 +191,7 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 			break;
 		case 'h':
 			help();
-			return EXIT_OK;
+			return QUERY_HELPED;
 		case ':':
 			fprintf(stderr, "ringlog %s: %s needs a value (see ringlog %s --help)\n", cmd,
 				argv[optind - 1], cmd);

@@ -34,9 +34,10 @@ struct query {
 };
 
 /* Parse argv (argv[0] is the command name). allow: Q_* bits; lines_default:
- * -n when not given (-1: all). Returns 0, or the exit code to leave with
- * (EXIT_OK after --help, EXIT_USAGE after a message naming the option, the
- * value and what is allowed). */
+ * -n when not given (-1: all). Returns 0 to go on, QUERY_HELPED after
+ * --help (exit 0), or the exit code to leave with (EXIT_USAGE after a
+ * message naming the option, the value and what is allowed). */
+#define QUERY_HELPED (-1)
 int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_default,
 		int argc, char **argv, void (*help)(void));
 void query_free(struct query *q);

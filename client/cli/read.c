@@ -33,6 +33,7 @@ struct rd {
 	size_t limit;          /* -n: keep the newest this many; 0: all */
 	uint64_t threshold;    /* with limit lines held: the oldest one's time */
 	bool damaged;
+	bool quiet;            /* a second pass: damage was reported by the first */
 	const char *path;
 	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
 	uint64_t first_ns, last_ns; /* of the store, from segment and chunk headers */
@@ -64,9 +65,14 @@ static void span(struct rd *r, uint64_t first, uint64_t last)
 		r->last_ns = last;
 }
 
+static void trim(struct rd *r);
+
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
 {
 	struct rd *r = ctx;
+
+	if (r->limit && r->n >= 2 * r->limit + 1024)
+		trim(r); /* memory bounded by the N asked for */
 
 	if (r->limit && r->n >= r->limit && e->real_ns < r->threshold)
 		return 0; /* older than the newest N already held */
@@ -89,6 +95,8 @@ static void on_rec_damage(void *ctx, const char *what)
 {
 	struct rd *r = ctx;
 
+	if (r->quiet)
+		return;
 	r->damaged = true;
 	fprintf(stderr, "ringlog: %s: damaged record: %s\n", r->path, what);
 }
@@ -98,6 +106,8 @@ static void on_file_damage(void *ctx, const char *path, uint64_t from, uint64_t 
 {
 	struct rd *r = ctx;
 
+	if (r->quiet)
+		return;
 	r->damaged = true;
 	fprintf(stderr, "ringlog: %s: bytes %llu..%llu damaged (%s); skipped, reading on\n", path,
 		(unsigned long long)from, (unsigned long long)to, why);
@@ -110,6 +120,10 @@ static int open_seg(struct rd *r, struct ringlog_seg_file *f, const char *path)
 	int err = ringlog_seg_open(f, path, &why);
 
 	r->path = path;
+	f->ctx = r;
+	f->on_damage = on_file_damage;
+	if (r->quiet)
+		return err;
 	if (err < 0) {
 		fprintf(stderr, "ringlog: %s: %s\n", path, why ? why : strerror(-err));
 		r->damaged = true;
@@ -123,8 +137,6 @@ static int open_seg(struct rd *r, struct ringlog_seg_file *f, const char *path)
 		fprintf(stderr, "ringlog: %s: %s\n", path, f->warning);
 		r->damaged = true;
 	}
-	f->ctx = r;
-	f->on_damage = on_file_damage;
 	return 0;
 }
 
@@ -148,7 +160,8 @@ static bool closed_range(const struct ringlog_seg_file *f)
 	return f->hdr_ok && f->hdr.state == RINGLOG_SEG_CLOSED && f->hdr.events;
 }
 
-static void read_file(struct rd *r, const char *path)
+/* Decode a segment from its first chunk, or from the chunk at start. */
+static void read_file(struct rd *r, const char *path, uint64_t start)
 {
 	struct ringlog_seg_file f;
 	struct ringlog_decoder d;
@@ -156,6 +169,8 @@ static void read_file(struct rd *r, const char *path)
 
 	if (open_seg(r, &f, path) < 0)
 		return;
+	if (start > f.off)
+		f.off = start;
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
 		/* a loss may lie outside the events' range: only skip a file
@@ -176,7 +191,7 @@ static void read_file(struct rd *r, const char *path)
 		d.unknown_time_ns = f.chunk.first_real_ns;
 		ringlog_dec_records(&d, f.body, f.chunk.body_len);
 	}
-	if (err < 0) {
+	if (err < 0 && !r->quiet) {
 		fprintf(stderr, "ringlog: %s: read error: %s\n", path, strerror(-err));
 		r->damaged = true;
 	}
@@ -216,30 +231,31 @@ struct chunk_ix {
 	uint64_t lost;
 };
 
-/* -n: the newest events of one segment without decoding all of it. The
+/* -n, first pass: the newest events of one segment without decoding all
+ * of it; returns the offset of the oldest chunk it decoded (0: none). The
  * chunk headers are the index (one 48-byte read per chunk); chunks are
  * decoded backwards in groups that begin where the daemon describes every
  * writer again (chunk seq % 4 == 3, proto/segment.h), so each group
  * decodes alone. A group entirely older than the newest N held so far is
  * skipped. Cost: the index, plus at most a group more than the N need.
- * Duplicates after a daemon crash are dropped within a group only (the
- * cross-segment dedup needs segments in order). */
-static void read_file_last(struct rd *r, const char *path)
+ * Quiet: the second pass reports what it finds. */
+static uint64_t read_file_last(struct rd *r, const char *path)
 {
 	struct ringlog_seg_file f;
 	struct chunk_ix *ix = NULL;
 	size_t n = 0, cap = 0, end;
+	uint64_t earliest = 0;
 	int err;
 
 	if (open_seg(r, &f, path) < 0)
-		return;
+		return 0;
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
-		if (!f.hdr.lost && ((r->n >= r->limit && f.hdr.last_real_ns < r->threshold) ||
-				    !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
+		if ((r->n >= r->limit && f.hdr.last_real_ns < r->threshold) ||
+		    (!f.hdr.lost && !sel_time_overlaps(&r->q->sel, f.hdr.first_real_ns,
 						       f.hdr.last_real_ns))) {
 			ringlog_seg_close(&f);
-			return;
+			return 0;
 		}
 	}
 	while ((err = ringlog_seg_next(&f, true)) == 1) {
@@ -258,10 +274,6 @@ static void read_file_last(struct rd *r, const char *path)
 		if (f.chunk.events)
 			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
 	}
-	if (err < 0) {
-		fprintf(stderr, "ringlog: %s: read error: %s\n", path, strerror(-err));
-		r->damaged = true;
-	}
 	for (end = n; end > 0;) {
 		size_t g = end - 1;
 		uint64_t first = UINT64_MAX, last = 0, lost = 0;
@@ -278,8 +290,8 @@ static void read_file_last(struct rd *r, const char *path)
 			}
 			lost += ix[i].lost;
 		}
-		if (!lost && (last == 0 || (r->limit && r->n >= r->limit && last < r->threshold) ||
-			      !sel_time_overlaps(&r->q->sel, first, last))) {
+		if ((r->limit && r->n >= r->limit && last < r->threshold) ||
+		    (!lost && (last == 0 || !sel_time_overlaps(&r->q->sel, first, last)))) {
 			end = g;
 			continue;
 		}
@@ -293,10 +305,12 @@ static void read_file_last(struct rd *r, const char *path)
 		}
 		ringlog_dec_free(&d);
 		trim(r);
+		earliest = ix[g].off;
 		end = g;
 	}
 	free(ix);
 	ringlog_seg_close(&f);
+	return earliest;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -352,17 +366,38 @@ static void free_files(char **files, size_t nf)
  * or with lines >= 0 the newest that many. */
 static void collect(struct rd *r, char **files, size_t nf, long lines)
 {
+	size_t first = nf;
+	uint64_t first_off = 0;
+
 	if (lines < 0) {
 		for (size_t i = 0; i < nf; i++)
-			read_file(r, files[i]);
+			read_file(r, files[i], 0);
 		trim(r);
 		return;
 	}
 	if (lines == 0)
 		return;
 	r->limit = (size_t)lines;
-	for (size_t i = nf; i-- > 0;)
-		read_file_last(r, files[i]);
+	r->quiet = true;
+	for (size_t i = nf; i-- > 0;) {
+		uint64_t off = read_file_last(r, files[i]);
+
+		if (off) {
+			first = i;
+			first_off = off;
+		}
+	}
+	/* Second pass, forwards from the oldest chunk the first one needed,
+	 * with the store's dedup: what a restarted daemon drained again
+	 * (RINGLOG_SPAN_POS) shows once, as in a full read. The window is
+	 * the N events and at most a chunk group more, decoded twice. */
+	for (size_t i = 0; i < r->n; i++)
+		free(r->lines[i].text);
+	r->n = 0;
+	r->threshold = 0;
+	r->quiet = false;
+	for (size_t i = first; i < nf; i++)
+		read_file(r, files[i], i == first ? first_off : 0);
 	trim(r);
 }
 
@@ -421,8 +456,13 @@ static void read_help(void)
 	       "  -r, --reverse          newest first\n"
 	       "  -f, --follow           the stored events, then live ones from ringlogd\n"
 	       "      --since T, --until T\n"
-	       "                         T: %s\n"
-	       "  -p, --priority P       %s\n"
+	       "                         T: 2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00,\n"
+	       "                         \"[Mon] 2026-11-23 11:00[:00]\" (local), 2026-11-23,\n"
+	       "                         11:00[:00] (today), today, yesterday, tomorrow, now,\n"
+	       "                         -1h30m, +5m, \"10 min ago\", \"in 2h\", @1795428000\n"
+	       "  -p, --priority P       warning (and more severe), err..info, 1..5; our names\n"
+	       "                         (critical error warning info verbose) and journalctl's\n"
+	       "                         (emerg alert crit err notice debug)\n"
 	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
 	       "      --keyword MASK     --pid PID  --uid UID\n"
 	       "  -g, --grep REGEX       on the short line (case-insensitive unless it has capitals)\n"
@@ -435,7 +475,7 @@ static void read_help(void)
 	       "                         dumb), always or never\n"
 	       "      --no-pager         do not pipe into $RINGLOG_PAGER, $PAGER or less\n"
 	       "      --socket PATH      ringlogd's socket (with -f)\n",
-	       sel_time_forms, sel_priority_forms, out_mode_names);
+	       out_mode_names);
 }
 
 /* The store --dir names, or the configured one. */
@@ -464,7 +504,7 @@ int cmd_read(int argc, char **argv)
 
 	if (rc) {
 		query_free(&q);
-		return rc;
+		return rc == QUERY_HELPED ? EXIT_OK : rc;
 	}
 	if (q.follow) {
 		rc = cli_follow(&q, q.dir); /* NULL: the daemon's own store */
@@ -489,4 +529,18 @@ int cmd_read(int argc, char **argv)
 	out_pager_end();
 	query_free(&q);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
+}
+
+/* export.c: the segments of the store --dir names (or the configured
+ * one), oldest first, as read lists them. Returns 0 or -errno (printed). */
+int read_store_files(const struct query *q, char ***files, size_t *nf)
+{
+	struct ringlog_config c;
+
+	return list_dir(store_dir(q, &c), files, nf);
+}
+
+void read_free_files(char **files, size_t nf)
+{
+	free_files(files, nf);
 }

@@ -69,7 +69,7 @@ uint64_t sel_now_ns(void)
 }
 
 const char sel_time_forms[] =
-	"2026-11-23T10:00:00Z, 2026-11-23T10:00:00+01:00, \"2026-11-23 10:00[:00]\" (local), "
+	"2026-11-23T10:00:00Z, 2026-11-23T10:00:00+01:00, \"[Mon] 2026-11-23 10:00[:00]\" (local), "
 	"2026-11-23, 10:00[:00] (today), today, yesterday, tomorrow, now, -1h30m, +5m, "
 	"\"10 min ago\", @1763892000";
 
@@ -175,7 +175,7 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 	size_t l = strlen(s);
 	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
 	long off = 0;
-	int zone;
+	int zone, wday = -1;
 	time_t t;
 
 	while (*s == ' ')
@@ -208,6 +208,20 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		*out = now_ns + span;
 		return 0;
 	}
+	/* systemd's optional weekday ("Mon 2026-11-23 ..."), checked below */
+	for (int i = 0; i < 7; i++) {
+		static const char *const days[] = { "sunday", "monday", "tuesday", "wednesday",
+						    "thursday", "friday", "saturday" };
+		size_t wl = strcspn(s, " ");
+
+		if (wl >= 3 && s[wl] == ' ' && !strncasecmp(s, days[i], wl) &&
+		    (wl == 3 || wl == strlen(days[i]))) {
+			wday = i;
+			for (s += wl; *s == ' '; s++)
+				;
+			break;
+		}
+	}
 	/* YYYY-MM-DD[(T| )HH:MM[:SS[.frac]]][zone] */
 	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10) {
 		p = s + n;
@@ -221,7 +235,7 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 		goto zone;
 	}
 	/* HH:MM[:SS] today */
-	if (isdigit((unsigned char)s[0])) {
+	if (isdigit((unsigned char)s[0]) && wday < 0) {
 		time_t nt = (time_t)(now_ns / NS);
 
 		localtime_r(&nt, &tm);
@@ -264,6 +278,13 @@ zone:
 	}
 	if (t < 0)
 		return -EINVAL;
+	if (wday >= 0) { /* the weekday must be that date's, as systemd checks */
+		struct tm c;
+		time_t ct = t + (zone ? off : 0);
+
+		if ((zone ? gmtime_r(&ct, &c) : localtime_r(&t, &c)) == NULL || c.tm_wday != wday)
+			return -EINVAL;
+	}
 	*out = (uint64_t)t * NS + frac;
 	return 0;
 }

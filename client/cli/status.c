@@ -333,8 +333,16 @@ static json_t *fetch(const char *sock, const char *dir, bool json, bool quiet, b
 		uint16_t type = 0;
 		uint8_t *p = NULL;
 
-		if (cli_send(fd, RINGLOG_CTL_STATUS, "{}", 2) == 0 && cli_recv(fd, &type, &p) > 0) {
-			if (type == RINGLOG_CTL_STATUS) {
+		long n;
+
+		/* A daemon at a limit says so with REFUSE, then closes: it runs,
+		 * and this user learns why it may not ask (never "down"). The
+		 * send may fail on the closed socket while the REFUSE waits. */
+		cli_send(fd, RINGLOG_CTL_STATUS, "{}", 2);
+		if ((n = cli_recv(fd, &type, &p)) > 0) {
+			if (type == RINGLOG_CTL_REFUSE) {
+				cli_refuse_text(p, n, refused, sizeof(refused));
+			} else if (type == RINGLOG_CTL_STATUS) {
 				j = json_loads((const char *)p, 0, NULL);
 			} else if (type == RINGLOG_CTL_ERROR) {
 				cli_print_error("ringlog status", p);

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,8 +56,8 @@ static void tail_help(void)
 	       "\n"
 	       "  -n, --lines N          stored events shown first (default 10; 0: none; \"all\")\n"
 	       "      --since T, --until T\n"
-	       "                         T: %s\n"
-	       "  -p, --priority P       %s\n"
+	       "                         T: as ringlog read --help says; --until in the future\n"
+	       "  -p, --priority P       warning (and more severe), err..info, 1..5 (as read)\n"
 	       "      --provider GLOB    --event GLOB (repeat to give alternatives)\n"
 	       "      --keyword MASK     --pid PID  --uid UID\n"
 	       "  -g, --grep REGEX       on the short line\n"
@@ -66,17 +65,8 @@ static void tail_help(void)
 	       "  -o, --output MODE      %s\n"
 	       "      --json --utc --color[=WHEN]\n"
 	       "      --socket PATH      ringlogd's socket\n",
-	       sel_time_forms, sel_priority_forms, out_mode_names);
+	       out_mode_names);
 }
-
-#ifndef _WIN32
-/* --until: the tail ends at that time, as Ctrl-C would end it. */
-static void until_reached(int sig)
-{
-	(void)sig;
-	raise(SIGINT);
-}
-#endif
 
 /* The selection the daemon applies with the same matcher (proto/match.h,
  * daemon/tail.c); what it cannot judge (--grep, times) sel_match adds
@@ -114,7 +104,7 @@ static json_t *tail_request(const struct query *q, long backlog)
 		}
 		json_object_set_new(req, "fields", o);
 	}
-	json_object_set_new(req, "level", json_integer(q->sel.level_given ? s->level_max : 4));
+	json_object_set_new(req, "level", json_integer(s->level_max));
 	if (s->level_min > 1)
 		json_object_set_new(req, "level_min", json_integer(s->level_min));
 	if (s->keyword)
@@ -136,6 +126,10 @@ int cli_follow(struct query *q, const char *dir)
 
 	/* following never pages: less would hold the stream */
 	q->out.color = out_color(q->color, 1);
+	/* Without -p a follow asks the daemon for info and more severe (asking
+	 * for verbose raises enablement), and shows the history alike. */
+	if (!q->sel.level_given)
+		q->sel.m.level_max = 4;
 	cli_catch_interrupt();
 	if ((fd = cli_connect(socket_path(q->socket), false)) < 0)
 		return cli_interrupted() ? EXIT_OK : EXIT_NODAEMON;
@@ -145,22 +139,21 @@ int cli_follow(struct query *q, const char *dir)
 		close(fd);
 		return EXIT_OK;
 	}
-#ifndef _WIN32
 	if (q->sel.until_ns) {
 		uint64_t now = sel_now_ns(), left = q->sel.until_ns > now ? q->sel.until_ns - now : 0;
 
-		signal(SIGALRM, until_reached);
-		alarm((unsigned)(left / 1000000000u) + 1);
+		cli_interrupt_after(left / 1000000u + 1);
 	}
-#endif
 	req = tail_request(q, q->lines);
 	js = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
-	if (!js || cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js)) < 0) {
-		fprintf(stderr, "ringlog: %s: ringlogd closed the connection\n", q->cmd);
-		free(js);
-		return EXIT_NODAEMON;
+	/* A daemon at a limit sends REFUSE and closes: the send may fail,
+	 * the reason is still there to read below. */
+	if (!js) {
+		close(fd);
+		return EXIT_FAIL;
 	}
+	cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js));
 	free(js);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ringlog_dec_init(&d, NULL);
@@ -195,6 +188,14 @@ int cli_follow(struct query *q, const char *dir)
 			json_decref(j);
 		} else if (type == RINGLOG_CTL_DATA) {
 			ringlog_dec_records(&d, p, (size_t)n);
+		} else if (type == RINGLOG_CTL_REFUSE) {
+			char why[800];
+
+			cli_refuse_text(p, n, why, sizeof(why));
+			fprintf(stderr, "ringlog: %s: %s\n", q->cmd, why);
+			rc = EXIT_NODAEMON;
+			free(p);
+			break;
 		} else if (type == RINGLOG_CTL_ERROR) {
 			cli_print_error(q->cmd[0] == 't' ? "ringlog: tail" : "ringlog: read", p);
 			rc = EXIT_FAIL;
@@ -217,5 +218,5 @@ int cmd_tail(int argc, char **argv)
 	if (!rc)
 		rc = cli_follow(&q, NULL);
 	query_free(&q);
-	return rc;
+	return rc == QUERY_HELPED ? EXIT_OK : rc;
 }

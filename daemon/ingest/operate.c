@@ -425,7 +425,7 @@ void op_tick(struct daemon *d)
 		return;
 	before = now - d->cfg.max_retention_ns;
 	if ((n = store_expire(d, before, vac_one, &v)))
-		d_log(LOG_INFO, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
+		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
 		      (unsigned long long)v.bytes,
 		      (unsigned long long)(d->cfg.max_retention_ns / 1000000000ull));
 }

@@ -94,8 +94,8 @@ static void delete_oldest(struct daemon *d)
  * one being written, so the index and the files stay in step. Size first,
  * oldest first, counting the segment being written as the budget does;
  * then every sealed segment whose newest event is older than before_ns
- * (a segment without events carries only loss records and goes with its
- * neighbours' age: its last_real_ns is 0). */
+ * (a segment without events, loss records only, has no time of its own:
+ * its last_real_ns is 0, so any age limit takes it). */
 unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx)
 {

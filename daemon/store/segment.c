@@ -676,7 +676,7 @@ static bool store_gone(struct daemon *d)
  * directory and lock it again; the next chunk opens a new segment. */
 static void store_recover(struct daemon *d)
 {
-	uint64_t events = 0, bytes = 0;
+	uint64_t events = 0, bytes = 0, id[2];
 	unsigned n = 0;
 	int err;
 
@@ -704,6 +704,14 @@ static void store_recover(struct daemon *d)
 		}
 	}
 	d->st.lost_deleted += events;
+	d->st.seg_gen++;
+	if (file_dir_id(d->cfg.storage_dir, id) == 0 && id[0] == d->st.dir_id[0] && id[1] == d->st.dir_id[1]) {
+		/* Only files went: the directory and our lock on it stand. */
+		d_log(LOG_ERR, "%u segments (%llu bytes) of storage_dir %s were deleted under "
+		      "ringlogd: their %llu stored events are gone and counted lost; storing on",
+		      n, (unsigned long long)bytes, d->cfg.storage_dir, (unsigned long long)events);
+		return;
+	}
 	d_log(LOG_ERR, "storage_dir %s was deleted or replaced under ringlogd: %llu stored events "
 	      "in %u segments (%llu bytes) are gone and counted lost; recreating it and storing "
 	      "on", d->cfg.storage_dir, (unsigned long long)events, n, (unsigned long long)bytes);
@@ -711,7 +719,6 @@ static void store_recover(struct daemon *d)
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
 	else
 		store_lock_dir(d);
-	d->st.seg_gen++;
 }
 
 void store_check(struct daemon *d)

@@ -1,0 +1,42 @@
+/* client/cli/export.h - `ringlog export`'s writers: one small ops table,
+ * one file per format (export-ctf.c, export-json.c; Perfetto next), in the
+ * spirit of Redis's ae_*.c backends. export.c reads the store as `read`
+ * does, one chunk at a time, and hands each selected event and loss to the
+ * writer in store order; a writer keeps no more than its format needs
+ * (CTF: one packet buffer per writer thread), so memory stays flat in the
+ * store's size.
+ */
+#ifndef RINGLOG_CLI_EXPORT_H
+#define RINGLOG_CLI_EXPORT_H
+
+#include <stdint.h>
+
+#include "decode.h"
+
+/* What the store says about itself, from its first readable segment. */
+struct export_info {
+	char host[65];
+	char boot_id[33];  /* hex; "" when unknown */
+	const char *version;
+};
+
+struct export_writer;
+
+struct export_ops {
+	const char *name;          /* --format NAME */
+	/* Create the output at path. Returns a writer, or NULL with errno set
+	 * after printing what is wrong and what to do. */
+	struct export_writer *(*begin)(const char *path, const struct export_info *info);
+	/* Returns 0 or -errno (the export stops: out of space, ...). */
+	int (*event)(struct export_writer *w, const struct ringlog_dec_event *e);
+	int (*loss)(struct export_writer *w, const struct ringlog_dec_loss *l);
+	/* Finish the output (CTF: last packets and the metadata, which names
+	 * every event class seen) and free w, also after an error. Returns 0
+	 * or -errno; stats, when not NULL, gets the bytes written. */
+	int (*end)(struct export_writer *w, uint64_t *bytes);
+};
+
+extern const struct export_ops export_ctf_ops;
+extern const struct export_ops export_json_ops;
+
+#endif /* RINGLOG_CLI_EXPORT_H */
