@@ -31,7 +31,7 @@
  *   C->D SYNC    u64 token; D->C SYNC echoes it once every earlier message
  *                of that client is processed and every event its rings
  *                held when SYNC was read is written to a segment file
- *                (daemon/sync.c; ringlog_flush()). Answers keep request
+ *                (daemon/sink/sync.c; ringlog_flush()). Answers keep request
  *                order; a daemon that dies first never answers.
  * The daemon takes the client's pid, uid and gid from SO_PEERCRED and its
  * command and executable from /proc, never from a message.
@@ -58,7 +58,7 @@
  *   C->D ENABLE_SET {"provider":GLOB, "level":0..5 (0: off; default 5),
  *                 "keywords":"0xHEX" (default all)} or {"provider":GLOB,
  *                 "reset":true}: a run-time enablement rule, before the
- *                 configuration's, until SIGHUP or restart (daemon/operate.c);
+ *                 configuration's, until SIGHUP or restart (daemon/ingest/operate.c);
  *                 D->C {"provider","reset","level","keywords","matched":[names
  *                 of providers known now that it reaches], "replaced": rules
  *                 for the same GLOB dropped (0 or 1)}

@@ -1,5 +1,5 @@
 /* proto/match.h - which events a reader asked for, judged the same way by
- * the daemon (the live `ringlog tail` stream, daemon/tail.c) and by the
+ * the daemon (the live `ringlog tail` stream, daemon/sink/tail.c) and by the
  * command (stored events, client/cli/select.c): provider and event globs,
  * a level range, keywords, the writer, and FIELD=VALUE matches compared by
  * the field's type. What only the command can judge (times, --grep on the

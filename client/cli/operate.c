@@ -1,6 +1,6 @@
 /* client/cli/operate.c - `ringlog enable`, `disable`, `list` and `vacuum`:
  * what an operator changes or asks at run time, through ringlogd's tool
- * frames (proto/ctl.h: ENABLE_SET, LIST, VACUUM; daemon/operate.c). The
+ * frames (proto/ctl.h: ENABLE_SET, LIST, VACUUM; daemon/ingest/operate.c). The
  * daemon checks who asks (read access) and names the group to join when
  * it refuses; these commands only print what it says. */
 #define _GNU_SOURCE

@@ -102,7 +102,7 @@ static const char *level_word(unsigned l)
 }
 
 /* The per-program table is empty for one of two reasons: say which
- * (daemon/status.c sends "clients_detail" false to a peer outside
+ * (daemon/ingest/status.c sends "clients_detail" false to a peer outside
  * read_group). Never a header without rows. */
 static void print_clients(json_t *j)
 {

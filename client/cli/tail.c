@@ -69,7 +69,7 @@ static void tail_help(void)
 }
 
 /* The selection the daemon applies with the same matcher (proto/match.h,
- * daemon/tail.c); what it cannot judge (--grep, times) sel_match adds
+ * daemon/sink/tail.c); what it cannot judge (--grep, times) sel_match adds
  * here, on events the daemon already matched. */
 static json_t *tail_request(const struct query *q, long backlog)
 {

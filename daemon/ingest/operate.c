@@ -1,4 +1,4 @@
-/* daemon/operate.c - what an operator changes or asks at run time over the
+/* daemon/ingest/operate.c - what an operator changes or asks at run time over the
  * tool channel (proto/ctl.h): enablement rules (`ringlog enable` and
  * `disable`), the providers and events running programs declared
  * (`ringlog list`), deleting old segments now (`ringlog vacuum`), and
