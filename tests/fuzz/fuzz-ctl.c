@@ -22,6 +22,8 @@
  */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "log.h"
+#include "ingest/drain.h"
 
 #include <fcntl.h>
 #include <ftw.h>
