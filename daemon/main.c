@@ -131,14 +131,15 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct daemon *d = calloc(1, sizeof(*d));
+	/* The one daemon of the process, for its whole life: no allocation
+	 * to free on each of main()'s early returns. */
+	static struct daemon state;
+	struct daemon *d = &state;
 	const char *storage = NULL, *sock = NULL, *backend = NULL, *service = NULL;
 	bool check = false, to_syslog = false, verbose = false;
 	char err[8192];
 	int o, rc = 0;
 
-	if (!d)
-		return 1;
 #ifdef __GLIBC__
 	/* A fixed threshold turns off glibc's dynamic one, which after the
 	 * first free of a large block serves every later one from the heap:
@@ -209,9 +210,7 @@ int main(int argc, char **argv)
 	if (service) {
 		struct svc_daemon run = { .start = start, .serve = serve, .stop = stop, .ctx = d };
 
-		rc = svc_main(service, argc, argv, &run);
-		free(d);
-		return rc;
+		return svc_main(service, argc, argv, &run);
 	}
 #else
 	(void)service;
@@ -230,6 +229,5 @@ int main(int argc, char **argv)
 	rc = start(d);
 	if (!rc)
 		rc = serve(d);
-	free(d);
 	return rc;
 }
