@@ -194,10 +194,16 @@ static struct chunk *room(struct daemon *d, size_t n)
 	if (d->open && d->open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
-	 * generation changes before anything is written for it. */
+	 * generation changes before anything is written for it. No segment
+	 * can be opened (the disk is full below min_free, with nothing left to
+	 * delete): fill the chunk anyway, describing everything, so that the
+	 * rings keep draining; its seal tries again and, failing, counts it
+	 * lost to the disk. Leaving the events in the rings would make the
+	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!d->cur && open_segment(d) < 0)
-		return NULL;
-	if (!d->open && (d->open = chunk_get(d)) && ++d->cur->begun % DESCRIBE_EVERY == 0)
+		d->seg_gen++;
+	if (!d->open && (d->open = chunk_get(d)) && d->cur &&
+	    ++d->cur->begun % DESCRIBE_EVERY == 0)
 		d->seg_gen++; /* describe every writer again from this chunk on */
 	if (!d->open || n > body_cap(d->open))
 		return NULL;
@@ -411,8 +417,8 @@ int seg_settle_loss(struct daemon *d, struct ring *r)
 
 	if (!r->lost_disk_pending)
 		return 0;
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
+	if (!d->cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	if ((err = describe(d, r)))
 		return err;
 	return put_loss_pending(d, r);
@@ -431,8 +437,8 @@ int seg_run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need, st
 	struct chunk *c;
 	int err;
 
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
+	if (!d->cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	for (int tries = 0;; tries++) {
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
 					     .type = RINGLOG_SEG_REC_PACK, .id = r->id };
@@ -522,8 +528,8 @@ int seg_append_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t
 	struct ringlog_seg_loss l = { .records = records, .bytes = bytes, .reason = reason };
 	int err;
 
-	if (!d->cur && open_segment(d) < 0)
-		return -EAGAIN;
+	if (!d->cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	if ((err = describe(d, r)) || (err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
 						     NULL, 0)))
 		return err;
