@@ -582,6 +582,10 @@ Test(export, usage_errors_exit_2)
 		if (i == 0)
 			cr_expect(strstr(out, "not available yet"), "%s", out);
 	}
+	/* an existing directory with something in it is not overwritten */
+	cr_expect_eq(live_run(CLI " export --format ctf --output /etc --dir /tmp 2>&1", out,
+			      sizeof(out)), 1);
+	cr_expect(strstr(out, "/etc is not empty"), "%s", out);
 	cr_expect_eq(live_run(CLI " export --help", out, sizeof(out)), 0);
 	cr_expect(strstr(out, "--format"), "%s", out);
 }
