@@ -426,12 +426,20 @@ Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
 	/* kill -9 while the daemon writes at full speed. */
 	d = live_daemon(&e, NULL);
 	em = emit(1, 1000000, "16M");
+	snprintf(seg, sizeof(seg), "%s/0000000000000000.rlseg", e.store);
+	/* A few chunks written (a loaded machine may need more than the
+	 * 150 ms an idle one does), then the kill. */
 	sleep_ms(150);
+	for (int i = 0; i < 200; i++) {
+		layout_of(seg, l);
+		if (l->n >= 5)
+			break;
+		sleep_ms(50);
+	}
 	kill(d, SIGKILL);
 	waitpid(d, NULL, 0);
 	kill(em, SIGKILL);
 	waitpid(em, NULL, 0);
-	snprintf(seg, sizeof(seg), "%s/0000000000000000.rlseg", e.store);
 	layout_of(seg, l);
 	cr_assert_gt(l->total, 0, "nothing was written before the kill");
 	rc = read_cli(&e, seg, &lines, err, sizeof(err));

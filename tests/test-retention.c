@@ -110,6 +110,13 @@ Test(retention, min_free_is_a_floor_with_the_filesystem_figure_injected)
 	cr_assert_eq(h.d->st.stored, 1000);
 	cr_assert(h.d->st.disk_blocked);
 	cr_assert_null(h.d->st.cur);
+	/* Still at the floor, no segment can be opened: the rings go on
+	 * draining into a chunk that is counted lost at its seal, not left to
+	 * overflow as the programs' loss. */
+	cr_assert_eq(h_emit(&h, 1000), 1000);
+	h_flush(&h);
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0);
+	cr_assert_eq(h.d->st.lost_disk, 2000);
 	/* Room again: storing resumes, and the gap is reported in-stream. */
 	fake_avail = 40u << 20;
 	cr_assert_eq(h_emit(&h, 1000), 1000);

@@ -394,3 +394,55 @@ Test(store, deleted_segments_alone_are_counted_and_named_as_such)
 	cr_expect_gt(deleted, 0);
 	live_cleanup(&e);
 }
+
+/* The floor breached by someone else's file, with nothing of ours left to
+ * delete: what cannot be stored is counted as lost to the disk (not left
+ * in the rings to overflow there), and storing resumes once space returns. */
+Test(store, below_min_free_with_nothing_to_delete_counts_disk_loss_and_recovers)
+{
+	struct live e;
+	struct newest nw = { 0 };
+	struct live_read rd = { .ctx = &nw, .on_event = on_newest };
+	char mnt[300], cfg[400], cmd[800];
+	json_t *st;
+	uint64_t disk, ring;
+	pid_t d;
+
+	live_init(&e);
+	if (!small_fs(&e, "20m", mnt, sizeof(mnt))) {
+		live_cleanup(&e);
+		cr_skip_test("needs root and a tmpfs mount for a 20 MiB filesystem");
+	}
+	snprintf(cfg, sizeof(cfg), "%s/floor.json", e.dir);
+	live_write_file(cfg, "{ \"min_free\": \"12M\", \"max_segment_size\": \"16M\", "
+			"\"flush_interval\": \"200ms\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	/* Some history first, so that retention has segments of ours to
+	 * delete, and then none. */
+	live_wait_ok(emit(1, 20000, "16M", "100"), "emitter");
+	sleep_ms(500);
+	/* Another program takes the filesystem down to 8-9 MiB free. */
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/filler' bs=1M count=11 2>/dev/null", mnt);
+	cr_assert_eq(live_run(cmd, NULL, 0), 0);
+	live_wait_ok(emit(1, 50000, "16M", "100"), "emitter");
+	sleep_ms(800);
+	st = status_json();
+	cr_assert(st, "ringlog status failed");
+	disk = status_int(st, "lost", "disk");
+	ring = status_int(st, "lost", "ring");
+	json_decref(st);
+	cr_log_info("below the floor: %llu counted lost to the disk, %llu to ring overflow",
+		    (unsigned long long)disk, (unsigned long long)ring);
+	cr_expect_eq(ring, 0, "the rings overflowed (%llu): the daemon stopped draining",
+		     (unsigned long long)ring);
+	cr_expect_eq(disk, 50000, "%llu of 50000 counted lost to the disk", (unsigned long long)disk);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s/filler'", mnt);
+	live_run(cmd, NULL, 0);
+	live_wait_ok(emit(1, 1000, "1M", "100"), "emitter");
+	live_daemon_stop(d);
+	live_read_store(e.store, &rd);
+	cr_expect_geq(nw.events, 1000, "after the space came back %llu events stored",
+		      (unsigned long long)nw.events);
+	small_fs_done(mnt);
+	live_cleanup(&e);
+}

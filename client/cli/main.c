@@ -29,7 +29,7 @@ static void usage(FILE *f)
 	      "ringlog COMMAND --help describes each. The daemon is found through\n"
 	      "--socket, then $RINGLOG_SOCKET, then " RINGLOG_SOCKET_DEFAULT ".\n"
 	      "Exit codes: 0 ok, 1 error, 2 usage, 3 ringlogd unreachable,\n"
-	      "4 read found damaged input (the rest was read).\n", f);
+	      "4 read or export found damaged input (the rest was read).\n", f);
 }
 
 int main(int argc, char **argv)

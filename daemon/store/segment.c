@@ -204,10 +204,16 @@ static struct chunk *room(struct daemon *d, size_t n)
 	if (d->st.open && d->st.open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
-	 * generation changes before anything is written for it. */
+	 * generation changes before anything is written for it. No segment
+	 * can be opened (the disk is full below min_free, with nothing left to
+	 * delete): fill the chunk anyway, describing everything, so that the
+	 * rings keep draining; its seal tries again and, failing, counts it
+	 * lost to the disk. Leaving the events in the rings would make the
+	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!d->st.cur && open_segment(d) < 0)
-		return NULL;
-	if (!d->st.open && (d->st.open = chunk_get(d)) && ++d->st.cur->begun % DESCRIBE_EVERY == 0)
+		d->st.seg_gen++;
+	if (!d->st.open && (d->st.open = chunk_get(d)) && d->st.cur &&
+	    ++d->st.cur->begun % DESCRIBE_EVERY == 0)
 		d->st.seg_gen++; /* describe every writer again from this chunk on */
 	if (!d->st.open || n > body_cap(d->st.open))
 		return NULL;
@@ -426,8 +432,8 @@ int store_settle_loss(struct daemon *d, struct ring *r)
 	if (!r->lost_disk_pending)
 		return 0;
 	store_events_end(d);
-	if (!d->st.cur && open_segment(d) < 0)
-		return STORE_FULL;
+	if (!d->st.cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	if (!(err = describe(d, r)))
 		err = put_loss_pending(d, r);
 	return err == -EAGAIN ? STORE_FULL : err;
@@ -447,8 +453,8 @@ static int run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
 	struct chunk *c;
 	int err;
 
-	if (!d->st.cur && open_segment(d) < 0)
-		return -EAGAIN;
+	if (!d->st.cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	for (int tries = 0;; tries++) {
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
 					     .type = RINGLOG_SEG_REC_PACK, .id = r->id };
@@ -595,8 +601,8 @@ int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t byte
 	int err;
 
 	store_events_end(d);
-	if (!d->st.cur && open_segment(d) < 0)
-		return STORE_FULL;
+	if (!d->st.cur)
+		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
 	if ((err = describe(d, r)) || (err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
 						     NULL, 0)))
 		return err == -EAGAIN ? STORE_FULL : err;
