@@ -140,7 +140,4 @@ static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 		sync_check(d);
 }
 
-const struct sink_ops sync_sink_ops = {
-	.name = "sync",
-	.chunk = sink_chunk,
-};
+const struct sink_ops sync_sink_ops = { .name = "sync", .chunk = sink_chunk };

@@ -427,10 +427,5 @@ static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 	tail_tick(s->ctx);
 }
 
-const struct sink_ops tail_sink_ops = {
-	.name = "tail",
-	.record = sink_record,
-	.loss = sink_loss,
-	.chunk = sink_chunk,
-	.raise = sink_raise,
-};
+const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
+					.chunk = sink_chunk, .raise = sink_raise };

@@ -237,9 +237,5 @@ static void sink_shutdown(struct sink *s)
 	stop(s->ctx);
 }
 
-const struct sink_ops fwd_sink_ops = {
-	.name = "forward",
-	.record = sink_record,
-	.shutdown = sink_shutdown,
-	.raise = sink_raise,
-};
+const struct sink_ops fwd_sink_ops = { .name = "forward", .record = sink_record,
+					.shutdown = sink_shutdown, .raise = sink_raise };
