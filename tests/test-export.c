@@ -391,8 +391,10 @@ static void fill_store(struct live *e)
 	const char *const types[] = { TYPES_PATH, "types", NULL };
 	const char *const flood[] = { EMITTER_PATH, "3", "300000", "--pause-us", "50", NULL };
 	const char *const calm[] = { EMITTER_PATH, "2", "2000", NULL };
+	/* no pause: a 64 KiB ring overflows whatever the daemon's speed */
+	const char *const burst[] = { EMITTER_PATH, "1", "200000", NULL };
 	const char *const small_ring[] = { "RINGLOG_RING_SIZE=64K", NULL };
-	pid_t d = live_daemon(e, NULL), p1, p2;
+	pid_t d = live_daemon(e, NULL), p1, p2, p3;
 
 	live_wait_ok(live_spawn(types, NULL, "/dev/null"), "test-types types");
 	emit("Export.Emit Mixed --level warning h:hex=255 data:blob=00ff10 none:blob= "
@@ -401,8 +403,10 @@ static void fill_store(struct live *e)
 	emit("Export.Emit Bare --level verbose");
 	p1 = live_spawn(flood, small_ring, "/dev/null");
 	p2 = live_spawn(calm, NULL, "/dev/null");
+	p3 = live_spawn(burst, small_ring, "/dev/null");
 	live_wait_ok(p1, "flooding emitter");
 	live_wait_ok(p2, "emitter");
+	live_wait_ok(p3, "bursting emitter");
 	live_daemon_stop(d);
 }
 
