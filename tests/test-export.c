@@ -391,8 +391,10 @@ static void fill_store(struct live *e)
 	const char *const types[] = { TYPES_PATH, "types", NULL };
 	const char *const flood[] = { EMITTER_PATH, "3", "300000", "--pause-us", "50", NULL };
 	const char *const calm[] = { EMITTER_PATH, "2", "2000", NULL };
+	/* no pause: a 64 KiB ring overflows whatever the daemon's speed */
+	const char *const burst[] = { EMITTER_PATH, "1", "200000", NULL };
 	const char *const small_ring[] = { "RINGLOG_RING_SIZE=64K", NULL };
-	pid_t d = live_daemon(e, NULL), p1, p2;
+	pid_t d = live_daemon(e, NULL), p1, p2, p3;
 
 	live_wait_ok(live_spawn(types, NULL, "/dev/null"), "test-types types");
 	emit("Export.Emit Mixed --level warning h:hex=255 data:blob=00ff10 none:blob= "
@@ -401,8 +403,10 @@ static void fill_store(struct live *e)
 	emit("Export.Emit Bare --level verbose");
 	p1 = live_spawn(flood, small_ring, "/dev/null");
 	p2 = live_spawn(calm, NULL, "/dev/null");
+	p3 = live_spawn(burst, small_ring, "/dev/null");
 	live_wait_ok(p1, "flooding emitter");
 	live_wait_ok(p2, "emitter");
+	live_wait_ok(p3, "bursting emitter");
 	live_daemon_stop(d);
 }
 
@@ -520,9 +524,10 @@ Test(export, a_damaged_chunk_is_skipped_and_said_as_read_says_it)
 	d = live_daemon(&e, NULL);
 	live_wait_ok(live_spawn(calm, NULL, "/dev/null"), "emitter");
 	live_daemon_stop(d);
-	/* a few bytes in the middle of the first segment */
+	/* 4 KiB from 64 KiB into the first segment: inside its chunks for
+	 * sure (the file's middle may be room not yet written) */
 	snprintf(cmd, sizeof(cmd), "f=$(ls '%s'/*.rlseg | head -1); "
-		 "printf 'XXXXXXXXXXXXXXXX' | dd of=\"$f\" bs=1 seek=$(( $(stat -c %%s \"$f\") / 2 )) "
+		 "head -c 4096 /dev/zero | tr '\\0' X | dd of=\"$f\" bs=4096 seek=16 "
 		 "conv=notrunc 2>/dev/null", e.store);
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
 	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' > /dev/null 2>&1", e.store);
@@ -644,6 +649,18 @@ Test(export, since_in_the_middle_of_a_segment_loses_nothing)
 		got++;
 	free(part);
 	cr_expect_eq(got, want, "export --since: %llu events and losses, the store holds %llu from "
+		     "then on", (unsigned long long)got, (unsigned long long)want);
+	/* read --since alike: it once skipped chunks before the window that
+	 * held the descriptions of the chunks in it. */
+	snprintf(cmd, sizeof(cmd), CLI " read --json --dir '%s' --since @%llu 2>/dev/null", e.store,
+		 (unsigned long long)(since / 1000000000u));
+	part = run_out(cmd, &st);
+	cr_expect_eq(st, 0, "read --since: exit %d", st);
+	got = 0;
+	for (const char *p = part; (p = strchr(p, '\n')); p++)
+		got++;
+	free(part);
+	cr_expect_eq(got, want, "read --since: %llu events and losses, the store holds %llu from "
 		     "then on", (unsigned long long)got, (unsigned long long)want);
 	cr_expect_gt(want, 1000u);
 	live_cleanup(&e);

@@ -185,9 +185,11 @@ static void read_file(struct rd *r, const char *path, uint64_t start)
 	while ((err = ringlog_seg_next(&f, false)) == 1) {
 		if (f.chunk.events)
 			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
-		if (f.chunk.events && !f.chunk.lost &&
-		    !sel_time_overlaps(&r->q->sel, f.chunk.first_real_ns, f.chunk.last_real_ns))
-			continue;
+		/* Every chunk of a segment in the window is decoded, even one
+		 * outside it: it may hold the descriptions (WRITER, STREAM,
+		 * META) of the chunks after it; the time window is applied per
+		 * event. (Skipping such chunks lost events and reported false
+		 * damage with --since in the middle of a segment.) */
 		d.unknown_time_ns = f.chunk.first_real_ns;
 		ringlog_dec_records(&d, f.body, f.chunk.body_len);
 	}

@@ -22,7 +22,7 @@ _ringlog()
 {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local prog=${COMP_WORDS[0]} cmd="" sock="" i w npos=0
-    local cmds="tail status read emit enable disable list vacuum"
+    local cmds="tail status read export emit enable disable list vacuum"
     local levels="critical error warning info verbose crit err warn debug"
     local IFS=$' \t\n'
 
@@ -40,7 +40,8 @@ _ringlog()
             --socket=*) sock=${w#--socket=} ;;
             --*=*|-?) ;;
             --provider|--event|--level|--keyword|--pid|--uid|--since|--until|--dir|--size|--time|\
-            --output|--color|--grep|--lines|--field|--priority|--vacuum-size|--vacuum-time|-n|-o|-p)
+            --output|--color|--grep|--lines|--field|--priority|--vacuum-size|--vacuum-time|-n|-o|-p|\
+            --format)
                 ((i++)) ;;
             -*) ;;
             *) ((npos++)) ;;
@@ -50,6 +51,19 @@ _ringlog()
     if [[ -z $cmd ]]; then
         COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
         return 0
+    fi
+
+    # export: --output is where the trace goes, not read's output mode
+    if [[ $cmd == export ]]; then
+        case $prev in
+            --format|-F)
+                COMPREPLY=($(compgen -W "ctf json" -- "$cur"))
+                return 0 ;;
+            --output|-O)
+                compopt -o filenames 2>/dev/null
+                COMPREPLY=($(compgen -f -- "$cur"))
+                return 0 ;;
+        esac
     fi
 
     case $prev in
@@ -107,7 +121,7 @@ _ringlog()
                 0) COMPREPLY=($(compgen -W "$(_ringlog_names "$prog" --providers "$sock")" -- "$cur")) ;;
                 1) COMPREPLY=($(compgen -W "$(_ringlog_names "$prog" --events "$sock")" -- "$cur")) ;;
             esac ;;
-        read)
+        read|export)
             # segment files, and directories on the way to them
             compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -X '!*.rlseg' -- "$cur") $(compgen -d -- "$cur")) ;;
