@@ -260,17 +260,9 @@ int daemon_start(struct daemon *d)
 	if (store_init(d) < 0)
 		return -1;
 	fwd_apply(d);
-	if (ctl_listen(d) < 0)
-		return -1;
-	/* Without it producers cannot wake us: the drain timer still runs. */
-	if ((err = ctl_wake_open(d)) < 0)
-		d_log(LOG_WARNING, "wake object: %s; programs cannot wake ringlogd, which drains on "
-		      "its timer only", strerror(-err));
-	d->flush_timer.data = d;
-	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
-	uv_timer_start(&d->flush_timer, on_flush_timer, 50, d->cfg.flush_interval_ns / 10000000 ?
-		       d->cfg.flush_interval_ns / 10000000 : 1);
-	drain_start(d);
+	/* Signals before the socket: a SIGTERM sent as soon as the socket
+	 * appears drains and exits 0, rather than killing a daemon that had
+	 * no handler yet. (Handlers run from the loop, once it runs.) */
 	uv_signal_init(d->loop, &d->sig_term);
 	uv_signal_init(d->loop, &d->sig_int);
 	uv_signal_init(d->loop, &d->sig_hup);
@@ -290,6 +282,17 @@ int daemon_start(struct daemon *d)
 	uv_signal_start(&d->sig_int, on_stop_signal, SIGINT);
 	uv_signal_start(&d->sig_hup, on_hup, SIGHUP);
 #endif
+	if (ctl_listen(d) < 0)
+		return -1;
+	/* Without it producers cannot wake us: the drain timer still runs. */
+	if ((err = ctl_wake_open(d)) < 0)
+		d_log(LOG_WARNING, "wake object: %s; programs cannot wake ringlogd, which drains on "
+		      "its timer only", strerror(-err));
+	d->flush_timer.data = d;
+	d->rate_prev_ns = d_now(CLOCK_MONOTONIC);
+	uv_timer_start(&d->flush_timer, on_flush_timer, 50, d->cfg.flush_interval_ns / 10000000 ?
+		       d->cfg.flush_interval_ns / 10000000 : 1);
+	drain_start(d);
 	{
 		const char *wd = getenv("WATCHDOG_USEC");
 		unsigned long long usec = wd ? strtoull(wd, NULL, 10) : 0;
