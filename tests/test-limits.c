@@ -53,9 +53,11 @@ static void start(struct live *e, const char *limits)
 	live_write_file(cfg, text);
 }
 
-/* Run argv as uid (group nogroup) with input on its stdin; wait, and
- * return its exit status with its stdout in out. */
-static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, const char *input)
+/* Run argv as uid (group nogroup) with input on its stdin (NULL: none);
+ * wait, and return its exit status with its stdout (and its stderr too,
+ * with err) in out. */
+static int run_io(uid_t uid, const char *const argv[], char *out, size_t cap, const char *input,
+		  bool err)
 {
 	char path[64], in[64];
 	pid_t pid;
@@ -70,6 +72,8 @@ static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, co
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666), ifd = open(in, O_RDONLY);
 
 		dup2(fd, 1);
+		if (err)
+			dup2(fd, 2);
 		dup2(ifd, 0);
 		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
 			_exit(126);
@@ -90,37 +94,14 @@ static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, co
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The same with stderr in out too. */
+static int run_as(uid_t uid, const char *const argv[], char *out, size_t cap, const char *input)
+{
+	return run_io(uid, argv, out, cap, input, false);
+}
+
 static int run_as_err(uid_t uid, const char *const argv[], char *out, size_t cap)
 {
-	char path[64];
-	pid_t pid;
-	int st;
-
-	snprintf(path, sizeof(path), "/tmp/ringlog-limits-err.%d", (int)getpid());
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
-			_exit(126);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	{
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(out, 1, cap - 1, f) : 0;
-
-		out[n] = 0;
-		if (f)
-			fclose(f);
-	}
-	unlink(path);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return run_io(uid, argv, out, cap, NULL, true);
 }
 
 static int held_of(const char *out)
