@@ -51,6 +51,9 @@ static int send_pending_locked(struct transport *t)
 			return err;
 		r->sent = true;
 	}
+	/* Before SYNC, so that a flush covers what was suppressed. */
+	if ((err = lib_policy_send_locked(t)) < 0)
+		return err;
 	if (lib.sync_want > lib.sync_acked) {
 		uint64_t token = lib.sync_want;
 
@@ -86,6 +89,7 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		tr_take_daemon_wake(tr_frame_obj(p, len, sizeof(w), *obj));
 		*obj = LIB_OBJ_NONE;
 		memcpy(&w, p, sizeof(w));
+		lib.daemon_overload = w.flags & RINGLOG_WELCOME_OVERLOAD;
 		if (!lib.ring_size_from_env && w.ring_size >= RINGLOG_RING_MIN_DATA &&
 		    w.ring_size <= RINGLOG_RING_MAX_DATA)
 			lib.ring_size = w.ring_size;
@@ -99,6 +103,9 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 			memcpy(&e, p + off, sizeof(e));
 			apply_enable(&e);
 		}
+		break;
+	case RINGLOG_CTL_POLICY:
+		lib_policy_apply_locked(p, len);
 		break;
 	case RINGLOG_CTL_REFUSE: {
 		struct ringlog_ctl_refuse r;

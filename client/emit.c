@@ -98,7 +98,7 @@ static void drop(uint64_t *counter)
 
 /* The ring passed its high-water mark while the daemon sleeps: the one
  * system call an emit may make. */
-static void wake_daemon(void)
+void lib_wake_daemon(void)
 {
 	if (tr_signal(__atomic_load_n(&lib.daemon_wake, __ATOMIC_ACQUIRE)))
 		__atomic_fetch_add(&lib.stats.daemon_wakeups, 1, __ATOMIC_RELAXED);
@@ -134,7 +134,8 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	uint16_t id;
 	uint32_t head = RINGLOG_EVENT_HDR_SIZE + (act ? RINGLOG_ACTIVITY_SIZE : 0);
 	uint8_t *p;
-	uint64_t ts;
+	uint64_t ts, wait_ns;
+	uint16_t pol;
 
 	/* We interrupted this thread's own emit (a signal handler): its record
 	 * is open where ours would go. See ringlog__reserve() in ringlog.h. */
@@ -155,11 +156,23 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		}
 		id = e->id;
 	}
-	p = ringlog_prod_reserve(&r->prod, len + head,
-				 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
+	/* Overload (overload.c): an event over its rate limit is suppressed,
+	 * not dropped; one allowed to wait waits for room; and the level goes
+	 * to the ring, which sheds the less important ones first. */
+	pol = __atomic_load_n(&e->policy, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(pol & LIB_POL_RATE, 0) && !lib_rate_admit(id, pol))
+		goto fail;
+	r->prod.level = e->level;
+	wait_ns = lib_wait_ns(id, pol);
+	if (__builtin_expect(wait_ns != 0, 0))
+		p = lib_wait_reserve(r, len + head,
+				     act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id, wait_ns);
+	else
+		p = ringlog_prod_reserve(&r->prod, len + head,
+					 act ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT, id);
 	if (__builtin_expect(r->prod.wake, 0)) {
 		r->prod.wake = 0;
-		wake_daemon();
+		lib_wake_daemon();
 	}
 	if (__builtin_expect(!p, 0)) {
 		drop(&lib.stats.dropped_full);

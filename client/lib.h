@@ -84,6 +84,8 @@ struct lib {
 	void *diag_ctx;
 
 	struct ringlog_stats stats; /* atomics for the counters bumped on emit */
+	struct ringlog_overload_stats ovl; /* atomics (overload.c) */
+	bool daemon_overload;       /* WELCOME said RINGLOG_WELCOME_OVERLOAD */
 };
 
 extern struct lib lib LIB_HIDDEN;
@@ -114,6 +116,25 @@ int lib_shm_create(const char *name, size_t size, bool populate, lib_obj_t *obj,
 void lib_shm_destroy(lib_obj_t obj, void *mem, size_t size) LIB_HIDDEN;
 uint32_t lib_tid(void) LIB_HIDDEN;
 uint32_t lib_pid(void) LIB_HIDDEN;
+void lib_sleep_ns(uint64_t ns) LIB_HIDDEN;
+
+/* overload.c: per-event policies from the daemon (rate limit, wait) */
+#define LIB_POL_RATE 0x1u /* ringlog_event.policy bits */
+#define LIB_POL_WAIT 0x2u
+void lib_policy_event_locked(struct ringlog_event *e) LIB_HIDDEN;
+void lib_policy_apply_locked(const uint8_t *p, uint32_t len) LIB_HIDDEN;
+int lib_policy_send_locked(struct transport *t) LIB_HIDDEN;
+/* True when e (id, policy bits pol) may be written now; false: suppressed
+ * by its rate limit, and counted. No lock, no system call. */
+bool lib_rate_admit(uint16_t id, uint16_t pol) LIB_HIDDEN;
+/* How long an event may wait for room: the caller's RINGLOG_EVENT_WAIT,
+ * else its policy's; 0: not at all. */
+uint64_t lib_wait_ns(uint16_t id, uint16_t pol) LIB_HIDDEN;
+/* Reserve len bytes in r, waiting up to wait_ns for room. NULL: timed out,
+ * the drop counted in the ring. */
+void *lib_wait_reserve(struct lib_ring *r, uint32_t len, uint16_t type, uint16_t id,
+		       uint64_t wait_ns) LIB_HIDDEN;
+void lib_wake_daemon(void) LIB_HIDDEN;
 
 /* connect.c */
 int lib_thread_start_locked(void) LIB_HIDDEN;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 int lib_shm_create(const char *name, size_t size, bool populate, lib_obj_t *obj, void **mem)
@@ -50,4 +51,12 @@ uint32_t lib_tid(void)
 uint32_t lib_pid(void)
 {
 	return (uint32_t)getpid();
+}
+
+void lib_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+
+	nanosleep(&ts, NULL);
 }

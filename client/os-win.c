@@ -52,3 +52,13 @@ uint32_t lib_pid(void)
 {
 	return (uint32_t)GetCurrentProcessId();
 }
+
+void lib_sleep_ns(uint64_t ns)
+{
+	/* Sleep() counts milliseconds: a shorter wait yields the rest of the
+	 * time slice instead. */
+	if (ns < 1000000u)
+		SwitchToThread();
+	else
+		Sleep((DWORD)(ns / 1000000u));
+}

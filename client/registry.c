@@ -197,6 +197,7 @@ int lib_event_register_locked(struct ringlog_event *e)
 	publish(len);
 	/* Pairs with the acquire load in ringlog__begin(). */
 	__atomic_store_n(&e->id, ++lib.meta->events, __ATOMIC_RELEASE);
+	lib_policy_event_locked(e);
 	return 0;
 }
 

@@ -43,6 +43,7 @@ struct ctx {
 	size_t nlocs, cap;
 	struct ringlog_config *c;
 	struct ringlog_config_provider *prov; /* entry being parsed in providers */
+	bool ev; /* parsing prov's last "events" entry */
 	bool host; /* also check names against this host (groups) */
 };
 
@@ -526,6 +527,48 @@ static void k_ring_size(struct ctx *x, const char *p, json_t *v)
 	x->c->ring_size = n;
 }
 
+/* "ring_reserve": "25%": how much of each ring stays for events of
+ * shed_level and above once it fills; 0..50 %. */
+static void k_ring_reserve(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_string_value(v);
+	char *end;
+	unsigned long n;
+
+	if (s && *s >= '0' && *s <= '9' && (n = strtoul(s, &end, 10), !strcmp(end, "%")) && n <= 50) {
+		x->c->ring_reserve_percent = (uint32_t)n;
+		return;
+	}
+	report(x, p, "expected a percentage of the ring from \"0%%\" (off) to \"50%%\", like "
+		     "\"25%%\"; got %s", GOT(v));
+}
+
+static bool parse_level(json_t *v, uint8_t *out)
+{
+	static const char *names[] = { "critical", "error", "warning", "info", "verbose" };
+
+	if (json_is_string(v)) {
+		for (int i = 0; i < 5; i++)
+			if (!strcmp(json_string_value(v), names[i])) {
+				*out = (uint8_t)(i + 1);
+				return true;
+			}
+	} else if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 5) {
+		*out = (uint8_t)json_integer_value(v);
+		return true;
+	}
+	return false;
+}
+
+/* "shed_level": events of a less important level than this are shed first. */
+static void k_shed_level(struct ctx *x, const char *p, json_t *v)
+{
+	if (!parse_level(v, &x->c->shed_level))
+		report(x, p, "expected the least important level kept in the ring's reserve: 1..5 or "
+			     "critical, error, warning, info, verbose (verbose: shed nothing); got %s",
+		       GOT(v));
+}
+
 static void k_flush_interval(struct ctx *x, const char *p, json_t *v)
 {
 	get_duration(x, p, v, 1000000ull, 3600000000000ull, "1ms to 1h", &x->c->flush_interval_ns);
@@ -617,23 +660,9 @@ static void k_io_backend(struct ctx *x, const char *p, json_t *v)
 
 static void k_level(struct ctx *x, const char *p, json_t *v)
 {
-	static const char *names[] = { "critical", "error", "warning", "info", "verbose" };
-	uint32_t l;
-
-	if (json_is_string(v)) {
-		for (int i = 0; i < 5; i++)
-			if (!strcmp(json_string_value(v), names[i])) {
-				x->prov->level = (uint8_t)(i + 1);
-				return;
-			}
-	} else if (json_is_integer(v) && get_uint(x, p, v, 1, 5, &l)) {
-		x->prov->level = (uint8_t)l;
-		return;
-	} else if (json_is_integer(v)) {
-		return; /* get_uint reported it */
-	}
-	report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
-	       GOT(v));
+	if (!parse_level(v, &x->prov->level))
+		report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
+		       GOT(v));
 }
 
 static void k_keywords(struct ctx *x, const char *p, json_t *v)
@@ -656,9 +685,102 @@ static void k_keywords(struct ctx *x, const char *p, json_t *v)
 	report(x, p, "expected a keyword mask like \"0xff\" (hex, up to 64 bits), got %s", GOT(v));
 }
 
+/* Overload policy keys, in a provider entry or one of its "events". */
+static struct ringlog_config_policy *pol_of(struct ctx *x)
+{
+	return x->prov->n_events && x->ev ? &x->prov->events[x->prov->n_events - 1].pol
+					  : &x->prov->pol;
+}
+
+/* "rate": "1000/s", "50/min", "10/h" or "off". */
+static void k_rate(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct { const char *unit; uint32_t ms; } units[] = {
+		{ "s", 1000 }, { "min", 60000 }, { "h", 3600000 },
+	};
+	struct ringlog_config_policy *pol = pol_of(x);
+	const char *s = json_string_value(v);
+	char *end;
+	unsigned long n;
+
+	if (s && !strcmp(s, "off")) {
+		pol->rate = 0;
+		return;
+	}
+	if (s && *s >= '1' && *s <= '9' && (errno = 0, n = strtoul(s, &end, 10), !errno) &&
+	    *end == '/' && n <= 100000000ul) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end + 1, units[i].unit)) {
+				pol->rate = (uint32_t)n;
+				pol->period_ms = units[i].ms;
+				if (!pol->burst) /* a tenth of a period's worth */
+					pol->burst = pol->rate / 10 ? pol->rate / 10 : 1;
+				return;
+			}
+	}
+	report(x, p, "expected a rate like \"1000/s\", \"50/min\" or \"10/h\" (1 to 100000000 "
+		     "events), or \"off\"; got %s", GOT(v));
+}
+
+static void k_burst(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 100000000, &pol_of(x)->burst);
+}
+
+/* "wait": true (1 ms), false, or a duration up to 100 ms. */
+static void k_wait(struct ctx *x, const char *p, json_t *v)
+{
+	uint64_t ns;
+
+	if (json_is_boolean(v)) {
+		pol_of(x)->wait_us = json_is_true(v) ? 1000 : 0;
+		return;
+	}
+	if (get_duration(x, p, v, 0, RINGLOG_CONFIG_WAIT_MAX_NS, "0 to 100ms (or true: 1ms)", &ns))
+		pol_of(x)->wait_us = (uint32_t)(ns / 1000);
+}
+
+static void k_events(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = { { "rate", k_rate }, { "burst", k_burst },
+					   { "wait", k_wait } };
+	const char *name;
+	json_t *ev;
+	char sub[KEY_PATH_MAX];
+
+	if (!json_is_object(v)) {
+		report(x, p, "expected an object of event name patterns, got %s", GOT(v));
+		return;
+	}
+	x->prov->n_events = 0;
+	json_object_foreach(v, name, ev) {
+		struct ringlog_config_event *e;
+
+		snprintf(sub, sizeof(sub), "%s/%s", p, name);
+		if (!*name || strlen(name) >= RINGLOG_EVENT_PATTERN_MAX) {
+			report(x, sub, "not an event name or pattern (1 to %d bytes)",
+			       RINGLOG_EVENT_PATTERN_MAX - 1);
+			continue;
+		}
+		if (x->prov->n_events == RINGLOG_CONFIG_EVENTS) {
+			report(x, sub, "too many event patterns in one provider entry (at most %d)",
+			       RINGLOG_CONFIG_EVENTS);
+			continue;
+		}
+		e = &x->prov->events[x->prov->n_events++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->pattern, sizeof(e->pattern), "%s", name);
+		x->ev = true;
+		walk(x, sub, ev, keys, 3);
+		x->ev = false;
+	}
+}
+
 static void k_providers(struct ctx *x, const char *p, json_t *v)
 {
-	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords } };
+	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords },
+					   { "rate", k_rate }, { "burst", k_burst },
+					   { "wait", k_wait }, { "events", k_events } };
 	const char *name;
 	json_t *pv;
 	char sub[KEY_PATH_MAX];
@@ -685,12 +807,13 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 			continue;
 		} else {
 			dst = &x->c->providers[x->c->n_providers++];
+			memset(dst, 0, sizeof(*dst));
 			dst->level = 4;
 			dst->keywords = UINT64_MAX;
 		}
 		snprintf(dst->pattern, sizeof(dst->pattern), "%s", name);
 		x->prov = dst;
-		walk(x, sub, pv, keys, 2);
+		walk(x, sub, pv, keys, 6);
 	}
 }
 
@@ -767,6 +890,8 @@ static const struct key top_keys[] = {
 	{ "read_group", k_read_group },
 	{ "socket_mode", k_socket_mode },
 	{ "ring_size", k_ring_size },
+	{ "ring_reserve", k_ring_reserve },
+	{ "shed_level", k_shed_level },
 	{ "flush_interval", k_flush_interval },
 	{ "max_segment_size", k_max_segment_size },
 	{ "max_segment_age", k_max_segment_age },
@@ -803,6 +928,9 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	/* rate x worst drain delay: 1 M events/s x 64 B x ~16 ms of daemon
 	 * stall (a flush plus a scheduling hiccup) = 1 MiB per thread. */
 	c->ring_size = 1u << 20;
+	/* Overload: the last quarter of a ring is for warnings and worse. */
+	c->ring_reserve_percent = 25;
+	c->shed_level = 3;
 	c->flush_interval_ns = 1000000000ull;
 	c->max_segment_size = 64ull << 20;
 	c->max_segment_age_ns = 3600ull * 1000000000ull;
@@ -963,12 +1091,41 @@ static json_t *duration_json(uint64_t ns)
 	return json_string(buf);
 }
 
+static json_t *duration_json(uint64_t ns);
+
+static void policy_json(json_t *o, const struct ringlog_config_policy *pol)
+{
+	char rate[32];
+
+	if (pol->rate) {
+		snprintf(rate, sizeof(rate), "%u/%s", pol->rate,
+			 pol->period_ms == 1000 ? "s" : pol->period_ms == 60000 ? "min" : "h");
+		json_object_set_new(o, "rate", json_string(rate));
+		json_object_set_new(o, "burst", json_integer(pol->burst));
+	}
+	if (pol->wait_us)
+		json_object_set_new(o, "wait", duration_json((uint64_t)pol->wait_us * 1000));
+}
+
 static json_t *provider_json(const struct ringlog_config_provider *p)
 {
 	char kw[24];
+	json_t *o, *ev;
 
 	snprintf(kw, sizeof(kw), "0x%" PRIx64, p->keywords);
-	return json_pack("{s:i, s:s}", "level", p->level, "keywords", kw);
+	o = json_pack("{s:i, s:s}", "level", p->level, "keywords", kw);
+	policy_json(o, &p->pol);
+	if (p->n_events) {
+		ev = json_object();
+		for (unsigned i = 0; i < p->n_events; i++) {
+			json_t *e = json_object();
+
+			policy_json(e, &p->events[i].pol);
+			json_object_set_new(ev, p->events[i].pattern, e);
+		}
+		json_object_set_new(o, "events", ev);
+	}
+	return o;
 }
 
 int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
@@ -1006,6 +1163,9 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 			 "buffered_bytes", size_json(c->limits.buffered_bytes));
 	if (!root)
 		return -ENOMEM;
+	snprintf(pct, sizeof(pct), "%u%%", c->ring_reserve_percent);
+	json_object_set_new(root, "ring_reserve", json_string(pct));
+	json_object_set_new(root, "shed_level", json_integer(c->shed_level));
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
 	fputc('\n', f);
 	json_decref(root);

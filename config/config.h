@@ -31,11 +31,32 @@ extern const char *const ringlog_io_backend_names[RINGLOG_IO_N_];
 /* The backend a name gives, or -1 when it names none. */
 int ringlog_io_backend_parse(const char *name);
 
+#define RINGLOG_CONFIG_EVENTS     4   /* event rules per provider pattern */
+#define RINGLOG_EVENT_PATTERN_MAX 64
+#define RINGLOG_CONFIG_WAIT_MAX_NS 100000000ull /* 100 ms, ctl.h's RINGLOG_WAIT_MAX_US */
+
+/* Overload policy of an event (ctl.h: struct ringlog_ctl_policy): "rate"
+ * N events per period (0: no limit) with a burst, and "wait" for room. */
+struct ringlog_config_policy {
+	uint32_t rate;
+	uint32_t period_ms;
+	uint32_t burst;
+	uint32_t wait_us;  /* 0: never wait (the default) */
+};
+
+struct ringlog_config_event {
+	char pattern[RINGLOG_EVENT_PATTERN_MAX]; /* glob over event names */
+	struct ringlog_config_policy pol;
+};
+
 /* Default enablement for providers whose name matches a glob. */
 struct ringlog_config_provider {
 	char pattern[RINGLOG_PROVIDER_NAME_MAX];
 	uint8_t level;     /* 1 critical .. 5 verbose */
 	uint64_t keywords; /* mask; all ones = every keyword */
+	struct ringlog_config_policy pol; /* every event of the provider ... */
+	struct ringlog_config_event events[RINGLOG_CONFIG_EVENTS]; /* ... but these */
+	unsigned n_events;
 };
 
 struct ringlog_config {
@@ -45,6 +66,9 @@ struct ringlog_config {
 	char read_group[RINGLOG_CONFIG_NAME_MAX];   /* may tail/read/status */
 	uint32_t socket_mode;                       /* 0666: the daemon checks groups */
 	uint64_t ring_size;                         /* default per-thread ring */
+	uint32_t ring_reserve_percent;              /* of each ring, kept for
+	                                             * levels <= shed_level */
+	uint8_t shed_level;                         /* 1..5; 5: shed nothing */
 	uint64_t flush_interval_ns;
 	uint64_t max_segment_size;
 	uint64_t max_segment_age_ns;

@@ -27,6 +27,7 @@
 #include "access.h"
 #include "sink/sink.h"
 #include "store/store.h"
+#include "ingest/overload.h"
 
 struct client;
 struct provider;
@@ -78,6 +79,7 @@ struct daemon {
 
 	/* counters */
 	uint64_t lost_ring, lost_corrupt, lost_reader; /* the store counts its own */
+	struct ovl_counts ovl;         /* ingest/overload.c */
 	uint64_t rate_events, rate_bytes;     /* per second, smoothed */
 	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;
 	uint64_t stop_started_ns; /* when shutdown began (its 10 s bound) */

@@ -28,6 +28,14 @@
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
  *                whole client was refused (limits, bad seals, ...)
+ *   D->C POLICY  struct ringlog_ctl_policy[n]: per event, its rate limit
+ *                and wait (configuration "rate"/"burst"/"wait", `ringlog
+ *                enable --rate`); sent for every event when they change, for
+ *                new events when they are not the default (none)
+ *   C->D SUPPRESSED struct ringlog_ctl_suppressed[n]: per event, how many
+ *                its rate limit suppressed since the last report; only to a daemon whose
+ *                WELCOME flags say RINGLOG_WELCOME_OVERLOAD (an older one
+ *                closes the connection on a frame it does not know)
  *   C->D SYNC    u64 token; D->C SYNC echoes it once every earlier message
  *                of that client is processed and every event its rings
  *                held when SYNC was read is written to a segment file
@@ -96,6 +104,8 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_ENABLE = 5,
 	RINGLOG_CTL_REFUSE = 6,
 	RINGLOG_CTL_SYNC = 7,
+	RINGLOG_CTL_POLICY = 8,
+	RINGLOG_CTL_SUPPRESSED = 9,
 	RINGLOG_CTL_STATUS = 16,
 	RINGLOG_CTL_TAIL = 17,
 	RINGLOG_CTL_DATA = 18,
@@ -119,9 +129,13 @@ struct ringlog_ctl_hello {
 	uint64_t real_ns;
 };
 
+/* ringlog_ctl_welcome.flags: what this daemon understands beyond version 1
+ * (0 from a daemon before the field). */
+#define RINGLOG_WELCOME_OVERLOAD 0x1u /* SUPPRESSED frames */
+
 struct ringlog_ctl_welcome {
 	uint32_t version;
-	uint32_t reserved;
+	uint32_t flags;      /* RINGLOG_WELCOME_* */
 	uint64_t ring_size;  /* data size new rings should use */
 };
 
@@ -137,6 +151,28 @@ struct ringlog_ctl_enable {
 	uint32_t reserved1;
 	uint64_t kw[8];      /* keyword mask wanted per level (index 1..5) */
 };
+
+/* One event's overload policy. A library from before POLICY ignores the
+ * frame (libraries skip frame types they do not know). */
+struct ringlog_ctl_policy {
+	uint16_t event;      /* metadata id */
+	uint16_t reserved0;
+	uint32_t wait_us;    /* wait up to this for room when the ring is full
+	                      * (0: drop at once; at most 100000) */
+	uint32_t rate;       /* events allowed per period (0: no limit) */
+	uint32_t period_ms;  /*   the period, 1 .. 86400000 */
+	uint32_t burst;      /* events allowed at once beyond the rate (>= 1) */
+	uint32_t reserved1;
+};
+
+struct ringlog_ctl_suppressed {
+	uint16_t event;      /* metadata id */
+	uint16_t reserved0;
+	uint32_t reserved1;
+	uint64_t count;      /* suppressed since the previous SUPPRESSED */
+};
+
+#define RINGLOG_WAIT_MAX_US 100000u
 
 struct ringlog_ctl_refuse {
 	uint64_t handle;     /* 0: the whole client */
@@ -156,6 +192,14 @@ static_assert(offsetof(struct ringlog_ctl_ring, tid) == 8, "ring tid");
 static_assert(sizeof(struct ringlog_ctl_enable) == 72, "enable size");
 static_assert(offsetof(struct ringlog_ctl_enable, kw) == 8, "enable kw");
 static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");
+static_assert(sizeof(struct ringlog_ctl_policy) == 24, "policy size");
+static_assert(offsetof(struct ringlog_ctl_policy, wait_us) == 4, "policy wait_us");
+static_assert(offsetof(struct ringlog_ctl_policy, rate) == 8, "policy rate");
+static_assert(offsetof(struct ringlog_ctl_policy, period_ms) == 12, "policy period_ms");
+static_assert(offsetof(struct ringlog_ctl_policy, burst) == 16, "policy burst");
+static_assert(sizeof(struct ringlog_ctl_suppressed) == 16, "suppressed size");
+static_assert(offsetof(struct ringlog_ctl_suppressed, count) == 8, "suppressed count");
+static_assert(offsetof(struct ringlog_ctl_welcome, flags) == 4, "welcome flags");
 
 /* Send one frame on sock, with pass_fd (if >= 0) as SCM_RIGHTS on its first
  * byte. flags are sendmsg()'s (MSG_NOSIGNAL is always added). Returns the

@@ -230,19 +230,21 @@ static int ring_record(struct ringlog_decoder *d, struct run_of *o,
 		o->seen->next = o->pos;
 	}
 	if (h->type == RINGLOG_REC_LOSS) {
-		struct ringlog_rec_loss_ext l = { 0 }; /* first_ts 0 in the short form */
+		/* first_ts 0 in the short form, by_level 0 but in the per-level one */
+		struct ringlog_rec_loss_lvl l = { 0 };
 		struct ringlog_dec_loss dl = { .writer = o->w, .stream = o->st,
 			.reason = RINGLOG_LOSS_RING };
 
-		if (h->len != sizeof(l.l) && h->len != sizeof(l)) {
+		if (h->len != sizeof(l.x.l) && h->len != sizeof(l.x) && h->len != sizeof(l)) {
 			damage(d, "LOSS record of the wrong size");
 			return 0;
 		}
 		memcpy(&l, p, h->len);
-		dl.records = l.l.records;
-		dl.bytes = l.l.bytes;
+		dl.records = l.x.l.records;
+		dl.bytes = l.x.l.bytes;
+		memcpy(dl.by_level, l.by_level, sizeof(dl.by_level));
 		dl.provider = h->aux ? ringlog_meta_provider(&o->w->meta, h->aux) : NULL;
-		loss_time(d, o->st, l.first_ts, &dl);
+		loss_time(d, o->st, l.x.first_ts, &dl);
 		if (d->on_loss)
 			d->on_loss(d->ctx, &dl);
 		return 0;
@@ -407,6 +409,15 @@ int ringlog_dec_records(struct ringlog_decoder *d, const uint8_t *p, size_t len)
 			};
 			if (dl.writer && l.provider)
 				dl.provider = ringlog_meta_provider(&dl.writer->meta, l.provider);
+			if (dl.writer && l.event) {
+				const struct ringlog_event_desc *e =
+					ringlog_meta_event(&dl.writer->meta, l.event);
+
+				dl.event = e ? e->name : NULL;
+			}
+			dl.level = l.level <= 5 ? l.level : 0;
+			if (dl.level)
+				dl.by_level[dl.level] = dl.records;
 			loss_time(d, st, l.first_ts, &dl);
 			if (d->on_loss)
 				d->on_loss(d->ctx, &dl);

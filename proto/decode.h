@@ -55,6 +55,12 @@ struct ringlog_dec_loss {
 	uint64_t records;
 	uint64_t bytes;
 	uint32_t reason;         /* enum ringlog_loss_reason */
+	const char *event;       /* the event every lost one was (a rate limit's
+	                          * report), NULL: not said */
+	uint8_t level;           /* the level of every lost event, 0: not said */
+	uint64_t by_level[8];    /* how many of records were of each level
+	                          * (index 1..5) when the program said; all 0
+	                          * otherwise */
 	uint64_t real_ns;        /* wall clock of the gap: when its first event
 	                          * was dropped where the record says (ring.h);
 	                          * otherwise the previous event of the same

@@ -126,6 +126,13 @@ enum ringlog_ring_state {
 #define RINGLOG_CONS_SLEEPING 0x1u /* consumer wants a wakeup past wake_bytes */
 /* consumer_caps bits: what the consumer parses, set when it attaches. */
 #define RINGLOG_CONS_LOSS_EXT 0x1u /* LOSS records of either length (below) */
+#define RINGLOG_CONS_LOSS_LVL 0x2u /* and the per-level form (ringlog_rec_loss_lvl) */
+/* compat_flags bits (producer, once). */
+#define RINGLOG_RING_LOSS_LEVELS 0x2u /* lost_level_total[] is kept (bit 0 is
+                                       * RINGLOG_RING_CLOCK_TSC, event.h) */
+/* Levels a producer counts loss by: index level & 7 (1 critical .. 5
+ * verbose; 0 for records without a level). */
+#define RINGLOG_LOSS_LEVELS 8u
 
 struct ringlog_rec_hdr {
 	uint32_t len;  /* payload bytes, header excluded */
@@ -175,8 +182,11 @@ struct ringlog_ring_hdr {
 	uint64_t lost_records_total; /* records dropped since creation; only grows */
 	uint64_t lost_bytes_total;   /*   and their payload bytes */
 	uint32_t state;              /* enum ringlog_ring_state */
-	uint32_t _pad1;
-	uint8_t  _pad2[128 - 32];
+	uint32_t waiting;            /* a thread waits for room (opt-in
+	                              * blocking): consumer, give space back now */
+	uint64_t lost_level_total[RINGLOG_LOSS_LEVELS]; /* lost_records_total by
+	                              * level (RINGLOG_RING_LOSS_LEVELS) */
+	uint8_t  _pad2[128 - 96];
 
 	/* consumer block: written by the consumer only */
 	uint64_t cons_pos;          /* release-stored once per drained batch */
@@ -187,12 +197,26 @@ struct ringlog_ring_hdr {
 	                             * wants to be woken (0: never) */
 	uint32_t consumer_caps;     /* RINGLOG_CONS_LOSS_EXT...; zero from a
 	                             * consumer older than the field */
-	uint8_t  _pad3[128 - 36];
+	uint32_t shed_reserve;      /* bytes kept free for levels <= shed_level:
+	                             * past size - shed_reserve the producer drops
+	                             * records of a higher level (0: off) */
+	uint8_t  shed_level;        /* see shed_reserve */
+	uint8_t  _pad4[3];
+	uint8_t  _pad3[128 - 44];
 
 	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 384]; /* zero */
 };
 
 /* Every size and offset below is ABI: changing one is a new version. */
+/* The per-level LOSS record, written only when the consumer set
+ * RINGLOG_CONS_LOSS_LVL (ringlogd does, since level-aware shedding):
+ * the long form, then how many of the gap's records were of each level
+ * (index level & 7). The levels add up to records. */
+struct ringlog_rec_loss_lvl {
+	struct ringlog_rec_loss_ext x;
+	uint64_t by_level[RINGLOG_LOSS_LEVELS];
+};
+
 static_assert(sizeof(struct ringlog_rec_hdr) == 8, "record header size");
 static_assert(offsetof(struct ringlog_rec_hdr, len) == 0, "rec len");
 static_assert(offsetof(struct ringlog_rec_hdr, type) == 4, "rec type");
@@ -204,6 +228,8 @@ static_assert(offsetof(struct ringlog_rec_loss, total_records) == 16, "loss tota
 static_assert(offsetof(struct ringlog_rec_loss, total_bytes) == 24, "loss total_bytes");
 static_assert(sizeof(struct ringlog_rec_loss_ext) == 40, "extended loss record size");
 static_assert(offsetof(struct ringlog_rec_loss_ext, first_ts) == 32, "loss first_ts");
+static_assert(sizeof(struct ringlog_rec_loss_lvl) == 104, "per-level loss record size");
+static_assert(offsetof(struct ringlog_rec_loss_lvl, by_level) == 40, "loss by_level");
 
 static_assert(sizeof(struct ringlog_ring_hdr) == RINGLOG_RING_HEADER_SIZE, "ring header size");
 static_assert(offsetof(struct ringlog_ring_hdr, magic) == 0, "magic");
@@ -219,12 +245,16 @@ static_assert(offsetof(struct ringlog_ring_hdr, prod_pos) == 128, "prod_pos");
 static_assert(offsetof(struct ringlog_ring_hdr, lost_records_total) == 136, "lost_records_total");
 static_assert(offsetof(struct ringlog_ring_hdr, lost_bytes_total) == 144, "lost_bytes_total");
 static_assert(offsetof(struct ringlog_ring_hdr, state) == 152, "state");
+static_assert(offsetof(struct ringlog_ring_hdr, waiting) == 156, "waiting");
+static_assert(offsetof(struct ringlog_ring_hdr, lost_level_total) == 160, "lost_level_total");
 static_assert(offsetof(struct ringlog_ring_hdr, cons_pos) == 256, "cons_pos");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_records) == 264, "loss_seen_records");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_bytes) == 272, "loss_seen_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_flags) == 280, "consumer_flags");
 static_assert(offsetof(struct ringlog_ring_hdr, wake_bytes) == 284, "wake_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_caps) == 288, "consumer_caps");
+static_assert(offsetof(struct ringlog_ring_hdr, shed_reserve) == 292, "shed_reserve");
+static_assert(offsetof(struct ringlog_ring_hdr, shed_level) == 296, "shed_level");
 static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 384, "reserved");
 
 /* Bytes a record with a payload of len bytes occupies in the data area.

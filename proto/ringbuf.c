@@ -26,7 +26,9 @@ static bool loss_pending(const struct ringlog_producer *p)
 static void set_limit(struct ringlog_producer *p)
 {
 	uint64_t lap_end = (p->pos | p->mask) + 1;
-	uint64_t room_end = p->cached_cons + p->size;
+	/* The shed reserve comes off the fast path's room, so that the fast
+	 * path stays one compare: only the slow path looks at levels. */
+	uint64_t room_end = p->cached_cons + p->size - p->reserve;
 	uint64_t lim = lap_end < room_end ? lap_end : room_end;
 
 	if (loss_pending(p))
@@ -63,19 +65,46 @@ static void check_wake(struct ringlog_producer *p)
 	p->wake_check = (p->cached_cons + step > p->pos ? p->cached_cons : p->pos) + step;
 }
 
+/* The consumer's shedding parameters (ring.h), once per slow path: a
+ * daemon's reload reaches running rings. The reserve is clamped to half
+ * the ring so that a bogus value cannot starve every level. */
+static void load_shed(struct ringlog_producer *p)
+{
+	uint64_t r = __atomic_load_n(&p->hdr->shed_reserve, __ATOMIC_RELAXED);
+
+	p->reserve = r < p->size / 2 ? r & ~(uint64_t)(RINGLOG_REC_ALIGN - 1) : p->size / 2;
+	p->shed_level = __atomic_load_n(&p->hdr->shed_level, __ATOMIC_RELAXED);
+}
+
+/* Bytes a record of total bytes needs at p->pos: itself, plus the PAD up to
+ * the end of the data area when it would cross it. */
+static uint64_t need_at(const struct ringlog_producer *p, uint64_t total)
+{
+	uint64_t tail = p->size - (p->pos & p->mask);
+
+	return total <= tail ? total : tail + total;
+}
+
+/* Whether need bytes fit at p->pos with keep bytes left free after them. */
+static bool fits(struct ringlog_producer *p, uint64_t need, uint64_t keep)
+{
+	if (p->pos + need + keep - p->cached_cons > p->size) {
+		refresh_cons(p);
+		if (p->pos + need + keep - p->cached_cons > p->size)
+			return false;
+	}
+	return true;
+}
+
 /* Make room for a record of total bytes at p->pos: if it would cross the end
  * of the data area, publish a PAD record up to the end first. Returns false,
  * writing nothing, when the ring cannot take PAD + record now. */
 static bool place(struct ringlog_producer *p, uint64_t total)
 {
 	uint64_t tail = p->size - (p->pos & p->mask);
-	uint64_t need = total <= tail ? total : tail + total;
 
-	if (p->pos + need - p->cached_cons > p->size) {
-		refresh_cons(p);
-		if (p->pos + need - p->cached_cons > p->size)
-			return false;
-	}
+	if (!fits(p, need_at(p, total), 0))
+		return false;
 	if (total > tail) {
 		struct ringlog_rec_hdr pad = {
 			.len = (uint32_t)(tail - RINGLOG_REC_HDR_SIZE),
@@ -95,19 +124,24 @@ static bool write_loss(struct ringlog_producer *p)
 {
 	/* The long form only for a consumer that said it parses it (ring.h);
 	 * read here, once per gap, never on the fast path. */
-	bool ext = __atomic_load_n(&p->hdr->consumer_caps, __ATOMIC_RELAXED) & RINGLOG_CONS_LOSS_EXT;
+	uint32_t caps = __atomic_load_n(&p->hdr->consumer_caps, __ATOMIC_RELAXED);
 	struct ringlog_rec_hdr h = {
-		.len = ext ? sizeof(struct ringlog_rec_loss_ext) : sizeof(struct ringlog_rec_loss),
+		.len = caps & RINGLOG_CONS_LOSS_LVL ? sizeof(struct ringlog_rec_loss_lvl)
+		     : caps & RINGLOG_CONS_LOSS_EXT ? sizeof(struct ringlog_rec_loss_ext)
+		     : sizeof(struct ringlog_rec_loss),
 		.type = RINGLOG_REC_LOSS,
 		.aux = p->gap_aux,
 	};
-	struct ringlog_rec_loss_ext loss = { .l = {
+	struct ringlog_rec_loss_lvl loss = { .x = { .l = {
 		.records = p->lost_records - p->reported_records,
 		.bytes = p->lost_bytes - p->reported_bytes,
 		.total_records = p->lost_records,
 		.total_bytes = p->lost_bytes,
-	}, .first_ts = p->gap_ts };
+	}, .first_ts = p->gap_ts } };
 	uint8_t *rec;
+
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+		loss.by_level[i] = p->lost_level[i] - p->reported_level[i];
 
 	if (!place(p, ringlog_rec_total(h.len)))
 		return false;
@@ -118,23 +152,38 @@ static bool write_loss(struct ringlog_producer *p)
 	ringlog_prod_commit(p);
 	p->reported_records = p->lost_records;
 	p->reported_bytes = p->lost_bytes;
+	memcpy(p->reported_level, p->lost_level, sizeof(p->lost_level));
 	p->gap_ts = 0;
 	p->gap_aux = 0;
 	return true;
 }
 
-static void count_drop(struct ringlog_producer *p, uint32_t len)
+void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len)
 {
+	unsigned l = p->level & (RINGLOG_LOSS_LEVELS - 1);
+
 	p->lost_records++;
 	p->lost_bytes += len;
+	p->lost_level[l]++;
 	/* Relaxed: the consumer reads the totals only after an acquire of
 	 * state (ringlog_cons_done) or of prod_pos, both stored later. */
+	__atomic_store_n(&p->hdr->lost_level_total[l], p->lost_level[l], __ATOMIC_RELAXED);
 	__atomic_store_n(&p->hdr->lost_records_total, p->lost_records, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->hdr->lost_bytes_total, p->lost_bytes, __ATOMIC_RELAXED);
+	set_limit(p);
 }
 
 void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
 			 uint16_t type, uint16_t aux)
+{
+	void *rec = ringlog_prod_try(p, len, type, aux);
+
+	if (!rec && len <= p->max_len)
+		ringlog_prod_drop(p, len);
+	return rec;
+}
+
+void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, uint16_t aux)
 {
 	uint64_t total = ringlog_rec_total(len);
 	uint8_t *rec;
@@ -143,8 +192,14 @@ void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
 		return NULL; /* refused: the caller bounds its payloads */
 	if (p->pos + total > p->wake_check)
 		check_wake(p);
+	load_shed(p);
+	/* Shed: a record of a less important level may not take the last
+	 * reserve bytes, which stay for those at or below shed_level. */
+	if (p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve)) {
+		set_limit(p);
+		return NULL;
+	}
 	if ((loss_pending(p) && !write_loss(p)) || !place(p, total)) {
-		count_drop(p, len);
 		set_limit(p);
 		return NULL;
 	}
@@ -181,6 +236,7 @@ int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
 	p->mask = data_size - 1;
 	p->max_len = ringlog_ring_max_len(data_size);
 	p->wake_check = data_size / 2;
+	hdr->compat_flags = RINGLOG_RING_LOSS_LEVELS;
 	set_limit(p);
 	return 0;
 }
@@ -223,6 +279,19 @@ uint64_t ringlog_prod_free(struct ringlog_producer *p)
  * each record header is read with a single 64-bit load so that the producer
  * cannot change it between the check and the use.
  */
+
+/* A per-level LOSS record's levels sum to its records, without overflow. */
+static bool levels_add_up(const struct ringlog_rec_loss_lvl *l)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
+		if (l->by_level[i] > l->x.l.records - sum)
+			return false;
+		sum += l->by_level[i];
+	}
+	return sum == l->x.l.records;
+}
 
 static int fail(struct ringlog_consumer *c, int err, const char *why, uint64_t pos)
 {
@@ -286,7 +355,11 @@ int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size
 	c->max_len = ringlog_ring_max_len(size);
 	c->seen.total_records = __atomic_load_n(&hdr->loss_seen_records, __ATOMIC_RELAXED);
 	c->seen.total_bytes = __atomic_load_n(&hdr->loss_seen_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&hdr->consumer_caps, RINGLOG_CONS_LOSS_EXT, __ATOMIC_RELAXED);
+	/* Loss reported before we came (a restarted daemon) was not split by
+	 * level for us: the rest of this ring's loss cannot be either. */
+	c->levels_unknown = c->seen.total_records != 0;
+	__atomic_store_n(&hdr->consumer_caps, RINGLOG_CONS_LOSS_EXT | RINGLOG_CONS_LOSS_LVL,
+			 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -371,22 +444,29 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 			break;
 
 		if (type == RINGLOG_REC_LOSS) {
-			struct ringlog_rec_loss_ext loss = { 0 };
+			struct ringlog_rec_loss_lvl loss = { 0 };
 
-			if (len != sizeof(loss.l) && len != sizeof(loss)) {
+			if (len != sizeof(loss.x.l) && len != sizeof(loss.x) && len != sizeof(loss)) {
 				why = "LOSS record has the wrong length";
 				break;
 			}
 			memcpy(&loss, payload, len);
-			if (loss.l.records == 0 || loss.l.total_records < loss.l.records ||
-			    loss.l.total_bytes < loss.l.bytes) {
+			if (loss.x.l.records == 0 || loss.x.l.total_records < loss.x.l.records ||
+			    loss.x.l.total_bytes < loss.x.l.bytes) {
 				why = "LOSS record counts are inconsistent";
+				break;
+			}
+			if (len == sizeof(loss) && !levels_add_up(&loss)) {
+				why = "LOSS record levels do not add up to its records";
 				break;
 			}
 			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, (const uint8_t *)&loss, len);
-			if (r == 0)
-				c->seen = loss.l;
+			if (r == 0) {
+				c->seen = loss.x.l;
+				for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+					c->seen_level[i] += loss.by_level[i];
+			}
 		} else {
 			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, payload, len);
@@ -439,4 +519,17 @@ struct ringlog_rec_loss ringlog_cons_pending_loss(const struct ringlog_consumer 
 	if (l.total_bytes > c->seen.total_bytes)
 		l.bytes = l.total_bytes - c->seen.total_bytes;
 	return l;
+}
+
+void ringlog_cons_pending_levels(const struct ringlog_consumer *c,
+				 uint64_t out[RINGLOG_LOSS_LEVELS])
+{
+	bool kept = __atomic_load_n(&c->hdr->compat_flags, __ATOMIC_RELAXED) &
+		    RINGLOG_RING_LOSS_LEVELS;
+
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
+		uint64_t t = __atomic_load_n(&c->hdr->lost_level_total[i], __ATOMIC_ACQUIRE);
+
+		out[i] = kept && !c->levels_unknown && t > c->seen_level[i] ? t - c->seen_level[i] : 0;
+	}
 }

@@ -69,6 +69,14 @@ struct ringlog_producer {
 	 * ringlog_prod_gap_opened()); the producer only carries them. */
 	uint64_t gap_ts;           /* clock at the gap's first drop, 0: unknown */
 	uint16_t gap_aux;          /* the LOSS record's aux */
+	/* Level-aware shedding (ring.h: shed_reserve). level is the caller's
+	 * for the reservation it is about to make (0: none, never shed); the
+	 * rest is the slow path's. */
+	uint8_t level;
+	uint8_t shed_level;        /* copies of the consumer block's, */
+	uint64_t reserve;          /*   re-read on the slow path */
+	uint64_t lost_level[RINGLOG_LOSS_LEVELS];     /* by level, since creation */
+	uint64_t reported_level[RINGLOG_LOSS_LEVELS]; /* as of the last LOSS record */
 };
 
 /* Lay out a new ring in mem (RINGLOG_RING_HEADER_SIZE + data_size bytes,
@@ -81,6 +89,15 @@ int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
 /* Slow path of ringlog_prod_reserve(); see there. */
 void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
 			 uint16_t type, uint16_t aux);
+
+/* The slow path without the accounting: reserve a record of len payload
+ * bytes, or return NULL leaving the drop uncounted, for a caller that may
+ * try again (opt-in blocking); ringlog_prod_drop() counts it when it gives
+ * up. Records of a level above shed_level are refused once the ring is
+ * more than size - shed_reserve full. */
+void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, uint16_t aux);
+/* Count one dropped record of len payload bytes (level p->level). */
+void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len);
 
 /* Reserve a record of len payload bytes. Returns a pointer to the payload,
  * to be filled and then published with ringlog_prod_commit(); or NULL when
@@ -157,6 +174,9 @@ struct ringlog_consumer {
 	bool defer;       /* publish only through ringlog_cons_release() */
 	uint32_t max_len; /* ringlog_ring_max_len(size) */
 	struct ringlog_rec_loss seen; /* totals of the last LOSS record consumed */
+	uint64_t seen_level[RINGLOG_LOSS_LEVELS]; /* by level, this consumer's */
+	bool levels_unknown; /* attached to a ring another consumer had reported
+	                      * loss from: its split by level is not known */
 	int error;        /* sticky: the first corruption found, or 0 */
 	const char *why;  /* what was wrong, for the daemon's log line */
 	uint64_t bad_pos; /*   and where */
@@ -165,8 +185,8 @@ struct ringlog_consumer {
 /* Called once per record, in ring order. payload points into the shared
  * data area: the producer can still change those bytes, so parse from a
  * copy. For RINGLOG_REC_LOSS the payload is a validated private copy of a
- * struct ringlog_rec_loss_ext (first_ts 0 when the record is the short
- * form), len the record's own length (32 or 40: a packer must keep it, so
+ * struct ringlog_rec_loss_lvl (first_ts 0 when the record is the short
+ * form, by_level all 0 unless it is the per-level form), len the record's own length (32 or 40: a packer must keep it, so
  * that ring positions advance as in the ring). Return 0 to go on, > 0 to
  * stop before this record
  * (it stays in the ring for the next drain), < 0 to stop and fail the drain
@@ -215,5 +235,10 @@ bool ringlog_cons_done(const struct ringlog_consumer *c);
  * minus the last LOSS record consumed; final once ringlog_cons_done()).
  * total_records/total_bytes hold the header totals. */
 struct ringlog_rec_loss ringlog_cons_pending_loss(const struct ringlog_consumer *c);
+/* The same loss by level (index level & 7), when the producer keeps it
+ * (RINGLOG_RING_LOSS_LEVELS) and this consumer saw all of the ring's
+ * reports; otherwise all zero. Each is at most what the header says. */
+void ringlog_cons_pending_levels(const struct ringlog_consumer *c,
+				 uint64_t out[RINGLOG_LOSS_LEVELS]);
 
 #endif /* RINGLOG_PROTO_RINGBUF_H */

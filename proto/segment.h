@@ -195,6 +195,7 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_READER = 3, /* a slow tail reader: only that reader misses them */
 	RINGLOG_LOSS_CORRUPT = 4,/* the ring was corrupt and detached */
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
+	RINGLOG_LOSS_RATE = 6,   /* suppressed by the event's rate limit (event says which) */
 };
 
 /* 24 bytes in files from before provider and first_ts, which readers
@@ -208,6 +209,11 @@ struct ringlog_seg_loss {
 	uint64_t first_ts;  /* the stream's clock when the gap began, 0: not
 	                     * known (readers then use the stream's previous
 	                     * event) */
+	/* From here, 40 bytes (overload, issue 28); 32 before, read as 0. */
+	uint32_t event;     /* metadata event id of every lost event, 0: not
+	                     * known (RINGLOG_LOSS_RATE names it) */
+	uint8_t  level;     /* level of every lost event, 0: not known or mixed */
+	uint8_t  reserved[3];
 };
 
 static_assert(sizeof(struct ringlog_seg_hdr) == RINGLOG_SEG_HEADER_SIZE, "segment header size");
@@ -253,7 +259,9 @@ static_assert(offsetof(struct ringlog_seg_stream, tid) == 4, "stream tid");
 static_assert(offsetof(struct ringlog_seg_stream, clock) == 8, "stream clock");
 static_assert(offsetof(struct ringlog_seg_stream, ring_id) == 16, "stream ring_id");
 static_assert(sizeof(struct ringlog_seg_span) == 8, "span prefix size");
-static_assert(sizeof(struct ringlog_seg_loss) == 32, "loss record size");
+static_assert(sizeof(struct ringlog_seg_loss) == 40, "loss record size");
+static_assert(offsetof(struct ringlog_seg_loss, event) == 32, "loss event");
+static_assert(offsetof(struct ringlog_seg_loss, level) == 36, "loss level");
 static_assert(offsetof(struct ringlog_seg_loss, provider) == 20, "loss provider");
 static_assert(offsetof(struct ringlog_seg_loss, first_ts) == 24, "loss first_ts");
 #define RINGLOG_SEG_LOSS_V1_SIZE 24u /* what files before provider/first_ts hold */

@@ -1,7 +1,8 @@
 /* tests/emitter.c - a real client process for the integration tests.
  *
  * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
- *                     [--progress FILE] [--half-record]
+ *                     [--progress FILE] [--half-record] [--warn-every N]
+ *                     [--wait-us US] [--seconds S]
  *
  * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
  * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
@@ -11,7 +12,13 @@
  * events each thread has emitted (updated after each emit), so that a test
  * that kills the process knows what was committed. --half-record: after its
  * events, thread 0 reserves one more record, fills half of it and the
- * process kills itself before committing it. At exit it prints, per thread, what the fault tests compare with
+ * process kills itself before committing it.
+ * Overload (issue 28): --warn-every N makes every Nth event an Alert{thread,
+ * seq} of level warning instead of a Tick (level info); --wait-us emits
+ * Ticks with RINGLOG_EVENT_WAIT(US); --seconds S (with EVENTS = 0) emits
+ * for S seconds. At exit it also prints "level L emitted N" per level and
+ * "suppressed=N waits=N wait_ns=N wait_max_ns=N wait_timeouts=N".
+ * At exit it prints, per thread, what the fault tests compare with
  * the store:
  *   thread T tid TID emitted N max_emit_ns NS max_own_ns NS blocked N
  * (max_own_ns: the longest emit in a batch of 100 during which the thread
@@ -40,6 +47,10 @@ static long pause_us;
 static volatile sig_atomic_t stop;
 static uint64_t *progress; /* shared with the test, one slot per thread */
 static int half_record;
+static long warn_every;
+static uint32_t wait_us;
+static double seconds;
+static uint64_t emitted_level[8];
 
 /* The Tick event once more, as a run-time descriptor for --half-record. */
 static const struct ringlog_field tick_fields[] = {
@@ -89,17 +100,34 @@ static void *run(void *arg)
 	long v0 = 0, iv0 = 0, v1, iv1;
 	uint64_t batch_max = 0;
 
+	uint64_t end = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
+
 	w->tid = gettid();
 	for (uint64_t i = 0; events ? i < (uint64_t)events : !stop; i++) {
 		uint64_t t0, dt;
+
+		if (end && (i & 255) == 0 && now_ns() >= end)
+			break;
 
 		if (i % 100 == 0)
 			switches(&v0, &iv0);
 		t0 = now_ns();
 
-		RINGLOG_EVENT(test_provider, "Tick", RINGLOG_LEVEL_INFO, 0x1,
-			      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
-			      RINGLOG_STR("text", "fifteen chars.."));
+		if (warn_every && i % (uint64_t)warn_every == 0) {
+			RINGLOG_EVENT(test_provider, "Alert", RINGLOG_LEVEL_WARNING, 0x1,
+				      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i));
+			__atomic_fetch_add(&emitted_level[RINGLOG_LEVEL_WARNING], 1, __ATOMIC_RELAXED);
+		} else if (wait_us) {
+			RINGLOG_EVENT_WAIT(test_provider, wait_us, "Tick", RINGLOG_LEVEL_INFO, 0x1,
+					   RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
+					   RINGLOG_STR("text", "fifteen chars.."));
+			__atomic_fetch_add(&emitted_level[RINGLOG_LEVEL_INFO], 1, __ATOMIC_RELAXED);
+		} else {
+			RINGLOG_EVENT(test_provider, "Tick", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
+				      RINGLOG_STR("text", "fifteen chars.."));
+			__atomic_fetch_add(&emitted_level[RINGLOG_LEVEL_INFO], 1, __ATOMIC_RELAXED);
+		}
 		dt = now_ns() - t0;
 		if (dt > w->max_ns)
 			w->max_ns = dt;
@@ -155,6 +183,12 @@ int main(int argc, char **argv)
 		i++;
 		if (!strcmp(opt, "--wait-daemon")) {
 			wait = atof(val);
+		} else if (!strcmp(opt, "--warn-every")) {
+			warn_every = atol(val);
+		} else if (!strcmp(opt, "--wait-us")) {
+			wait_us = (uint32_t)atol(val);
+		} else if (!strcmp(opt, "--seconds")) {
+			seconds = atof(val);
 		} else if (!strcmp(opt, "--pause-us")) {
 			pause_us = atol(val);
 		} else if (!strcmp(opt, "--progress")) {
@@ -193,6 +227,18 @@ int main(int argc, char **argv)
 	ringlog_get_stats(&st);
 	printf("dropped_full=%llu dropped_other=%llu\n", (unsigned long long)st.dropped_full,
 	       (unsigned long long)st.dropped_other);
+	for (int l = 1; l <= 5; l++)
+		if (emitted_level[l])
+			printf("level %d emitted %llu\n", l, (unsigned long long)emitted_level[l]);
+	{
+		struct ringlog_overload_stats o;
+
+		ringlog_get_overload_stats(&o, sizeof(o));
+		printf("suppressed=%llu waits=%llu wait_ns=%llu wait_max_ns=%llu wait_timeouts=%llu\n",
+		       (unsigned long long)o.suppressed, (unsigned long long)o.waits,
+		       (unsigned long long)o.wait_ns, (unsigned long long)o.wait_max_ns,
+		       (unsigned long long)o.wait_timeouts);
+	}
 	fflush(stdout);
 	return ringlog_flush(5000) == 0 ? 0 : 3;
 }

@@ -528,20 +528,40 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
-		"corrupt ring detached", "counted at exit" };
-	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit" };
-	const char *w = l->reason <= 5 ? why[l->reason] : "?";
+		"corrupt ring detached", "counted at exit", "suppressed by its rate limit" };
+	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit", "rate" };
+	static const char *const lvl[] = { "none", "critical", "error", "warning", "info", "verbose",
+		"level6", "level7" };
+	const char *w = l->reason <= 6 ? why[l->reason] : "?";
 	struct sb b = { 0 };
+	bool levels = false;
+
+	for (unsigned i = 0; i < 8; i++)
+		levels |= l->by_level[i] != 0;
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
 		/* The members an event has, where a loss has them, so that one
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 5 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, l->reason <= 6 ? key[l->reason] : "?");
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);
+		}
+		if (l->event) {
+			sb_puts(&b, ",\"event\":");
+			put_json_cstr(&b, l->event);
+		}
+		if (levels) {
+			const char *sep = "";
+
+			sb_puts(&b, ",\"by_level\":{");
+			for (unsigned i = 0; i < 8; i++, sep = l->by_level[i - 1] ? "," : sep)
+				if (l->by_level[i])
+					sb_printf(&b, "%s\"%s\":%llu", sep, lvl[i],
+						  (unsigned long long)l->by_level[i]);
+			sb_putc(&b, '}');
 		}
 		sb_printf(&b, ",\"pid\":%u,\"tid\":%u", l->writer ? l->writer->w.pid : 0,
 			  l->stream ? l->stream->s.tid : 0);
@@ -572,6 +592,18 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		sb_printf(&b, " (pid %u %s, thread %u%s%s)", l->writer->w.pid, l->writer->comm,
 			  l->stream ? l->stream->s.tid : 0, l->provider ? ", provider " : "",
 			  l->provider ? l->provider : "");
+	if (l->event)
+		sb_printf(&b, " event %s", l->event);
+	if (levels) {
+		const char *sep = " [";
+
+		for (unsigned i = 0; i < 8; i++)
+			if (l->by_level[i]) {
+				sb_printf(&b, "%s%s %llu", sep, lvl[i], (unsigned long long)l->by_level[i]);
+				sep = ", ";
+			}
+		sb_putc(&b, ']');
+	}
 	sb_puts(&b, " --\n");
 	return sb_done(&b);
 }

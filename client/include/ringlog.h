@@ -112,7 +112,9 @@ struct ringlog_event {
 	uint8_t level;
 	uint8_t opcode;
 	uint16_t id;       /* metadata id, set by the library on first use */
-	uint16_t reserved;
+	uint16_t policy;   /* set by the library: non-zero sends the event to
+	                    * its slow path (a rate limit or a wait the daemon
+	                    * configured; see RINGLOG_EVENT_WAIT) */
 	uint64_t keyword;
 };
 
@@ -182,6 +184,21 @@ RINGLOG_API void ringlog__register_events(struct ringlog_provider *p,
  * to struct ringlog_activity, or NULL). */
 #define RINGLOG_EVENT_EX(prov, opcode, activity, ...) \
 	RINGLOG__CAT(RINGLOG__EVN_, RINGLOG__NARG(__VA_ARGS__))(prov, opcode, activity, __VA_ARGS__)
+
+/* The same, but when the thread's ring is full, wait up to timeout_us
+ * microseconds (at most 100000) for the daemon to make room instead of
+ * dropping the event: RINGLOG_EVENT_WAIT(provider, timeout_us, "Name",
+ * level, keyword, fields...). The wait spins briefly, then sleeps in short
+ * steps, and wakes the daemon; a daemon that is gone, stopped or slow
+ * holds the caller no longer than the timeout, after which the event is
+ * dropped and counted (ringlog_get_overload_stats()). An event with room
+ * costs what RINGLOG_EVENT costs plus two calls. */
+#define RINGLOG_EVENT_WAIT(prov, timeout_us, ...) \
+	do { \
+		ringlog__wait_next(timeout_us); \
+		RINGLOG_EVENT(prov, __VA_ARGS__); \
+		ringlog__wait_next(0); \
+	} while (0)
 
 /* Field macros: (kind, type, format, name, ...). */
 #define RINGLOG_I8(n, v)    (SCALAR, RINGLOG_T_I8, 0, n, int8_t, v)
@@ -280,6 +297,30 @@ struct ringlog_stats {
 };
 RINGLOG_API void ringlog_get_stats(struct ringlog_stats *s);
 
+/* What overload cost this process: events the rate limits the daemon
+ * configured suppressed (each reported to the daemon, which stores a LOSS
+ * record naming the event), and the opt-in waits (RINGLOG_EVENT_WAIT,
+ * ringlog_emit_wait(), a provider's "wait" in the daemon's configuration).
+ * Shed events (a low level dropped to keep the ring's reserve for higher
+ * ones) are in ringlog_stats.dropped_full. */
+struct ringlog_overload_stats {
+	uint64_t suppressed;       /* events over a rate limit, not written */
+	uint64_t waits;            /* emits that found the ring full and waited */
+	uint64_t wait_ns;          /* time they spent waiting, in all */
+	uint64_t wait_max_ns;      /* the longest single wait */
+	uint64_t wait_timeouts;    /* waits that ended with the event dropped
+	                            * (also in dropped_full) */
+};
+/* Fill *s (size bytes of it: pass sizeof(*s), so that a program built
+ * against an older, shorter struct keeps working). */
+RINGLOG_API void ringlog_get_overload_stats(struct ringlog_overload_stats *s, size_t size);
+
+/* ringlog_emit() that waits up to timeout_us (at most 100000) for room when
+ * the ring is full, as RINGLOG_EVENT_WAIT does. Returns as ringlog_emit();
+ * -ENOBUFS when the wait timed out (counted). */
+RINGLOG_API int ringlog_emit_wait(struct ringlog_event *e, const struct ringlog_activity *act,
+				  const struct ringlog_arg *args, uint32_t timeout_us);
+
 /* ------------------------------------------------------------------------
  * Internals used by the macros. Not API: they may change in any release.
  */
@@ -330,6 +371,9 @@ RINGLOG_API extern __thread struct ringlog__thread ringlog__thread_v1
 RINGLOG_API void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 				 const struct ringlog_activity *act);
 RINGLOG_API void ringlog__commit(void);
+/* The calling thread's next events may wait up to us microseconds for room
+ * (RINGLOG_EVENT_WAIT); 0 ends that. */
+RINGLOG_API void ringlog__wait_next(uint32_t us);
 RINGLOG_API uint64_t ringlog__clock(void);
 
 #define RINGLOG__REC_EVENT 16u
@@ -357,8 +401,11 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	h = t->hot;
 	id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
-	/* Bitwise | on purpose: one predictable branch for all the cases. */
+	/* Bitwise | on purpose: one predictable branch for all the cases. A
+	 * policy (rate limit, wait) is the slow path's; a ring more than its
+	 * shed reserve full is too, because limit leaves the reserve out. */
 	if (RINGLOG__UNLIKELY_(!h || ((id == 0) | (rec > h->max_len) |
+				      (__atomic_load_n(&e->policy, __ATOMIC_RELAXED) != 0) |
 				      (h->pos + total > h->limit)))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->busy = 0;

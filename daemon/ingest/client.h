@@ -72,6 +72,8 @@ struct client {
 	uint32_t seg_gen;    /* segment generation that has WRITER + META[..] */
 	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
 	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
+	struct ovl_counts ovl;    /* ingest/overload.c */
+	uint32_t pol_next;        /* event ids below it had their POLICY */
 	bool refused;
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 	bool ghost;          /* adopted from the fd store: no connection */

@@ -196,6 +196,8 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return reg_ring(c, p, len, ctl_take_obj(c, p, len, sizeof(struct ringlog_ctl_ring)));
 	case RINGLOG_CTL_META:
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
+	case RINGLOG_CTL_SUPPRESSED:
+		return c->writer ? ovl_suppressed(c, p, len) : -EPROTO;
 	case RINGLOG_CTL_SYNC:
 		/* What is there now goes to the disk without waiting for the
 		 * chunk to fill or age; the answer waits for the write. */

@@ -74,9 +74,11 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	 * it. Its aux names the provider of every record in the gap (0: the
 	 * program could not say); an id this writer never defined is ignored,
 	 * not trusted. */
+	struct ringlog_rec_loss_lvl ll;
 	struct ringlog_rec_loss_ext l;
 
-	memcpy(&l, payload, sizeof(l));
+	memcpy(&ll, payload, sizeof(ll));
+	l = ll.x;
 	if (aux && aux >= c->nprov)
 		reg_meta_sync(c);
 	p = aux && aux < c->nprov ? c->prov[aux] : NULL;
@@ -91,6 +93,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	x->d->lost_ring += l.l.records;
 	if (p)
 		p->lost_ring += l.l.records;
+	ovl_count_levels(x->d, r, p, ll.by_level);
 	return 0;
 }
 
@@ -126,7 +129,7 @@ static void finish(struct daemon *d, struct ring *r)
 	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
 
 	if (l.records) {
-		store_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		ovl_exit_loss(d, r, &l); /* by level when the ring kept it */
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
@@ -147,8 +150,9 @@ static void give_back(struct daemon *d, struct ring *r)
 
 	if (!r->held)
 		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
-	else if (k->pos - k->published >= k->size / 4)
-		store_seal(d);
+	else if (k->pos - k->published >= k->size / 4 ||
+		 __atomic_load_n(&k->hdr->waiting, __ATOMIC_ACQUIRE))
+		store_seal(d); /* a program waits for room (opt-in): now */
 }
 
 uint64_t drain_all(struct daemon *d)

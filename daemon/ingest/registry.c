@@ -117,6 +117,7 @@ void reg_enable_recompute(struct daemon *d)
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
 			send_enable(c);
+	ovl_reload(d);
 }
 
 static int map_provider(struct client *c, uint32_t id, const char *name)
@@ -199,6 +200,7 @@ int reg_meta_sync(struct client *c)
 		send_enable(c);
 	}
 	fwd_sync_client(c);
+	ovl_meta_synced(c);
 	return 0;
 }
 
@@ -206,6 +208,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
+					 .flags = RINGLOG_WELCOME_OVERLOAD,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
 	d_obj_t keep;
@@ -297,6 +300,7 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	 * worth of time before the producer drops. (Rings are at most 1 GiB,
 	 * checked above, so this fits the u32.) */
 	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
+	ovl_ring_attached(d, r);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

@@ -16,6 +16,7 @@
 
 #include "ringbuf.h"
 #include "ingest/client.h"
+#include "ingest/overload.h"
 
 struct daemon;
 
@@ -27,6 +28,7 @@ struct provider {
 	uint64_t stored;     /* events */
 	uint64_t lost_ring;  /* ring overflow the program attributed to it (the
 	                      * LOSS record's aux); other losses have no provider */
+	struct ovl_counts ovl; /* ingest/overload.c */
 };
 
 /* One ring of a writer: a stream in segment terms. */

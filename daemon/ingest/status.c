@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "ingest/status.h"
 #include "ingest/registry.h"
+#include "ingest/overload.h"
 #include "sink/tail.h"
 #include "sink/forward/forward.h"
 
@@ -144,6 +145,7 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(j, "clients_detail", json_boolean(detail));
 	json_object_set_new(j, "read_group", json_string(d->cfg.read_group));
 	json_object_set_new(j, "max_retention_ns", json_integer((json_int_t)d->cfg.max_retention_ns));
+	ovl_status(d, j);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)

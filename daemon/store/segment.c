@@ -598,6 +598,14 @@ int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t byte
 	       uint32_t reason)
 {
 	struct ringlog_seg_loss l = { .records = records, .bytes = bytes, .reason = reason };
+
+	return store_loss_rec(d, r, &l);
+}
+
+int store_loss_rec(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *lr)
+{
+	struct ringlog_seg_loss l = *lr;
+	uint64_t records = l.records;
 	int err;
 
 	store_events_end(d);

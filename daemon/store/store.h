@@ -196,6 +196,9 @@ int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
  * or -errno; a loss not written now is still counted. */
 int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
 	       uint32_t reason);
+/* The same with every field of the record (provider, event, level: a rate
+ * limit's report, ingest/overload.c). */
+int store_loss_rec(struct daemon *d, struct ring *r, const struct ringlog_seg_loss *l);
 /* Report r's pending disk loss in its stream now (a ring about to go):
  * 0, or STORE_FULL while the disk still refuses. */
 int store_settle_loss(struct daemon *d, struct ring *r);

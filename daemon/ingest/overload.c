@@ -1,0 +1,218 @@
+/* daemon/ingest/overload.c - what the daemon does about overload; the
+ * programs do the rest (client/overload.c, proto/ringbuf.c).
+ *
+ * Shedding: each ring's consumer block gets shed_reserve (ring_reserve of
+ * its data size) and shed_level when it is attached and at every reload;
+ * the producer keeps that much room for events at or above shed_level and
+ * reports what it shed in its LOSS records, by level.
+ *
+ * Policies: a writer gets one POLICY entry per event whose configured rate
+ * limit or wait is not the default (every event's, on a reload), matched as
+ * enablement is: the first provider pattern that matches, then the first
+ * of its event patterns. Its reports of what rate limits suppressed become
+ * LOSS records naming the event.
+ */
+#define _GNU_SOURCE
+#include "daemon.h"
+#include "log.h"
+#include "ctl.h"
+#include "ingest/overload.h"
+#include "ingest/registry.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <string.h>
+
+void ovl_ring_attached(struct daemon *d, struct ring *r)
+{
+	struct ringlog_ring_hdr *h = r->cons.hdr;
+	uint64_t reserve = r->cons.size * d->cfg.ring_reserve_percent / 100;
+
+	if (!h)
+		return;
+	__atomic_store_n(&h->shed_reserve, (uint32_t)(reserve & ~7ull), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->shed_level, d->cfg.shed_level, __ATOMIC_RELAXED);
+}
+
+/* The configured policy of an event of provider pname. */
+static struct ringlog_config_policy policy_of(const struct daemon *d, const char *pname,
+					      const char *ename)
+{
+	const struct ringlog_config_provider *r = &d->cfg.default_provider;
+
+	for (unsigned i = 0; i < d->cfg.n_providers; i++)
+		if (!fnmatch(d->cfg.providers[i].pattern, pname, 0)) {
+			r = &d->cfg.providers[i];
+			break;
+		}
+	for (unsigned i = 0; i < r->n_events; i++)
+		if (!fnmatch(r->events[i].pattern, ename, 0))
+			return r->events[i].pol;
+	return r->pol;
+}
+
+/* POLICY entries for c's events from id `from` on; with all, defaults too
+ * (a reload may have lifted a limit the program still applies). */
+static void send_policies(struct client *c, uint32_t from, bool all)
+{
+	struct ringlog_ctl_policy batch[64];
+	unsigned n = 0;
+
+	if (!c->writer || c->gone || c->refused)
+		return;
+	for (uint32_t id = from ? from : 1; id < c->meta.nev; id++) {
+		const struct ringlog_event_desc *e = ringlog_meta_event(&c->meta, id);
+		const char *pname = e ? ringlog_meta_provider(&c->meta, e->provider) : NULL;
+		struct ringlog_config_policy pol;
+
+		if (!e || !pname)
+			continue;
+		pol = policy_of(c->d, pname, e->name);
+		if (!all && !pol.rate && !pol.wait_us)
+			continue;
+		batch[n] = (struct ringlog_ctl_policy){ .event = (uint16_t)id, .wait_us = pol.wait_us,
+			.rate = pol.rate, .period_ms = pol.period_ms, .burst = pol.burst };
+		if (++n == 64) {
+			client_send(c, RINGLOG_CTL_POLICY, batch, sizeof(batch));
+			n = 0;
+		}
+	}
+	if (n)
+		client_send(c, RINGLOG_CTL_POLICY, batch, n * sizeof(batch[0]));
+	c->pol_next = c->meta.nev;
+}
+
+void ovl_meta_synced(struct client *c)
+{
+	if (c->meta.nev > c->pol_next)
+		send_policies(c, c->pol_next, false);
+}
+
+void ovl_reload(struct daemon *d)
+{
+	for (struct client *c = d->clients; c; c = c->next) {
+		for (struct ring *r = c->rings; r; r = r->next)
+			if (!r->dead && r->mem)
+				ovl_ring_attached(d, r);
+		send_policies(c, 1, true);
+	}
+}
+
+void ovl_count_levels(struct daemon *d, struct ring *r, struct provider *p,
+		      const uint64_t by_level[RINGLOG_LOSS_LEVELS])
+{
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
+		d->ovl.lost_level[i] += by_level[i];
+		r->c->ovl.lost_level[i] += by_level[i];
+		if (p)
+			p->ovl.lost_level[i] += by_level[i];
+	}
+}
+
+void ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l)
+{
+	uint64_t lv[RINGLOG_LOSS_LEVELS], sum = 0;
+
+	ringlog_cons_pending_levels(&r->cons, lv);
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+		sum += lv[i];
+	if (sum != l->records) { /* not kept, or not all seen: one record */
+		store_loss(d, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
+		return;
+	}
+	ovl_count_levels(d, r, NULL, lv);
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
+		/* The bytes are the ring's total, given with the first level. */
+		struct ringlog_seg_loss sl = { .records = lv[i], .reason = RINGLOG_LOSS_EXIT,
+					       .level = (uint8_t)i, .bytes = sum ? l->bytes : 0 };
+
+		if (!lv[i])
+			continue;
+		sum = 0;
+		store_loss_rec(d, r, &sl);
+	}
+}
+
+int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
+{
+	struct daemon *d = c->d;
+	struct ring *r = c->rings;
+
+	if (len % sizeof(struct ringlog_ctl_suppressed))
+		return -EPROTO;
+	while (r && (r->dead || !r->mem))
+		r = r->next;
+	for (uint32_t off = 0; off < len; off += sizeof(struct ringlog_ctl_suppressed)) {
+		struct ringlog_ctl_suppressed m;
+		const struct ringlog_event_desc *e;
+		struct provider *pv;
+
+		memcpy(&m, p + off, sizeof(m));
+		e = ringlog_meta_event(&c->meta, m.event);
+		if (!e) {
+			reg_meta_sync(c);
+			e = ringlog_meta_event(&c->meta, m.event);
+		}
+		if (!e || !m.count)
+			continue; /* an id it never defined: not trusted, not counted */
+		pv = e->provider < c->nprov ? c->prov[e->provider] : NULL;
+		d->ovl.suppressed += m.count;
+		c->ovl.suppressed += m.count;
+		if (pv)
+			pv->ovl.suppressed += m.count;
+		/* In a stream of the writer, so that readers name the program
+		 * and the event; a writer without a ring has stored nothing to
+		 * place it next to, and keeps only the count. */
+		if (r) {
+			struct ringlog_seg_loss sl = { .records = m.count, .reason = RINGLOG_LOSS_RATE,
+				.provider = e->provider, .event = m.event, .level = e->level };
+
+			store_loss_rec(d, r, &sl);
+		}
+	}
+	return 0;
+}
+
+static json_t *levels_json(const uint64_t lv[RINGLOG_LOSS_LEVELS])
+{
+	static const char *const names[] = { "unknown", "critical", "error", "warning", "info",
+		"verbose", "level6", "level7" };
+	json_t *o = json_object();
+
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+		if (lv[i] || (i >= 1 && i <= 5))
+			json_object_set_new(o, names[i], json_integer((json_int_t)lv[i]));
+	return o;
+}
+
+void ovl_status(struct daemon *d, json_t *status)
+{
+	json_t *rows = json_object_get(status, "providers"), *lost = json_object_get(status, "lost");
+	json_t *clients = json_object_get(status, "clients");
+	size_t i = 0;
+
+	json_object_set_new(status, "overload", json_pack("{s:i,s:i,s:I,s:o}",
+		"ring_reserve_percent", (int)d->cfg.ring_reserve_percent,
+		"shed_level", (int)d->cfg.shed_level,
+		"suppressed", (json_int_t)d->ovl.suppressed,
+		"ring_lost_by_level", levels_json(d->ovl.lost_level)));
+	if (lost)
+		json_object_set_new(lost, "rate_limited", json_integer((json_int_t)d->ovl.suppressed));
+	/* The rows are in the order status.c walked them: the same lists. */
+	for (struct provider *p = d->providers; p && i < json_array_size(rows); p = p->next, i++) {
+		json_t *row = json_array_get(rows, i);
+
+		json_object_set_new(row, "suppressed", json_integer((json_int_t)p->ovl.suppressed));
+		json_object_set_new(row, "lost_by_level", levels_json(p->ovl.lost_level));
+	}
+	i = 0;
+	for (struct client *c = d->clients; c && i < json_array_size(clients); c = c->next) {
+		if (!c->writer)
+			continue;
+		json_t *row = json_array_get(clients, i++);
+
+		json_object_set_new(row, "suppressed", json_integer((json_int_t)c->ovl.suppressed));
+		json_object_set_new(row, "lost_by_level", levels_json(c->ovl.lost_level));
+	}
+}
