@@ -194,6 +194,16 @@ static void max_store(uint64_t *m, uint64_t v)
 		;
 }
 
+/* No daemon now, and the last attempt to reach one failed: nobody will
+ * make room, so waiting would only slow the program by its timeout at
+ * every event. Read without the lock: a stale answer costs one wait more
+ * or less. Before the first attempt (a program starting) we wait. */
+static bool no_daemon(void)
+{
+	return !__atomic_load_n(&lib.connected, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&lib.tried, __ATOMIC_RELAXED);
+}
+
 void *lib_wait_reserve(struct lib_ring *r, uint32_t len, uint16_t type, uint16_t id,
 		       uint64_t wait_ns)
 {
@@ -201,14 +211,17 @@ void *lib_wait_reserve(struct lib_ring *r, uint32_t len, uint16_t type, uint16_t
 	uint64_t t0, now, woke;
 	void *rec = ringlog_prod_try(p, len, type, id);
 
-	if (rec || len > p->max_len)
+	if (rec || len > p->max_len || no_daemon()) {
+		if (!rec && len <= p->max_len)
+			ringlog_prod_drop(p, len);
 		return rec;
+	}
 	/* A waiter: the consumer gives space back at once (ring.h: waiting),
 	 * and is woken now rather than at its next timer. */
 	__atomic_store_n(&p->hdr->waiting, 1u, __ATOMIC_RELEASE);
 	lib_wake_daemon();
 	t0 = woke = now = lib_now_ns(CLOCK_MONOTONIC);
-	for (unsigned i = 0; !rec && now - t0 < wait_ns; i++) {
+	for (unsigned i = 0; !rec && now - t0 < wait_ns && !no_daemon(); i++) {
 		if (i >= SPIN_TRIES) {
 			uint64_t left = wait_ns - (now - t0);
 

@@ -158,6 +158,20 @@ static bool write_loss(struct ringlog_producer *p)
 	return true;
 }
 
+/* Inside the shed reserve, a record kept there goes first and the pending
+ * LOSS record waits for room outside it: reporting the gap before each
+ * kept record would spend the reserve on LOSS records (one per kept record
+ * while a flood of shed ones lasts). The LOSS record still says when its
+ * gap began (first_ts), which is where readers place it. */
+static bool defer_loss(struct ringlog_producer *p, uint64_t total)
+{
+	uint32_t caps = __atomic_load_n(&p->hdr->consumer_caps, __ATOMIC_RELAXED);
+	uint64_t lt = ringlog_rec_total(caps & RINGLOG_CONS_LOSS_LVL ? sizeof(struct ringlog_rec_loss_lvl)
+							: sizeof(struct ringlog_rec_loss_ext));
+
+	return p->reserve && !fits(p, need_at(p, lt) + total, p->reserve);
+}
+
 void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len)
 {
 	unsigned l = p->level & (RINGLOG_LOSS_LEVELS - 1);
@@ -199,7 +213,7 @@ void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, 
 		set_limit(p);
 		return NULL;
 	}
-	if ((loss_pending(p) && !write_loss(p)) || !place(p, total)) {
+	if ((loss_pending(p) && !defer_loss(p, total) && !write_loss(p)) || !place(p, total)) {
 		set_limit(p);
 		return NULL;
 	}

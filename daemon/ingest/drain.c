@@ -74,25 +74,24 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	 * it. Its aux names the provider of every record in the gap (0: the
 	 * program could not say); an id this writer never defined is ignored,
 	 * not trusted. */
-	struct ringlog_rec_loss_lvl ll;
-	struct ringlog_rec_loss_ext l;
+	struct ringlog_rec_loss_lvl ll; /* len bytes of it are the record */
+	const struct ringlog_rec_loss_ext *l = &ll.x;
 
 	memcpy(&ll, payload, sizeof(ll));
-	l = ll.x;
 	if (aux && aux >= c->nprov)
 		reg_meta_sync(c);
 	p = aux && aux < c->nprov ? c->prov[aux] : NULL;
-	struct ringlog_seg_loss sl = { .records = l.l.records, .bytes = l.l.bytes,
+	struct ringlog_seg_loss sl = { .records = l->l.records, .bytes = l->l.bytes,
 				       .reason = RINGLOG_LOSS_RING,
-				       .provider = p ? aux : 0, .first_ts = l.first_ts };
+				       .provider = p ? aux : 0, .first_ts = l->first_ts };
 
 	/* STORE_FULL: no room now, the record stays in the ring */
-	if ((err = store_ring_loss(x->d, r, aux, &l.l, len, &sl)) != 0)
+	if ((err = store_ring_loss(x->d, r, aux, &l->l, len, &sl)) != 0)
 		return err;
-	c->lost_ring += l.l.records;
-	x->d->lost_ring += l.l.records;
+	c->lost_ring += l->l.records;
+	x->d->lost_ring += l->l.records;
 	if (p)
-		p->lost_ring += l.l.records;
+		p->lost_ring += l->l.records;
 	ovl_count_levels(x->d, r, p, ll.by_level);
 	return 0;
 }

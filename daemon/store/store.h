@@ -186,8 +186,8 @@ int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
 /* Commit the events taken from r so far: before anything else may write
  * to the chunk (the drain calls it after each ring's pass). */
 void store_events_end(struct daemon *d);
-/* A LOSS record of ring r's stream, len bytes at l as in the ring (32 or
- * 40, proto/ring.h), in stream order; published to the sinks as sl.
+/* A LOSS record of ring r's stream, len bytes at l as in the ring (32, 40
+ * or 104, proto/ring.h), in stream order; published to the sinks as sl.
  * 0, STORE_FULL or -errno. */
 int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 		    const struct ringlog_rec_loss *l, uint32_t len,
