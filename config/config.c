@@ -660,6 +660,13 @@ static void k_io_backend(struct ctx *x, const char *p, json_t *v)
 
 static void k_level(struct ctx *x, const char *p, json_t *v)
 {
+	uint32_t l;
+
+	if (json_is_integer(v)) {
+		if (get_uint(x, p, v, 1, 5, &l))
+			x->prov->level = (uint8_t)l;
+		return;
+	}
 	if (!parse_level(v, &x->prov->level))
 		report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
 		       GOT(v));
@@ -736,7 +743,7 @@ static void k_wait(struct ctx *x, const char *p, json_t *v)
 		pol_of(x)->wait_us = json_is_true(v) ? 1000 : 0;
 		return;
 	}
-	if (get_duration(x, p, v, 0, RINGLOG_CONFIG_WAIT_MAX_NS, "0 to 100ms (or true: 1ms)", &ns))
+	if (get_duration(x, p, v, 0, RINGLOG_CONFIG_WAIT_MAX_NS, "0 to 100ms; true means 1ms", &ns))
 		pol_of(x)->wait_us = (uint32_t)(ns / 1000);
 }
 

@@ -72,7 +72,8 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:2:3: \"max_disk\": expected a size like \"512M\", got -3" },
 	{ "{\"max_disks\": \"1G\"}",
 	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
-	  "socket_path, socket_group, read_group, socket_mode, ring_size, flush_interval, "
+	  "socket_path, socket_group, read_group, socket_mode, ring_size, ring_reserve, "
+	  "shed_level, flush_interval, "
 	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
 	  "providers, "
 	  "forward, limits" },
@@ -120,7 +121,23 @@ static const struct { const char *json, *err; } bad[] = {
 	  "\"0xff\" (hex, up to 64 bits), got \"ff\"" },
 	{ "{\"providers\": {\"Acme\": {\"colour\": 1}}}",
 	  "config: t.json:1:25: \"providers.Acme.colour\": unknown key; known keys here: level, "
-	  "keywords" },
+	  "keywords, rate, burst, wait, events" },
+	/* overload (issue 28) */
+	{ "{\"ring_reserve\": \"60%\"}",
+	  "config: t.json:1:2: \"ring_reserve\": expected a percentage of the ring from \"0%\" (off) "
+	  "to \"50%\", like \"25%\"; got \"60%\"" },
+	{ "{\"shed_level\": 9}",
+	  "config: t.json:1:2: \"shed_level\": expected the least important level kept in the ring's "
+	  "reserve: 1..5 or critical, error, warning, info, verbose (verbose: shed nothing); got 9" },
+	{ "{\"providers\": {\"Acme\": {\"rate\": \"fast\"}}}",
+	  "config: t.json:1:25: \"providers.Acme.rate\": expected a rate like \"1000/s\", \"50/min\" "
+	  "or \"10/h\" (1 to 100000000 events), or \"off\"; got \"fast\"" },
+	{ "{\"providers\": {\"Acme\": {\"wait\": \"1s\"}}}",
+	  "config: t.json:1:25: \"providers.Acme.wait\": \"1s\" is out of range (0 to 100ms; true "
+	  "means 1ms)" },
+	{ "{\"providers\": {\"Acme\": {\"events\": {\"Tick\": {\"colour\": 1}}}}}",
+	  "config: t.json:1:45: \"providers.Acme.events.Tick.colour\": unknown key; known keys "
+	  "here: rate, burst, wait" },
 	{ "{\"providers\": {\"Ac me\": {}}}",
 	  "config: t.json:1:16: \"providers.Ac me\": not a provider name or pattern (letters, "
 	  "digits, _ . - and the wildcards * ?; at most 127)" },
@@ -308,4 +325,46 @@ Test(config, deep_nesting_is_refused_promptly, .timeout = 10)
 		/* refused for the unknown key "a", with a position */
 		cr_expect(err[0], "no message for %s", nests[i]);
 	}
+}
+
+/* Overload keys: the reserve and shed level, a provider's rate, burst and
+ * wait, and its per-event rules, which survive a dump and a re-parse. */
+Test(config, overload_keys_parse_and_round_trip)
+{
+	struct ringlog_config *c = malloc(sizeof(*c)), *back = malloc(sizeof(*back));
+	char err[1024], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ringlog_config_defaults(c);
+	cr_assert_eq(c->ring_reserve_percent, 25, "default reserve: a quarter of the ring");
+	cr_assert_eq(c->shed_level, 3, "default: shed below warning");
+	cr_assert_eq(parse(c, "{\"ring_reserve\": \"10%\", \"shed_level\": \"error\", "
+			   "\"providers\": {\"Acme.*\": {\"rate\": \"50/min\", \"wait\": true, "
+			   "\"events\": {\"Tick*\": {\"rate\": \"1000/s\", \"burst\": 100}, "
+			   "\"Slow\": {\"wait\": \"20ms\"}}}}}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c->ring_reserve_percent, 10);
+	cr_assert_eq(c->shed_level, 2);
+	cr_assert_eq(c->n_providers, 1);
+	struct ringlog_config_provider *p = &c->providers[0];
+	cr_assert_eq(p->pol.rate, 50);
+	cr_assert_eq(p->pol.period_ms, 60000);
+	cr_assert_eq(p->pol.burst, 5, "default burst: a tenth of the period's");
+	cr_assert_eq(p->pol.wait_us, 1000, "wait: true is 1 ms");
+	cr_assert_eq(p->n_events, 2);
+	cr_assert_str_eq(p->events[0].pattern, "Tick*");
+	cr_assert_eq(p->events[0].pol.rate, 1000);
+	cr_assert_eq(p->events[0].pol.period_ms, 1000);
+	cr_assert_eq(p->events[0].pol.burst, 100);
+	cr_assert_eq(p->events[1].pol.wait_us, 20000);
+
+	f = open_memstream(&text, &len);
+	cr_assert_eq(ringlog_config_dump(c, f), 0);
+	fclose(f);
+	ringlog_config_defaults(back);
+	cr_assert_eq(parse(back, text, err, sizeof(err)), 0, "%s\n%s", err, text);
+	cr_assert_eq(memcmp(back, c, sizeof(*c)), 0, "the dump does not read back the same:\n%s", text);
+	free(text);
+	free(c);
+	free(back);
 }

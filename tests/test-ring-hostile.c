@@ -31,7 +31,8 @@ static int in_bounds(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payl
 	b->calls++;
 	if (type == RINGLOG_REC_LOSS) {
 		cr_assert(len == sizeof(struct ringlog_rec_loss) ||
-			  len == sizeof(struct ringlog_rec_loss_ext), "LOSS of %u bytes", len);
+			  len == sizeof(struct ringlog_rec_loss_ext) ||
+			  len == sizeof(struct ringlog_rec_loss_lvl), "LOSS of %u bytes", len);
 		return 0;
 	}
 	cr_assert(payload >= b->lo && payload + len <= b->hi,

@@ -303,6 +303,7 @@ struct loss_seen {
 	uint32_t len;
 	uint16_t aux;
 	struct ringlog_rec_loss_ext l;
+	uint64_t by_level[RINGLOG_LOSS_LEVELS];
 };
 
 static int keep_loss(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
@@ -313,15 +314,19 @@ static int keep_loss(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payl
 	if (type == RINGLOG_REC_LOSS) {
 		s->len = len;
 		s->aux = aux;
-		memcpy(&s->l, payload, sizeof(s->l)); /* the consumer's copy: always the long form */
+		/* the consumer's copy: always the per-level form */
+		memcpy(&s->l, payload, sizeof(s->l));
+		memcpy(s->by_level, payload + offsetof(struct ringlog_rec_loss_lvl, by_level),
+		       sizeof(s->by_level));
 	}
 	return 0;
 }
 
 /* A ring nobody has attached to gets the 32-byte LOSS record a consumer
- * from before the long form parses; once a consumer has attached (and set
- * consumer_caps), the 40-byte one with where the gap began and the tag the
- * caller gave it. A consumer reads both. */
+ * from before the long form parses; a consumer that asked for the long
+ * form only (an older ringlogd) the 40-byte one with where the gap began
+ * and the tag the caller gave it; ours, which asks for levels too, the
+ * 104-byte one that also splits the gap by level. A consumer reads all. */
 Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
 {
 	struct ringlog_producer p;
@@ -330,8 +335,9 @@ Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
 	void *mem = th_ring_alloc(4096);
 	uint64_t seq = 0;
 
-	for (int round = 0; round < 2; round++) {
+	for (int round = 0; round < 3; round++) {
 		ringlog_prod_init(&p, mem, 4096, 1, 1, 0);
+		p.level = 4;
 		if (round)
 			cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
 		while (ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8) == 0)
@@ -345,6 +351,9 @@ Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
 			cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
 			/* what an older consumer would have left: no caps */
 			((struct ringlog_ring_hdr *)mem)->consumer_caps = 0;
+		} else if (round == 1) {
+			/* an older consumer: the long form, no levels */
+			((struct ringlog_ring_hdr *)mem)->consumer_caps = RINGLOG_CONS_LOSS_EXT;
 		}
 		ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s);
 		cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), 0);
@@ -355,11 +364,81 @@ Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
 		if (!round) {
 			cr_assert_eq(s.len, sizeof(struct ringlog_rec_loss));
 			cr_assert_eq(s.l.first_ts, 0, "the short form has no time");
-		} else {
+		} else if (round == 1) {
 			cr_assert_eq(s.len, sizeof(struct ringlog_rec_loss_ext));
 			cr_assert_eq(s.l.first_ts, 12345);
+			cr_assert_eq(s.by_level[4], 0, "no levels in the long form");
+		} else {
+			cr_assert_eq(s.len, sizeof(struct ringlog_rec_loss_lvl));
+			cr_assert_eq(s.l.first_ts, 12345);
+			cr_assert_eq(s.by_level[4], 2, "both drops were of level 4");
 		}
 		cr_assert_eq(p.gap_ts, 0, "written: the next gap starts unknown");
 	}
+	free(mem);
+}
+
+/* Level-aware shedding (ring.h: shed_reserve): past size - reserve only
+ * records at or below shed_level go in; the others are dropped and counted
+ * by level, in the LOSS record and in the header totals, and the fast path
+ * never lets a record into the reserve. */
+Test(ring, a_ring_in_its_reserve_sheds_less_important_levels_first)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct loss_seen s = { 0 };
+	void *mem = th_ring_alloc(4096);
+	struct ringlog_ring_hdr *h = mem;
+	uint64_t seq = 0, info = 0, warn = 0, lv[RINGLOG_LOSS_LEVELS];
+
+	ringlog_prod_init(&p, mem, 4096, 1, 1, 0);
+	cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+	h->shed_reserve = 1024;
+	h->shed_level = 3;
+	p.level = 4;
+	while (ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8) == 0)
+		info++;
+	cr_assert_geq(ringlog_prod_free(&p), 1024 - 16, "info went into the reserve");
+	cr_assert_leq(ringlog_prod_free(&p), 1024 + 16, "info stopped before the reserve");
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), -ENOBUFS);
+	p.level = 3;
+	while (ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8) == 0)
+		warn++;
+	cr_assert_geq(warn, 1024 / 16 - 8, "warnings did not get the reserve");
+	cr_assert_eq(p.limit <= p.pos + 16, true, "the fast path would write into the reserve");
+	cr_assert_eq(h->lost_level_total[4], 2);
+	cr_assert_eq(h->lost_level_total[3], 1);
+	ringlog_cons_pending_levels(&c, lv);
+	cr_assert_eq(lv[4], 2);
+	cr_assert_eq(lv[3], 1);
+	/* drained: the LOSS record says which levels the gap lost */
+	ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s);
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), 0);
+	ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s);
+	cr_assert_eq(s.l.l.records, 3);
+	cr_assert_eq(s.by_level[4], 2);
+	cr_assert_eq(s.by_level[3], 1);
+	ringlog_cons_pending_levels(&c, lv);
+	cr_assert_eq(lv[3] + lv[4], 0, "all reported in-stream");
+	free(mem);
+}
+
+/* A per-level LOSS record whose levels do not add up to its records is
+ * corruption: the ring is detached, nothing is delivered from it. */
+Test(ring, a_loss_record_whose_levels_do_not_add_up_is_corrupt)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct loss_seen s = { 0 };
+	void *mem = th_ring_alloc(4096);
+	struct ringlog_rec_loss_lvl l = { .x = { .l = { .records = 3, .bytes = 24,
+		.total_records = 3, .total_bytes = 24 } } };
+
+	l.by_level[4] = 2; /* one short */
+	ringlog_prod_init(&p, mem, 4096, 1, 1, 0);
+	cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+	cr_assert_eq(ringlog_prod_write(&p, RINGLOG_REC_LOSS, 0, &l, sizeof(l)), 0);
+	cr_assert_eq(ringlog_cons_drain(&c, SIZE_MAX, keep_loss, &s), -EBADMSG);
+	cr_assert_str_eq(c.why, "LOSS record levels do not add up to its records");
 	free(mem);
 }
