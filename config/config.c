@@ -699,31 +699,43 @@ static struct ringlog_config_policy *pol_of(struct ctx *x)
 					  : &x->prov->pol;
 }
 
-/* "rate": "1000/s", "50/min", "10/h" or "off". */
-static void k_rate(struct ctx *x, const char *p, json_t *v)
+int ringlog_parse_rate(const char *s, uint32_t *rate, uint32_t *period_ms)
 {
 	static const struct { const char *unit; uint32_t ms; } units[] = {
 		{ "s", 1000 }, { "min", 60000 }, { "h", 3600000 },
 	};
-	struct ringlog_config_policy *pol = pol_of(x);
-	const char *s = json_string_value(v);
 	char *end;
 	unsigned long n;
+
+	if (!s || *s < '1' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || *end != '/' || n > 100000000ul)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end + 1, units[i].unit)) {
+			*rate = (uint32_t)n;
+			*period_ms = units[i].ms;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* "rate": "1000/s", "50/min", "10/h" or "off". */
+static void k_rate(struct ctx *x, const char *p, json_t *v)
+{
+	struct ringlog_config_policy *pol = pol_of(x);
+	const char *s = json_string_value(v);
 
 	if (s && !strcmp(s, "off")) {
 		pol->rate = 0;
 		return;
 	}
-	if (s && *s >= '1' && *s <= '9' && (errno = 0, n = strtoul(s, &end, 10), !errno) &&
-	    *end == '/' && n <= 100000000ul) {
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcmp(end + 1, units[i].unit)) {
-				pol->rate = (uint32_t)n;
-				pol->period_ms = units[i].ms;
-				if (!pol->burst) /* a tenth of a period's worth */
-					pol->burst = pol->rate / 10 ? pol->rate / 10 : 1;
-				return;
-			}
+	if (!ringlog_parse_rate(s, &pol->rate, &pol->period_ms)) {
+		if (!pol->burst) /* a tenth of a period's worth */
+			pol->burst = pol->rate / 10 ? pol->rate / 10 : 1;
+		return;
 	}
 	report(x, p, "expected a rate like \"1000/s\", \"50/min\" or \"10/h\" (1 to 100000000 "
 		     "events), or \"off\"; got %s", GOT(v));

@@ -127,6 +127,9 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f);
 
 /* Parse "512M", "4G", "4096" into bytes. Returns 0 or -EINVAL. */
 int ringlog_parse_size(const char *s, uint64_t *out);
+/* Parse a rate "1000/s", "50/min", "10/h" (1 to 100000000 events) into
+ * events per period. Returns 0 or -EINVAL. */
+int ringlog_parse_rate(const char *s, uint32_t *rate, uint32_t *period_ms);
 /* Parse "500ms", "1s", "30m", "7d" into nanoseconds. Returns 0 or -EINVAL. */
 int ringlog_parse_duration(const char *s, uint64_t *out);
 

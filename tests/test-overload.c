@@ -281,6 +281,42 @@ Test(overload, a_rate_limit_set_by_sighup_reaches_a_running_program)
 	live_cleanup(&e);
 }
 
+Test(overload, a_rate_limit_set_by_ringlog_enable_reaches_a_running_program)
+{
+	struct live e;
+	char out[400], cmd[600], ans[4096];
+	const char *argv[] = { EMITTER_PATH, "1", "0", "--pause-us", "20", NULL };
+	struct em m;
+	struct tally t;
+	pid_t d, em;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(out, sizeof(out), "%s/emitter.out", e.dir);
+	em = live_spawn(argv, NULL, out);
+	sleep_ms(300);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " enable --rate 100/s --burst 10 --event Tick "
+		 "Test.Emitter info 2>&1");
+	cr_assert_eq(live_run(cmd, ans, sizeof(ans)), 0, "%s", ans);
+	printf("%s", ans);
+	cr_expect(strstr(ans, "rate 100/s, burst 10"), "enable did not say the rate: %s", ans);
+	sleep_ms(1000);
+	kill(em, SIGUSR1);
+	live_wait_ok(em, "emitter");
+	live_daemon_stop(d);
+	read_em(out, &m);
+	tally_store(&e, &t);
+
+	printf("ringlog enable --rate: emitted %llu, stored %llu, suppressed %llu, ring loss %llu\n",
+	       (unsigned long long)m.emitted, (unsigned long long)t.ticks,
+	       (unsigned long long)m.suppressed, (unsigned long long)m.dropped_full);
+	cr_expect_gt(m.suppressed, 0, "the run-time rate limit never reached the program");
+	cr_expect_eq(t.rate_lost_tick, m.suppressed);
+	cr_expect_eq(t.ticks + m.suppressed + m.dropped_full, m.emitted,
+		     "stored + suppressed + dropped != emitted");
+	live_cleanup(&e);
+}
+
 Test(overload, a_waiting_emit_is_bounded_by_its_timeout_while_the_daemon_is_stopped)
 {
 	struct live e;

@@ -88,6 +88,10 @@ static const char *level_word(unsigned l)
 static const struct option sock_opts[] = {
 	{ "socket", required_argument, NULL, 'S' },
 	{ "reset", no_argument, NULL, 'R' },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "burst", required_argument, NULL, 'b' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "event", required_argument, NULL, 'e' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -101,7 +105,8 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "reloads its configuration (SIGHUP) or restarts. A live tail or a tracer still\n"
 		      "raises what it asks for. Needs read access (group read_group).\n", f);
 	else
-		fputs("usage: ringlog enable [--socket PATH] PROVIDER [LEVEL [KEYWORDS]]\n"
+		fputs("usage: ringlog enable [--socket PATH] [--rate N/s|N/min|N/h] [--burst N]\n"
+		      "                      [--wait DURATION] [--event GLOB] PROVIDER [LEVEL [KEYWORDS]]\n"
 		      "       ringlog enable --reset PROVIDER\n"
 		      "Records PROVIDER's events (a name or a glob like 'Acme.*') up to LEVEL\n"
 		      "(critical, error, warning, info, verbose or 1..5; default verbose) with\n"
@@ -110,7 +115,13 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "until ringlogd reloads it (SIGHUP) or restarts. A newer rule for the same\n"
 		      "PROVIDER replaces the older; --reset drops it (the configuration applies\n"
 		      "again). `ringlog status` lists the rules in force. Needs read access (group\n"
-		      "read_group).\n", f);
+		      "read_group).\n"
+		      "--rate limits each matching event (or those matching --event GLOB) to N per\n"
+		      "second, minute or hour with --burst at once (default a tenth of N): running\n"
+		      "programs apply it themselves and report what they suppressed. --wait (up to\n"
+		      "100ms) lets them wait that long for room when a ring is full instead of\n"
+		      "dropping. These ride on the same rule, so give LEVEL too if verbose is not\n"
+		      "what you want.\n", f);
 	return code;
 }
 
@@ -124,6 +135,9 @@ static int enable_common(int argc, char **argv, bool disable)
 	json_t *req, *ans, *m;
 	char kw[24];
 	int o, ret;
+	const char *rate = NULL, *event = NULL;
+	long burst = 0, wait_us = -1;
+	uint32_t rate_n = 0;
 
 	optind = 1;
 	opterr = 0;
@@ -132,6 +146,42 @@ static int enable_common(int argc, char **argv, bool disable)
 			sock = optarg;
 		else if (o == 'R' && !disable)
 			reset = true;
+		else if (o == 'r' && !disable) {
+			uint32_t n, ms;
+
+			if (ringlog_parse_rate(optarg, &n, &ms)) {
+				fprintf(stderr, "%s: --rate \"%s\": expected N/s, N/min or N/h with N from 1 "
+					"to 100000000, like 1000/s\n", who, optarg);
+				return EXIT_USAGE;
+			}
+			rate = optarg;
+			rate_n = n;
+		} else if (o == 'b' && !disable) {
+			char *end;
+
+			burst = strtol(optarg, &end, 10);
+			if (*end || burst < 1 || burst > 100000000) {
+				fprintf(stderr, "%s: --burst \"%s\": expected 1 to 100000000 events\n", who,
+					optarg);
+				return EXIT_USAGE;
+			}
+		} else if (o == 'w' && !disable) {
+			uint64_t ns;
+
+			if (ringlog_parse_duration(optarg, &ns) || ns > RINGLOG_CONFIG_WAIT_MAX_NS) {
+				fprintf(stderr, "%s: --wait \"%s\": expected a duration up to 100ms, like "
+					"1ms\n", who, optarg);
+				return EXIT_USAGE;
+			}
+			wait_us = (long)(ns / 1000);
+		} else if (o == 'e' && !disable) {
+			if (!*optarg || strlen(optarg) >= RINGLOG_EVENT_PATTERN_MAX) {
+				fprintf(stderr, "%s: --event \"%s\": expected 1 to %d bytes\n", who, optarg,
+					RINGLOG_EVENT_PATTERN_MAX - 1);
+				return EXIT_USAGE;
+			}
+			event = optarg;
+		}
 		else if (o == 'h')
 			return enable_usage(disable, stdout, EXIT_OK);
 		else {
@@ -180,6 +230,14 @@ static int enable_common(int argc, char **argv, bool disable)
 	snprintf(kw, sizeof(kw), "0x%llx", (unsigned long long)keywords);
 	req = reset ? json_pack("{s:s,s:b}", "provider", provider, "reset", 1) :
 		      json_pack("{s:s,s:i,s:s}", "provider", provider, "level", (int)level, "keywords", kw);
+	if (!reset && rate)
+		json_object_set_new(req, "rate", json_string(rate));
+	if (!reset && burst)
+		json_object_set_new(req, "burst", json_integer(burst));
+	if (!reset && wait_us >= 0)
+		json_object_set_new(req, "wait_us", json_integer(wait_us));
+	if (!reset && event)
+		json_object_set_new(req, "event", json_string(event));
 	if ((ret = ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
 		return ret;
 	if (reset) {
@@ -195,6 +253,10 @@ static int enable_common(int argc, char **argv, bool disable)
 		       kw);
 	else
 		printf("%s: disabled " RULE_LASTS "\n", provider);
+	if (rate || wait_us >= 0 || burst || event)
+		printf("%s events %s: rate %s, burst %ld, wait %ld us (running programs apply it "
+		       "now)\n", provider, event ? event : "*", rate ? rate : "unlimited",
+		       burst ? burst : rate_n / 10 ? (long)rate_n / 10 : 1, wait_us > 0 ? wait_us : 0);
 	m = json_object_get(ans, "matched");
 	if (!json_array_size(m)) {
 		printf("no running program has declared a provider matching \"%s\" yet; the rule applies "

@@ -104,6 +104,27 @@ static const char *level_word(unsigned l)
 /* The per-program table is empty for one of two reasons: say which
  * (daemon/ingest/status.c sends "clients_detail" false to a peer outside
  * read_group). Never a header without rows. */
+/* Overload (issue 28): what sheds first, ring loss by level, what rate
+ * limits suppressed. Absent from a daemon before it: nothing printed. */
+static void print_overload(json_t *j)
+{
+	static const char *const lv[] = { "critical", "error", "warning", "info", "verbose" };
+	json_t *o = json_object_get(j, "overload"), *by = json_object_get(o, "ring_lost_by_level");
+	unsigned shed = (unsigned)I(o, "shed_level");
+
+	if (!o)
+		return;
+	if (I(o, "ring_reserve_percent") && shed >= 1 && shed < 5)
+		printf("%-22s the last %llu%% of each ring is kept for %s and above", "overload",
+		       (unsigned long long)I(o, "ring_reserve_percent"), lv[shed - 1]);
+	else
+		printf("%-22s no level is shed first (ring_reserve or shed_level)", "overload");
+	printf("; ring loss by level:");
+	for (unsigned l = 0; l < 5; l++)
+		printf("%s %s %llu", l ? "," : "", lv[l], (unsigned long long)I(by, lv[l]));
+	printf("; suppressed by rate limits %llu\n", (unsigned long long)I(o, "suppressed"));
+}
+
 static void print_clients(json_t *j)
 {
 	json_t *v, *cl = json_object_get(j, "clients");
@@ -213,6 +234,7 @@ static void print_human(json_t *j, bool down)
 		       ago(I(v, "since_ns"), now, b, sizeof(b)), (unsigned long long)I(v, "ring"),
 		       (unsigned long long)I(v, "disk"), (unsigned long long)I(v, "corrupt"),
 		       (unsigned long long)I(v, "reader"));
+		print_overload(j);
 		if (I(v, "deleted"))
 			printf("%-22s %llu events stored, then deleted with storage_dir (not by the budget)\n",
 			       "", (unsigned long long)I(v, "deleted"));

@@ -41,12 +41,68 @@ struct op_rule {
 	uint64_t keywords;
 	uint64_t set_ns;     /* CLOCK_REALTIME */
 	uint32_t uid, pid;   /* who set it */
+	/* `ringlog enable --rate/--burst/--wait [--event GLOB]` (overload.c) */
+	bool has_pol;
+	char *event;         /* glob over event names; NULL: every event */
+	struct ringlog_config_policy pol;
 };
 
 static void rule_free(struct op_rule *r)
 {
 	free(r->pattern);
+	free(r->event);
 	free(r);
+}
+
+bool op_rule_policy(const struct daemon *d, const char *pname, const char *ename,
+		    struct ringlog_config_policy *pol)
+{
+	for (const struct op_rule *r = d->op_rules; r; r = r->next)
+		if (r->has_pol && !fnmatch(r->pattern, pname, 0) &&
+		    (!r->event || !fnmatch(r->event, ename, 0))) {
+			*pol = r->pol;
+			return true;
+		}
+	return false;
+}
+
+/* The policy members of an ENABLE_SET request into r: 0, or -EINVAL with
+ * the tool told why. */
+static int rule_policy(struct client *c, json_t *j, struct op_rule *r)
+{
+	json_t *rate = json_object_get(j, "rate"), *burst = json_object_get(j, "burst");
+	json_t *wait = json_object_get(j, "wait_us"), *event = json_object_get(j, "event");
+
+	if (!rate && !burst && !wait && !event)
+		return 0;
+	r->has_pol = true;
+	if (rate && ringlog_parse_rate(json_string_value(rate), &r->pol.rate, &r->pol.period_ms)) {
+		tool_error(c, "ENABLE_SET: \"rate\" must be like \"1000/s\", \"50/min\" or \"10/h\"");
+		return -EINVAL;
+	}
+	r->pol.burst = r->pol.rate / 10 ? r->pol.rate / 10 : 1;
+	if (burst && (!json_is_integer(burst) || json_integer_value(burst) < 1 ||
+		      json_integer_value(burst) > 100000000)) {
+		tool_error(c, "ENABLE_SET: \"burst\" must be 1 to 100000000");
+		return -EINVAL;
+	}
+	if (burst)
+		r->pol.burst = (uint32_t)json_integer_value(burst);
+	if (wait && (!json_is_integer(wait) || json_integer_value(wait) < 0 ||
+		     json_integer_value(wait) > RINGLOG_WAIT_MAX_US)) {
+		tool_error(c, "ENABLE_SET: \"wait_us\" must be 0 to 100000 (100 ms)");
+		return -EINVAL;
+	}
+	if (wait)
+		r->pol.wait_us = (uint32_t)json_integer_value(wait);
+	if (event && (!json_is_string(event) || !json_string_length(event) ||
+		      json_string_length(event) >= RINGLOG_EVENT_PATTERN_MAX)) {
+		tool_error(c, "ENABLE_SET: \"event\" must be an event name or glob of 1 to 63 bytes");
+		return -EINVAL;
+	}
+	if (event && !(r->event = strdup(json_string_value(event))))
+		return -ENOMEM;
+	return 0;
 }
 
 bool op_rule_kw(const struct daemon *d, const char *name, uint64_t kw[8])
@@ -68,9 +124,18 @@ json_t *op_status(const struct daemon *d)
 
 	for (const struct op_rule *r = d->op_rules; r; r = r->next) {
 		snprintf(kw, sizeof(kw), "0x%llx", (unsigned long long)r->keywords);
-		json_array_append_new(a, json_pack("{s:s,s:i,s:s,s:I,s:I,s:I}", "provider", r->pattern,
+		json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:I,s:I}", "provider", r->pattern,
 			"level", (int)r->level, "keywords", kw, "set_ns", (json_int_t)r->set_ns,
-			"uid", (json_int_t)r->uid, "pid", (json_int_t)r->pid));
+			"uid", (json_int_t)r->uid, "pid", (json_int_t)r->pid);
+
+		if (r->has_pol) {
+			json_object_set_new(o, "event", json_string(r->event ? r->event : "*"));
+			json_object_set_new(o, "rate", json_integer(r->pol.rate));
+			json_object_set_new(o, "period_ms", json_integer(r->pol.period_ms));
+			json_object_set_new(o, "burst", json_integer(r->pol.burst));
+			json_object_set_new(o, "wait_us", json_integer(r->pol.wait_us));
+		}
+		json_array_append_new(a, o);
 	}
 	return a;
 }
@@ -151,6 +216,7 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 	bool reset;
 	unsigned n = 0, dropped = 0;
 	char *end;
+	int err;
 
 	if (!j)
 		return 0;
@@ -199,6 +265,11 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 			free(r);
 			json_decref(j);
 			return -ENOMEM;
+		}
+		if ((err = rule_policy(c, j, r)) < 0) {
+			rule_free(r);
+			json_decref(j);
+			return err == -ENOMEM ? err : 0;
 		}
 		r->level = (unsigned)level;
 		r->keywords = keywords;

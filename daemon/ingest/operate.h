@@ -17,6 +17,11 @@ struct client;
 int op_enable_set(struct client *c, const uint8_t *json, uint32_t len);
 int op_list(struct client *c, const uint8_t *json, uint32_t len);
 int op_vacuum(struct client *c, const uint8_t *json, uint32_t len);
+/* The newest run-time rule with a rate limit or wait for event ename of
+ * provider pname: true, pol filled (ingest/overload.c). */
+struct ringlog_config_policy;
+bool op_rule_policy(const struct daemon *d, const char *pname, const char *ename,
+		    struct ringlog_config_policy *pol);
 /* The run-time rule for provider name, if one matches: true, kw filled. */
 bool op_rule_kw(const struct daemon *d, const char *name, uint64_t kw[8]);
 struct json_t *op_status(const struct daemon *d); /* the rules, for STATUS */

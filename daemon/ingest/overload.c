@@ -18,9 +18,14 @@
 #include "ctl.h"
 #include "ingest/overload.h"
 #include "ingest/registry.h"
+#include "ingest/operate.h"
 
 #include <errno.h>
+#ifdef _WIN32
+#include "compat-win.h" /* fnmatch */
+#else
 #include <fnmatch.h>
+#endif
 #include <jansson.h>
 #include <string.h>
 
@@ -40,7 +45,10 @@ static struct ringlog_config_policy policy_of(const struct daemon *d, const char
 					      const char *ename)
 {
 	const struct ringlog_config_provider *r = &d->cfg.default_provider;
+	struct ringlog_config_policy pol;
 
+	if (op_rule_policy(d, pname, ename, &pol)) /* `ringlog enable --rate` first */
+		return pol;
 	for (unsigned i = 0; i < d->cfg.n_providers; i++)
 		if (!fnmatch(d->cfg.providers[i].pattern, pname, 0)) {
 			r = &d->cfg.providers[i];
