@@ -67,6 +67,15 @@
  * attached: a daemon from before it would detach a ring whose LOSS record
  * it cannot parse.
  *
+ * Overload: the consumer asks the producer to keep the last shed_reserve
+ * bytes for records of level shed_level or more important; the producer
+ * takes them off its fast-path limit, so only its slow path, which knows
+ * the level, ever writes there, and it drops the others, counted by level
+ * (lost_level_total, and the per-level LOSS record, ringlog_rec_loss_lvl,
+ * for a consumer that set RINGLOG_CONS_LOSS_LVL). A producer thread that
+ * opted in to wait for room sets `waiting` meanwhile, so that the consumer
+ * gives space back at once; it never depends on an answer (FORMAT.md).
+ *
  * Trust: the daemon treats every byte of a ring as hostile. It reads the
  * identity block once at attach time, keeps private copies of the geometry
  * and of its own position, re-reads only prod_pos (and state), and checks

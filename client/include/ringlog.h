@@ -22,7 +22,11 @@
  * Emitting never blocks, never allocates and makes no system call, except
  * on a thread's first enabled event, which creates the thread's ring. When
  * the ring is full the event is dropped and the loss is counted in the
- * stream. The library starts one background thread that connects to
+ * stream; once it is fuller than the daemon's ring_reserve, events less
+ * important than its shed_level go first. Only RINGLOG_EVENT_WAIT and a
+ * provider the daemon lets wait ever wait (bounded, opt-in); a rate limit
+ * the daemon sets for an event is applied here, without a lock or a system
+ * call. The library starts one background thread that connects to
  * ringlogd (socket from $RINGLOG_SOCKET or /run/ringlog/ringlog.sock),
  * hands it the rings and reconnects after a daemon restart.
  *
