@@ -21,7 +21,9 @@
  *   bytes on disk per event       files of the run / events stored
  *   tail latency p50/p99          ringlog only: emit -> `ringlog tail` line
  *
- * usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R] [--out DIR]
+ * usage: bench-emit RINGLOGD RINGLOG [--quick] [--runs R] [--out DIR] [--emit-only]
+ *   --emit-only: only the emit cost rows of ringlog (1 thread, enabled and
+ *   disabled), one line per run: for checking a change to the fast path
  *   --out DIR: also write table.md and the emit latency quantiles of each
  *   collector (DIR/latency-<name>.dat), for scripts/bench.sh's plot
  */
@@ -300,7 +302,7 @@ int main(int argc, char **argv)
 {
 	static struct results rl, lt;
 	static char self_dir[2048];
-	int runs = 3, quick = 0;
+	int runs = 3, quick = 0, emit_only = 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char why[300] = "", l[128];
 	bool have_lt;
@@ -325,6 +327,8 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out_dir = argv[++i];
+		else if (!strcmp(argv[i], "--emit-only"))
+			emit_only = 1;
 	}
 	if (runs < 1 || runs > 16)
 		runs = 3;
@@ -344,6 +348,18 @@ int main(int argc, char **argv)
 	if (collector_ringlog.setup(&collector_ringlog, why, sizeof(why)) < 0) {
 		fprintf(stderr, "bench-emit: %s\n", why);
 		return 1;
+	}
+	if (emit_only) {
+		for (int i = 0; i < runs; i++) {
+			run_job(&collector_ringlog, 1, quick ? 1000000 : 10000000, 10000, 0, 1, NULL,
+				&rl.lat1[i]);
+			run_job(&collector_ringlog, 1, quick ? 1000000 : 10000000, 0, 1, 1, NULL,
+				&rl.dis[i]);
+			printf("run %d: emit p50 %.1f p99 %.1f p99.9 %.1f ns, disabled p50 %.2f ns\n",
+			       i + 1, rl.lat1[i].p50, rl.lat1[i].p99, rl.lat1[i].p999, rl.dis[i].p50);
+		}
+		collector_ringlog.teardown(&collector_ringlog);
+		return 0;
 	}
 	measure(&collector_ringlog, runs, quick, ncpu, &rl);
 	have_lt = collector_lttng.setup(&collector_lttng, why, sizeof(why)) == 0;
