@@ -25,7 +25,7 @@
 #endif
 
 #define MAX_ERRORS 16
-#define KEY_PATH_MAX 400 /* "a/b/c": nesting in this schema is 3 deep */
+#define KEY_PATH_MAX 400 /* "a/b/c/d/e": nesting in this schema is 5 deep */
 
 /* A key's position in the text: path is "a/b/c" (jansson's decoded keys). */
 struct loc {
@@ -418,7 +418,11 @@ static void walk(struct ctx *x, const char *path, json_t *obj, const struct key 
 	}
 	json_object_foreach(obj, k, v) {
 		size_t i;
-		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k);
+
+		if (snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k) >= (int)sizeof(sub)) {
+			report(x, path, "a key in here is too long (%zu bytes)", strlen(k));
+			continue;
+		}
 		for (i = 0; i < nkeys; i++)
 			if (!strcmp(keys[i].name, k))
 				break;

@@ -48,6 +48,19 @@ static void refresh_cons(struct ringlog_producer *p)
 		p->cached_cons = c;
 }
 
+/* The consumer's shedding parameters (ring.h), with the wake check, about
+ * once per wake_bytes written (and so before the ring can first be half
+ * full): a daemon's reload reaches running rings without a load of the
+ * consumer's line on every drop. The reserve is clamped to half the ring
+ * so that a bogus value cannot starve every level. */
+static void load_shed(struct ringlog_producer *p)
+{
+	uint64_t r = __atomic_load_n(&p->hdr->shed_reserve, __ATOMIC_RELAXED);
+
+	p->reserve = r < p->size / 2 ? r & ~(uint64_t)(RINGLOG_REC_ALIGN - 1) : p->size / 2;
+	p->shed_level = __atomic_load_n(&p->hdr->shed_level, __ATOMIC_RELAXED);
+}
+
 /* The high-water wakeup (ring.h: consumer_flags, wake_bytes). Reached from
  * the slow path about once per wake_bytes written, so the fast path never
  * reads the consumer's cache line: with the consumer at least that far
@@ -59,21 +72,11 @@ static void check_wake(struct ringlog_producer *p)
 	uint64_t step = wb && wb <= p->size ? wb : p->size / 2;
 
 	refresh_cons(p);
+	load_shed(p);
 	if (wb && p->pos - p->cached_cons >= wb &&
 	    (__atomic_load_n(&p->hdr->consumer_flags, __ATOMIC_ACQUIRE) & RINGLOG_CONS_SLEEPING))
 		p->wake = 1;
 	p->wake_check = (p->cached_cons + step > p->pos ? p->cached_cons : p->pos) + step;
-}
-
-/* The consumer's shedding parameters (ring.h), once per slow path: a
- * daemon's reload reaches running rings. The reserve is clamped to half
- * the ring so that a bogus value cannot starve every level. */
-static void load_shed(struct ringlog_producer *p)
-{
-	uint64_t r = __atomic_load_n(&p->hdr->shed_reserve, __ATOMIC_RELAXED);
-
-	p->reserve = r < p->size / 2 ? r & ~(uint64_t)(RINGLOG_REC_ALIGN - 1) : p->size / 2;
-	p->shed_level = __atomic_load_n(&p->hdr->shed_level, __ATOMIC_RELAXED);
 }
 
 /* Bytes a record of total bytes needs at p->pos: itself, plus the PAD up to
@@ -132,19 +135,20 @@ static bool write_loss(struct ringlog_producer *p)
 		.type = RINGLOG_REC_LOSS,
 		.aux = p->gap_aux,
 	};
-	struct ringlog_rec_loss_lvl loss = { .x = { .l = {
-		.records = p->lost_records - p->reported_records,
-		.bytes = p->lost_bytes - p->reported_bytes,
-		.total_records = p->lost_records,
-		.total_bytes = p->lost_bytes,
-	}, .first_ts = p->gap_ts } };
+	struct ringlog_rec_loss_lvl loss;
 	uint8_t *rec;
 
-	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
-		loss.by_level[i] = p->lost_level[i] - p->reported_level[i];
-
+	/* Tried again at every drop while the ring is full: fail before
+	 * building anything. */
 	if (!place(p, ringlog_rec_total(h.len)))
 		return false;
+	loss.x.l.records = p->lost_records - p->reported_records;
+	loss.x.l.bytes = p->lost_bytes - p->reported_bytes;
+	loss.x.l.total_records = p->lost_records;
+	loss.x.l.total_bytes = p->lost_bytes;
+	loss.x.first_ts = p->gap_ts;
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+		loss.by_level[i] = p->lost_level[i] - p->reported_level[i];
 	rec = p->data + (p->pos & p->mask);
 	memcpy(rec, &h, sizeof(h));
 	memcpy(rec + sizeof(h), &loss, h.len);
@@ -165,9 +169,8 @@ static bool write_loss(struct ringlog_producer *p)
  * gap began (first_ts), which is where readers place it. */
 static bool defer_loss(struct ringlog_producer *p, uint64_t total)
 {
-	uint32_t caps = __atomic_load_n(&p->hdr->consumer_caps, __ATOMIC_RELAXED);
-	uint64_t lt = ringlog_rec_total(caps & RINGLOG_CONS_LOSS_LVL ? sizeof(struct ringlog_rec_loss_lvl)
-							: sizeof(struct ringlog_rec_loss_ext));
+	/* The longest form: close enough, and no load of consumer_caps. */
+	uint64_t lt = ringlog_rec_total(sizeof(struct ringlog_rec_loss_lvl));
 
 	return p->reserve && !fits(p, need_at(p, lt) + total, p->reserve);
 }
@@ -206,7 +209,6 @@ void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, 
 		return NULL; /* refused: the caller bounds its payloads */
 	if (p->pos + total > p->wake_check)
 		check_wake(p);
-	load_shed(p);
 	/* Shed: a record of a less important level may not take the last
 	 * reserve bytes, which stay for those at or below shed_level. */
 	if (p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve)) {
