@@ -61,6 +61,19 @@ static struct ringlog_event tick = {
 	.level = RINGLOG_LEVEL_INFO, .keyword = 0x1,
 };
 
+/* Alert{thread, seq}, level warning, for --warn-every: a run-time
+ * descriptor, so that only runs that use it declare it (`ringlog list`
+ * tests see the emitter's one event, Tick). The waiting Ticks of --wait-us
+ * go through ringlog_emit_wait() with the Tick descriptor above, for the
+ * same reason. */
+static const struct ringlog_field alert_fields[] = {
+	{ RINGLOG_T_U32, 0, "thread" }, { RINGLOG_T_U64, 0, "seq" },
+};
+static struct ringlog_event alert = {
+	.provider = &test_provider, .name = "Alert", .fields = alert_fields, .nfields = 2,
+	.level = RINGLOG_LEVEL_WARNING, .keyword = 0x1,
+};
+
 struct worker {
 	pthread_t th;
 	uint32_t index;
@@ -114,13 +127,15 @@ static void *run(void *arg)
 		t0 = now_ns();
 
 		if (warn_every && i % (uint64_t)warn_every == 0) {
-			RINGLOG_EVENT(test_provider, "Alert", RINGLOG_LEVEL_WARNING, 0x1,
-				      RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i));
+			struct ringlog_arg a[2] = { { .v.u = w->index }, { .v.u = i } };
+
+			ringlog_emit(&alert, NULL, a);
 			__atomic_fetch_add(&emitted_level[RINGLOG_LEVEL_WARNING], 1, __ATOMIC_RELAXED);
 		} else if (wait_us) {
-			RINGLOG_EVENT_WAIT(test_provider, wait_us, "Tick", RINGLOG_LEVEL_INFO, 0x1,
-					   RINGLOG_U32("thread", w->index), RINGLOG_U64("seq", i),
-					   RINGLOG_STR("text", "fifteen chars.."));
+			struct ringlog_arg a[3] = { { .v.u = w->index }, { .v.u = i },
+				{ .v.bytes = { "fifteen chars..", 15 } } };
+
+			ringlog_emit_wait(&tick, NULL, a, wait_us);
 			__atomic_fetch_add(&emitted_level[RINGLOG_LEVEL_INFO], 1, __ATOMIC_RELAXED);
 		} else {
 			RINGLOG_EVENT(test_provider, "Tick", RINGLOG_LEVEL_INFO, 0x1,

@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "meta.h"
+#include "ingest/overload.h"
 
 struct daemon;
 struct ring;
@@ -73,7 +74,8 @@ struct client {
 	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
 	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
 	struct ovl_counts ovl;    /* ingest/overload.c */
-	uint32_t pol_next;        /* event ids below it had their POLICY */
+	struct ringlog_config_policy *pol_sent; /* POLICY last sent, by event id */
+	uint32_t npol_sent;
 	bool refused;
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 	bool ghost;          /* adopted from the fd store: no connection */

@@ -143,6 +143,7 @@ void client_maybe_free(struct client *c)
 	ringlog_meta_free(&c->meta);
 	free(c->prov);
 	free(c->prov_sent);
+	free(c->pol_sent);
 	free(c->exe);
 	free(c->tx.buf);
 	free(c);

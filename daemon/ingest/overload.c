@@ -27,6 +27,7 @@
 #include <fnmatch.h>
 #endif
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ovl_ring_attached(struct daemon *d, struct ring *r)
@@ -60,16 +61,26 @@ static struct ringlog_config_policy policy_of(const struct daemon *d, const char
 	return r->pol;
 }
 
-/* POLICY entries for c's events from id `from` on; with all, defaults too
- * (a reload may have lifted a limit the program still applies). */
-static void send_policies(struct client *c, uint32_t from, bool all)
+/* POLICY entries for c's events whose policy is not what the program
+ * has (the default, none, until we send one): a reload or a new tail
+ * sends nothing when no policy changed. */
+static void send_policies(struct client *c)
 {
 	struct ringlog_ctl_policy batch[64];
 	unsigned n = 0;
 
-	if (!c->writer || c->gone || c->refused)
+	if (!c->writer || c->gone || c->refused || c->meta.nev <= 1)
 		return;
-	for (uint32_t id = from ? from : 1; id < c->meta.nev; id++) {
+	if (c->npol_sent < c->meta.nev) {
+		struct ringlog_config_policy *s = realloc(c->pol_sent, c->meta.nev * sizeof(*s));
+
+		if (!s)
+			return; /* tried again at the next change */
+		memset(s + c->npol_sent, 0, (c->meta.nev - c->npol_sent) * sizeof(*s));
+		c->pol_sent = s;
+		c->npol_sent = c->meta.nev;
+	}
+	for (uint32_t id = 1; id < c->meta.nev; id++) {
 		const struct ringlog_event_desc *e = ringlog_meta_event(&c->meta, id);
 		const char *pname = e ? ringlog_meta_provider(&c->meta, e->provider) : NULL;
 		struct ringlog_config_policy pol;
@@ -77,8 +88,9 @@ static void send_policies(struct client *c, uint32_t from, bool all)
 		if (!e || !pname)
 			continue;
 		pol = policy_of(c->d, pname, e->name);
-		if (!all && !pol.rate && !pol.wait_us)
+		if (!memcmp(&pol, &c->pol_sent[id], sizeof(pol)))
 			continue;
+		c->pol_sent[id] = pol;
 		batch[n] = (struct ringlog_ctl_policy){ .event = (uint16_t)id, .wait_us = pol.wait_us,
 			.rate = pol.rate, .period_ms = pol.period_ms, .burst = pol.burst };
 		if (++n == 64) {
@@ -88,13 +100,12 @@ static void send_policies(struct client *c, uint32_t from, bool all)
 	}
 	if (n)
 		client_send(c, RINGLOG_CTL_POLICY, batch, n * sizeof(batch[0]));
-	c->pol_next = c->meta.nev;
 }
 
 void ovl_meta_synced(struct client *c)
 {
-	if (c->meta.nev > c->pol_next)
-		send_policies(c, c->pol_next, false);
+	if (c->meta.nev > c->npol_sent)
+		send_policies(c);
 }
 
 void ovl_reload(struct daemon *d)
@@ -103,7 +114,7 @@ void ovl_reload(struct daemon *d)
 		for (struct ring *r = c->rings; r; r = r->next)
 			if (!r->dead && r->mem)
 				ovl_ring_attached(d, r);
-		send_policies(c, 1, true);
+		send_policies(c);
 	}
 }
 
