@@ -2,7 +2,7 @@
  *
  * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
  *                     [--progress FILE] [--half-record] [--warn-every N]
- *                     [--wait-us US] [--seconds S]
+ *                     [--wait-us US] [--seconds S] [--flush-first]
  *
  * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
  * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
@@ -16,7 +16,9 @@
  * Overload (issue 28): --warn-every N makes every Nth event an Alert{thread,
  * seq} of level warning instead of a Tick (level info); --wait-us emits
  * Ticks with RINGLOG_EVENT_WAIT(US); --seconds S (with EVENTS = 0) emits
- * for S seconds. At exit it also prints "level L emitted N" per level and
+ * for S seconds. --flush-first: a ringlog_flush() before the first event,
+ * so that what the daemon says about the events (a rate limit) has
+ * arrived when they start. At exit it also prints "level L emitted N" per level and
  * "suppressed=N waits=N wait_ns=N wait_max_ns=N wait_timeouts=N".
  * At exit it prints, per thread, what the fault tests compare with
  * the store:
@@ -47,6 +49,7 @@ static long pause_us;
 static volatile sig_atomic_t stop;
 static uint64_t *progress; /* shared with the test, one slot per thread */
 static int half_record;
+static int flush_first;
 static long warn_every;
 static uint32_t wait_us;
 static double seconds;
@@ -193,6 +196,10 @@ int main(int argc, char **argv)
 			half_record = 1;
 			continue;
 		}
+		if (!strcmp(opt, "--flush-first")) {
+			flush_first = 1;
+			continue;
+		}
 		if (!val)
 			return 2;
 		i++;
@@ -222,6 +229,8 @@ int main(int argc, char **argv)
 	if (threads < 1 || threads > 256)
 		return 2;
 	signal(SIGUSR1, on_usr1);
+	if (flush_first && ringlog_flush(5000) < 0)
+		return 4;
 	for (int i = 0; i < threads; i++) {
 		w[i].index = (uint32_t)i;
 		pthread_create(&w[i].th, NULL, run, &w[i]);
