@@ -175,7 +175,7 @@ static bool defer_loss(struct ringlog_producer *p, uint64_t total)
 	return p->reserve && !fits(p, need_at(p, lt) + total, p->reserve);
 }
 
-void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len)
+static inline void drop(struct ringlog_producer *p, uint32_t len)
 {
 	unsigned l = p->level & (RINGLOG_LOSS_LEVELS - 1);
 
@@ -190,17 +190,15 @@ void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len)
 	set_limit(p);
 }
 
-void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
-			 uint16_t type, uint16_t aux)
+void ringlog_prod_drop(struct ringlog_producer *p, uint32_t len)
 {
-	void *rec = ringlog_prod_try(p, len, type, aux);
-
-	if (!rec && len <= p->max_len)
-		ringlog_prod_drop(p, len);
-	return rec;
+	drop(p, len);
 }
 
-void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, uint16_t aux)
+/* One function with the drop path below: the slow path runs at every
+ * drop of a full ring, where a call more shows. */
+static inline void *try_reserve(struct ringlog_producer *p, uint32_t len, uint16_t type,
+				uint16_t aux)
 {
 	uint64_t total = ringlog_rec_total(len);
 	uint8_t *rec;
@@ -211,20 +209,34 @@ void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, 
 		check_wake(p);
 	/* Shed: a record of a less important level may not take the last
 	 * reserve bytes, which stay for those at or below shed_level. */
-	if (p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve)) {
-		set_limit(p);
-		return NULL;
-	}
-	if ((loss_pending(p) && !defer_loss(p, total) && !write_loss(p)) || !place(p, total)) {
-		set_limit(p);
-		return NULL;
-	}
+	if ((p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve)) ||
+	    (loss_pending(p) && !defer_loss(p, total) && !write_loss(p)) || !place(p, total))
+		return NULL; /* the caller sets the limit (after counting the drop) */
 	set_limit(p);
 	rec = p->data + (p->pos & p->mask);
 	struct ringlog_rec_hdr h = { .len = len, .type = type, .aux = aux };
 	memcpy(rec, &h, sizeof(h));
 	p->next = p->pos + total;
 	return rec + RINGLOG_REC_HDR_SIZE;
+}
+
+void *ringlog_prod_try(struct ringlog_producer *p, uint32_t len, uint16_t type, uint16_t aux)
+{
+	void *rec = try_reserve(p, len, type, aux);
+
+	if (!rec)
+		set_limit(p);
+	return rec;
+}
+
+void *ringlog__prod_slow(struct ringlog_producer *p, uint32_t len,
+			 uint16_t type, uint16_t aux)
+{
+	void *rec = try_reserve(p, len, type, aux);
+
+	if (!rec && len <= p->max_len)
+		drop(p, len); /* and sets the limit */
+	return rec;
 }
 
 int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
