@@ -194,7 +194,8 @@ struct ringlog_ring_hdr {
 	uint32_t waiting;            /* a thread waits for room (opt-in
 	                              * blocking): consumer, give space back now */
 	uint64_t lost_level_total[RINGLOG_LOSS_LEVELS]; /* lost_records_total by
-	                              * level (RINGLOG_RING_LOSS_LEVELS) */
+	                              * level (RINGLOG_RING_LOSS_LEVELS), stored
+	                              * when the ring finishes */
 	uint8_t  _pad2[128 - 96];
 
 	/* consumer block: written by the consumer only */

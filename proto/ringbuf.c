@@ -181,10 +181,9 @@ static inline void drop(struct ringlog_producer *p, uint32_t len)
 
 	p->lost_records++;
 	p->lost_bytes += len;
-	p->lost_level[l]++;
+	p->lost_level[l]++; /* to the header when the ring finishes */
 	/* Relaxed: the consumer reads the totals only after an acquire of
 	 * state (ringlog_cons_done) or of prod_pos, both stored later. */
-	__atomic_store_n(&p->hdr->lost_level_total[l], p->lost_level[l], __ATOMIC_RELAXED);
 	__atomic_store_n(&p->hdr->lost_records_total, p->lost_records, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->hdr->lost_bytes_total, p->lost_bytes, __ATOMIC_RELAXED);
 	set_limit(p);
@@ -292,6 +291,12 @@ int ringlog_prod_flush_loss(struct ringlog_producer *p)
 
 void ringlog_prod_finish(struct ringlog_producer *p)
 {
+	/* The split by level of the totals, once, here rather than at every
+	 * drop (a full ring drops at every call): a ring whose process dies
+	 * without finishing leaves them behind lost_records_total, and the
+	 * consumer then reports the rest without levels. */
+	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
+		__atomic_store_n(&p->hdr->lost_level_total[i], p->lost_level[i], __ATOMIC_RELAXED);
 	/* Pairs with the acquire load of state in ringlog_cons_done(). */
 	__atomic_store_n(&p->hdr->state, RINGLOG_RING_FINISHED, __ATOMIC_RELEASE);
 }
