@@ -272,7 +272,8 @@ struct ringlog_arg {
 };
 
 /* Emit e (registered or not) with e->nfields values. Returns 0, -EAGAIN when
- * the event is disabled, -ENOBUFS when the ring was full (counted). */
+ * the event is disabled, -ENOBUFS when the ring was full or the event's
+ * rate limit suppressed it (both counted). */
 RINGLOG_API int ringlog_emit(struct ringlog_event *e, const struct ringlog_activity *act,
 			     const struct ringlog_arg *args);
 
