@@ -30,8 +30,8 @@
  *                whole client was refused (limits, bad seals, ...)
  *   D->C POLICY  struct ringlog_ctl_policy[n]: per event, its rate limit
  *                and wait (configuration "rate"/"burst"/"wait", `ringlog
- *                enable --rate`); sent for every event when they change, for
- *                new events when they are not the default (none)
+ *                enable --rate`); sent for each event whose policy differs
+ *                from what the program was last sent (the default: none)
  *   C->D SUPPRESSED struct ringlog_ctl_suppressed[n]: per event, how many
  *                its rate limit suppressed since the last report; only to a daemon whose
  *                WELCOME flags say RINGLOG_WELCOME_OVERLOAD (an older one
