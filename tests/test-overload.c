@@ -5,11 +5,14 @@
  *     emitted;
  *   - a rate limit per call site from the configuration stores about the
  *     rate times the run plus the burst and counts the rest exactly, as LOSS
- *     records naming the event; a SIGHUP reaches a running program;
+ *     records naming the event; a SIGHUP and `ringlog enable --rate` reach
+ *     a running program;
  *   - opt-in waiting: bounded by its timeout with the daemon stopped, no
- *     deadlock with the daemon killed while programs wait, no loss while
- *     the daemon keeps up.
- * Timing is printed, never asserted.
+ *     deadlock with the daemon killed while programs wait (run-time API),
+ *     no loss while the daemon keeps up (a provider's "wait" in the
+ *     configuration).
+ * Timing is printed, never asserted (the rate test bounds what is stored
+ * by the rate over the run plus two seconds of slack).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
