@@ -1,0 +1,407 @@
+/* bench/bench-scale.c - does the collector's cost stay flat as writers
+ * multiply? The same total rate (1 M events/s of the 48-byte event) from
+ * 1, 10, 100 and 1,000 writer threads (in 1, 1, 10 and 100 processes),
+ * each case on a fresh ringlogd:
+ *
+ *   daemon CPU per stored event   utime+stime of ringlogd / events stored
+ *   emit p99                      each call timed alone with the TSC
+ *   emit -> `ringlog tail` p99    one event in 1,000 is a Probe carrying
+ *                                 its CLOCK_REALTIME emit time; a tail
+ *                                 attached for the whole run prints them
+ *
+ * and the daemon's CPU with 1,000 rings registered and idle (threads that
+ * emitted once and sleep), as a share of one core: the drain must not cost
+ * in proportion to rings that have nothing in them.
+ *
+ * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]
+ *   (as a writer process, re-executed by itself:
+ *    bench-scale --child THREADS RATE_PER_THREAD SECONDS SAMPLES_FILE TPN)
+ */
+#define _GNU_SOURCE
+#include <ringlog.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench-util.h"
+#include "collector.h"
+
+RINGLOG_PROVIDER_DEFINE(scale_provider, "Bench.Scale");
+
+#define PROBE_EVERY 1000 /* one event in this many is a Probe */
+#define TOTAL_RATE 1000000.0
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------
+ * The writer process: THREADS threads, each paced at RATE events/s for
+ * SECONDS, every call timed; the samples (ticks) go to a file.
+ */
+struct writer {
+	pthread_t th;
+	double rate;
+	double seconds;
+	uint64_t *samples;
+	size_t n;
+	int idle; /* emit once, then sleep */
+};
+
+static pthread_barrier_t ready;
+
+static void *writer_thread(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t start, total = (uint64_t)(w->rate * w->seconds);
+
+	/* the ring is created by the first event, untimed */
+	RINGLOG_EVENT(scale_provider, "Small", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U64("a", 0),
+		      RINGLOG_U64("b", 0), RINGLOG_U64("c", 0), RINGLOG_U64("d", 0));
+	pthread_barrier_wait(&ready);
+	if (w->idle) {
+		struct timespec ts = { (time_t)w->seconds, 0 };
+
+		nanosleep(&ts, NULL);
+		return NULL;
+	}
+	start = bu_now_ns();
+	for (uint64_t k = 0; k < total; k++) {
+		uint64_t due = start + (uint64_t)((double)k * 1e9 / w->rate), now = bu_now_ns(), t;
+
+		/* sleep when the next event is far, spin when near: 1,000
+		 * writers on two cores cannot all spin */
+		if (due > now + 50000) {
+			struct timespec ts = { 0, (long)(due - now - 20000) };
+
+			nanosleep(&ts, NULL);
+		}
+		while (bu_now_ns() < due)
+			;
+		t = bu_ticks();
+		if (k % PROBE_EVERY == PROBE_EVERY - 1)
+			RINGLOG_EVENT(scale_provider, "Probe", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U64("sent_ns", real_ns()));
+		else
+			RINGLOG_EVENT(scale_provider, "Small", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U64("a", k), RINGLOG_U64("b", k), RINGLOG_U64("c", k),
+				      RINGLOG_U64("d", k));
+		w->samples[w->n++] = bu_ticks() - t;
+	}
+	return NULL;
+}
+
+static int child_main(int argc, char **argv)
+{
+	int threads = atoi(argv[2]);
+	double rate = atof(argv[3]), seconds = atof(argv[4]);
+	const char *path = argv[5];
+	struct writer *w = calloc((size_t)threads, sizeof(*w));
+	FILE *f;
+
+	(void)argc;
+	if (!w || threads < 1)
+		return 2;
+	pthread_barrier_init(&ready, NULL, (unsigned)threads);
+	for (int i = 0; i < threads; i++) {
+		w[i].rate = rate;
+		w[i].seconds = seconds;
+		w[i].idle = rate <= 0;
+		w[i].samples = calloc((size_t)(rate * seconds) + 1, sizeof(uint64_t));
+		if (pthread_create(&w[i].th, NULL, writer_thread, &w[i]))
+			return 1;
+	}
+	f = fopen(path, "w");
+	for (int i = 0; i < threads; i++) {
+		pthread_join(w[i].th, NULL);
+		if (f)
+			fwrite(w[i].samples, sizeof(uint64_t), w[i].n, f);
+		free(w[i].samples);
+	}
+	if (f)
+		fclose(f);
+	free(w);
+	ringlog_flush(5000);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The orchestrator
+ */
+static const char *self, *cli;
+static char workdir[256];
+static double tpn;
+
+struct tail {
+	FILE *p;
+	pthread_t th;
+	uint64_t *lat;
+	size_t n, cap;
+};
+
+static void *tail_reader(void *arg)
+{
+	struct tail *t = arg;
+	char line[4096];
+
+	while (fgets(line, sizeof(line), t->p)) {
+		char *s = strstr(line, "\"sent_ns\":");
+		uint64_t now = real_ns();
+
+		if (s && t->n < t->cap)
+			t->lat[t->n++] = now - strtoull(s + 10, NULL, 10);
+	}
+	return NULL;
+}
+
+static pid_t spawn_writer(int threads, double rate, double seconds, const char *samples)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		char a[32], b[64], c[64], d[64];
+
+		snprintf(a, sizeof(a), "%d", threads);
+		snprintf(b, sizeof(b), "%.3f", rate);
+		snprintf(c, sizeof(c), "%.3f", seconds);
+		snprintf(d, sizeof(d), "%.6f", tpn);
+		execl(self, self, "--child", a, b, c, samples, d, (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+struct result {
+	int writers, procs;
+	double cpu_ns_per_ev, emit_p99, tail_p99, tail_p50;
+	uint64_t stored, emitted;
+	size_t probes;
+};
+
+static uint64_t *read_samples(int procs, size_t *n)
+{
+	size_t cap = 1 << 20, got = 0;
+	uint64_t *all = malloc(cap * sizeof(*all));
+
+	for (int i = 0; i < procs && all; i++) {
+		char path[400];
+		FILE *f;
+		size_t k;
+
+		snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
+		if (!(f = fopen(path, "r")))
+			continue;
+		for (;;) {
+			if (got == cap) {
+				uint64_t *m = realloc(all, (cap *= 2) * sizeof(*all));
+
+				if (!m)
+					break;
+				all = m;
+			}
+			if (!(k = fread(all + got, sizeof(*all), cap - got, f)))
+				break;
+			got += k;
+		}
+		fclose(f);
+		unlink(path);
+	}
+	*n = got;
+	return all;
+}
+
+static void run_case(int writers, int procs, double seconds, struct result *r)
+{
+	struct collector *c = &collector_ringlog;
+	struct tail t = { 0 };
+	int per = writers / procs;
+	double rate = TOTAL_RATE / writers;
+	pid_t kids[128];
+	uint64_t c0, c1, bytes, *all;
+	size_t n;
+	char cmd[900];
+
+	memset(r, 0, sizeof(*r));
+	r->writers = writers;
+	r->procs = procs;
+	if (c->start(c) < 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "exec %s tail --json --event Probe 2>/dev/null", cli);
+	t.cap = 1 << 20;
+	t.lat = calloc(t.cap, sizeof(*t.lat));
+	t.p = popen(cmd, "r");
+	pthread_create(&t.th, NULL, tail_reader, &t);
+	usleep(300000); /* the tail is subscribed */
+	c0 = c->cpu_ns(c);
+	for (int i = 0; i < procs; i++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
+		kids[i] = spawn_writer(per, rate, seconds, path);
+	}
+	for (int i = 0; i < procs; i++)
+		waitpid(kids[i], NULL, 0);
+	usleep(200000);
+	c->stop(c); /* the tail ends with the daemon */
+	c1 = c->cpu_ns(c);
+	pthread_join(t.th, NULL);
+	pclose(t.p);
+	c->count(c, &r->stored, &bytes);
+	r->stored++; /* count() takes one off for bench-emit's Start event */
+	r->emitted = (uint64_t)(rate * seconds) * (uint64_t)writers + (uint64_t)writers;
+	r->cpu_ns_per_ev = r->stored ? (double)(c1 - c0) / (double)r->stored : 0;
+	all = read_samples(procs, &n);
+	if (all && n) {
+		bu_sort(all, n);
+		r->emit_p99 = bu_quantile(all, n, 0.99) / tpn;
+	}
+	free(all);
+	if (t.n) {
+		bu_sort(t.lat, t.n);
+		r->tail_p50 = bu_quantile(t.lat, t.n, 0.5) / 1e6;
+		r->tail_p99 = bu_quantile(t.lat, t.n, 0.99) / 1e6;
+	}
+	r->probes = t.n;
+	free(t.lat);
+}
+
+/* The daemon's CPU, in % of one core, over SECONDS with 1,000 rings
+ * registered and idle. */
+static double idle_rings(int writers, int procs, double seconds)
+{
+	struct collector *c = &collector_ringlog;
+	pid_t kids[128];
+	uint64_t c0, c1, ev, by, t0, t1;
+
+	if (c->start(c) < 0)
+		return -1;
+	for (int i = 0; i < procs; i++)
+		kids[i] = spawn_writer(writers / procs, 0, seconds + 3, "/dev/null");
+	sleep(2); /* every thread has emitted its one event and sleeps */
+	c0 = c->cpu_ns(c);
+	t0 = bu_now_ns();
+	usleep((useconds_t)(seconds * 1e6));
+	c1 = c->cpu_ns(c);
+	t1 = bu_now_ns();
+	for (int i = 0; i < procs; i++)
+		waitpid(kids[i], NULL, 0);
+	c->stop(c);
+	c->count(c, &ev, &by);
+	return 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+static FILE *table;
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (table) {
+		va_start(ap, fmt);
+		vfprintf(table, fmt, ap);
+		va_end(ap);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
+	struct result r[4];
+	const char *out_dir = NULL;
+	double seconds = 5, idle_s = 10, idle_pct;
+	char why[300] = "", self_dir[2048];
+
+	if (argc > 1 && !strcmp(argv[1], "--child")) {
+		if (argc < 7)
+			return 2;
+		tpn = atof(argv[6]);
+		return child_main(argc, argv);
+	}
+	if (argc < 3) {
+		fprintf(stderr, "usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]\n");
+		return 2;
+	}
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			seconds = 2, idle_s = 4;
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out_dir = argv[++i];
+	}
+	{
+		static char exe[2048];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		if (n <= 0)
+			return 1;
+		exe[n] = 0;
+		self = exe;
+		snprintf(self_dir, sizeof(self_dir), "%s", exe);
+		*strrchr(self_dir, '/') = 0;
+	}
+	cli = argv[2];
+	tpn = bu_ticks_per_ns();
+	collector_ringlog_paths(argv[1], self_dir);
+	if (collector_ringlog.setup(&collector_ringlog, why, sizeof(why)) < 0) {
+		fprintf(stderr, "bench-scale: %s\n", why);
+		return 1;
+	}
+	/* 1,000 rings of 64 MiB would be 64 GiB of address space in each
+	 * side; 4 MiB holds far more than a drain interval at these rates. */
+	setenv("RINGLOG_RING_SIZE", "4M", 1);
+	snprintf(workdir, sizeof(workdir), "/tmp/ringlog-scale-XXXXXX");
+	if (!mkdtemp(workdir))
+		return 1;
+	if (out_dir) {
+		char p[4200];
+
+		mkdir(out_dir, 0755);
+		snprintf(p, sizeof(p), "%s/scale.md", out_dir);
+		table = fopen(p, "w");
+	}
+	for (int i = 0; i < 4; i++) {
+		fprintf(stderr, "bench-scale: %d writers in %d processes\n", cases[i][0], cases[i][1]);
+		run_case(cases[i][0], cases[i][1], seconds, &r[i]);
+	}
+	fprintf(stderr, "bench-scale: 1000 idle rings\n");
+	idle_pct = idle_rings(1000, 100, idle_s);
+	rmdir(workdir);
+
+	out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
+	out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, 4 MiB rings, "
+	    "a `ringlog tail` attached throughout. \"x 1 writer\": the figure over the "
+	    "1-writer figure (goal: each <= 2).\n\n", PROBE_EVERY, seconds);
+	out("| writers (processes) | daemon CPU per event (ns) | x 1 writer | emit p99 (ns) | "
+	    "x 1 writer | emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
+	out("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < 4; i++)
+		out("| %d (%d) | %.1f | %.2f | %.1f | %.2f | %.2f / %.2f | %.2f | %llu / %llu |\n",
+		    r[i].writers, r[i].procs, r[i].cpu_ns_per_ev,
+		    r[0].cpu_ns_per_ev > 0 ? r[i].cpu_ns_per_ev / r[0].cpu_ns_per_ev : 0,
+		    r[i].emit_p99, r[0].emit_p99 > 0 ? r[i].emit_p99 / r[0].emit_p99 : 0,
+		    r[i].tail_p50, r[i].tail_p99,
+		    r[0].tail_p99 > 0 ? r[i].tail_p99 / r[0].tail_p99 : 0,
+		    (unsigned long long)r[i].stored, (unsigned long long)r[i].emitted);
+	out("\n| figure | ringlog | target |\n|---|---:|---|\n");
+	out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | %.2f | "
+	    "<= 0.5 |\n\n", idle_s, idle_pct);
+	if (table)
+		fclose(table);
+	return 0;
+}
