@@ -50,7 +50,7 @@ struct daemon {
 	 * manager's): daemon_stop_async(). */
 	uv_async_t stop_async;
 	int stop_asked, loop_up;
-	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
+	uint64_t drain_wait_ms; /* the drain timer's last wait (drain.c) */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;

@@ -1,10 +1,10 @@
 /* daemon/ingest/drain.c - move validated records from every ring into the
  * store (store_event()), which packs them and publishes them to the sinks.
  *
- * Runs on a timer: 1 ms while data flows (sooner when a producer passes
- * its high-water mark), 10 ms when the rings were empty (the rings absorb
- * what arrives in between, so a ring is sized by rate x worst drain
- * delay). Each record is validated by the consumer
+ * Runs on a timer whose interval follows the flow (on_drain_timer): 1 ms
+ * while data flows densely, longer while it trickles or stops, and at once
+ * when a producer passes its high-water mark. The rings absorb what
+ * arrives in between, so a ring is sized by rate x worst drain delay. Each record is validated by the consumer
  * (proto/ringbuf.c) and here against the writer's metadata: an event id
  * that the metadata does not define, or a payload shorter than its fixed
  * fields, detaches the ring as corrupt.
@@ -20,8 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DRAIN_BUSY_MS 1
-#define DRAIN_IDLE_MS 10
+#define DRAIN_BUSY_MS 1       /* data flowing densely */
+#define DRAIN_SPARSE_MAX_MS 8 /* data trickling: a few records per ring */
+#define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
+#define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
+#define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
+/* A pass that found at most this many records per ring with data is
+ * sparse: its cost is the visits, so the next one may wait longer. */
+#define DRAIN_SPARSE_RECORDS 16
 
 struct drain_ctx {
 	struct daemon *d;
@@ -151,7 +157,10 @@ static void give_back(struct daemon *d, struct ring *r)
 		store_seal(d);
 }
 
-uint64_t drain_all(struct daemon *d)
+/* One pass over every ring. *records and *busy (rings that had data) and
+ * *fill (the most any ring held, in 1/1024 of its wake-up threshold) tell
+ * the timer how dense the flow is. */
+static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, unsigned *fill)
 {
 	uint64_t moved = 0;
 
@@ -179,7 +188,15 @@ uint64_t drain_all(struct daemon *d)
 			}
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 			store_events_end(d); /* before anything else writes to the chunk */
-			moved += r->cons.pos - before;
+			if (r->cons.pos != before) {
+				uint64_t f = (r->cons.pos - before) * 2048 / r->cons.size;
+
+				moved += r->cons.pos - before;
+				*records += n > 0 ? (uint64_t)n : 0;
+				++*busy;
+				if (f > *fill)
+					*fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
+			}
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
 				continue;
@@ -193,38 +210,56 @@ uint64_t drain_all(struct daemon *d)
 	return moved;
 }
 
-/* Flag every ring as asleep or awake. A producer that sees the flag once
- * its ring is past the high-water mark signals the wake object (ctl.c). */
-static void set_sleeping(struct daemon *d, bool on)
+uint64_t drain_all(struct daemon *d)
 {
-	if (d->sleeping == on)
-		return;
-	d->sleeping = on;
-	for (struct client *c = d->clients; c; c = c->next)
-		for (struct ring *r = c->rings; r; r = r->next)
-			if (!r->dead)
-				__atomic_store_n(&r->cons.hdr->consumer_flags,
-						 on ? RINGLOG_CONS_SLEEPING : 0u, __ATOMIC_RELEASE);
+	uint64_t records = 0;
+	unsigned busy = 0, fill = 0;
+
+	return drain_pass(d, &records, &busy, &fill);
 }
 
-/* Two paces. Busy (the last pass moved data): wait DRAIN_BUSY_MS, flagged
- * asleep, so that a ring passing its high-water mark meanwhile wakes us at
- * once; below that rate no producer ever makes a system call. Not a spin:
- * on two cores the loop would take the CPU from the kernel's write
- * workers, whose completions are what give ring space back. Idle: the
- * long interval, flagged; then drain once more, for what came before the
- * flag. */
+/* The next wait, from what the last pass found. Every ring is flagged
+ * RINGLOG_CONS_SLEEPING for good (registry.c), so a ring passing its
+ * high-water mark (half the ring) wakes us whatever the wait; below it no
+ * producer ever makes a system call. Not a spin: on two cores the loop
+ * would take the CPU from the kernel's write workers, whose completions
+ * are what give ring space back.
+ *   - dense flow: DRAIN_BUSY_MS;
+ *   - a trickle (few records per ring with data, every ring far below
+ *     its threshold): twice the last wait, up to DRAIN_SPARSE_MAX_MS, so
+ *     that 1,000 writers of 1,000 events/s each cost visits of a dozen
+ *     records, not of one (bench/bench-scale.c);
+ *   - nothing: DRAIN_IDLE_MS, then twice that each empty pass up to
+ *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
+ *     many there are;
+ * and never over DRAIN_TAIL_MAX_MS while a tail is attached: a live reader
+ * sees an event within a few milliseconds. */
+static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned busy,
+			  unsigned fill)
+{
+	uint64_t ms = d->drain_wait_ms;
+
+	if (!moved)
+		ms = ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS : ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : ms * 2;
+	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)
+		ms = ms >= DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : ms * 2;
+	else
+		ms = DRAIN_BUSY_MS;
+	if (ms > DRAIN_SPARSE_MAX_MS && moved)
+		ms = DRAIN_SPARSE_MAX_MS;
+	if (d->ntails && ms > DRAIN_TAIL_MAX_MS)
+		ms = DRAIN_TAIL_MAX_MS;
+	return d->drain_wait_ms = ms;
+}
+
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
-	uint64_t moved;
+	uint64_t records = 0, moved;
+	unsigned busy = 0, fill = 0;
 
-	set_sleeping(d, false);
-	moved = drain_all(d);
-	set_sleeping(d, true);
-	if (!moved)
-		moved = drain_all(d);
-	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
+	moved = drain_pass(d, &records, &busy, &fill);
+	uv_timer_start(t, on_drain_timer, next_wait(d, moved, records, busy, fill), 0);
 }
 
 void drain_woken(struct daemon *d, uint64_t n)
@@ -236,5 +271,6 @@ void drain_woken(struct daemon *d, uint64_t n)
 void drain_start(struct daemon *d)
 {
 	d->drain_timer.data = d;
+	d->drain_wait_ms = DRAIN_BUSY_MS; /* something arrived: look closely again */
 	uv_timer_start(&d->drain_timer, on_drain_timer, 0, 0);
 }

@@ -297,6 +297,11 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	 * worth of time before the producer drops. (Rings are at most 1 GiB,
 	 * checked above, so this fits the u32.) */
 	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
+	/* Flagged asleep for good: the drain's wait follows the flow (drain.c)
+	 * and may be long, so a ring past its threshold must always wake us.
+	 * Flipping the flag around every pass cost a store into every ring's
+	 * consumer line twice per pass, whatever was in it. */
+	__atomic_store_n(&r->cons.hdr->consumer_flags, RINGLOG_CONS_SLEEPING, __ATOMIC_RELEASE);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

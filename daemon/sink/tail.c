@@ -50,6 +50,11 @@ struct tail {
 	uint32_t nwriters;
 	uint8_t *stream_sent;   /* by stream id */
 	uint32_t nstreams;
+	/* The selection's verdict on everything but field values, which is
+	 * fixed for a writer's event: by writer id, by event id, VERDICT_*.
+	 * Globs are matched once per event type, not once per record. */
+	struct verdicts { uint8_t *v; uint32_t n; } *verdicts;
+	uint32_t nverdicts;
 	uint64_t dropped;       /* events not sent since the last report */
 	uint8_t *frame;         /* DATA frame being built; until answered,
 	                         * every live record held back */
@@ -159,19 +164,36 @@ static int fields_load(struct ringlog_match *m, json_t *o)
 	return 0;
 }
 
+enum { VERDICT_UNKNOWN, VERDICT_YES, VERDICT_NO };
+
 /* The same matcher as `ringlog read`'s. Fields are decoded only for a
- * tail that matches on them, and only once the cheap tests passed. */
-static bool matches(const struct tail *t, const struct ring *r, uint16_t type,
+ * tail that matches on them, and only once the cheap tests passed; the
+ * cheap tests' verdict is kept per writer and event id. */
+static bool matches(struct tail *t, const struct ring *r, uint16_t type, uint16_t aux,
 		    const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e,
 		    const char *provider)
 {
 	struct ringlog_value v[RINGLOG_FIELDS_MAX];
 	size_t head = RINGLOG_EVENT_HDR_SIZE + (type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
-	struct ringlog_match cheap = t->m;
+	uint32_t w = r->c->id;
+	uint8_t *verdict = NULL;
 
-	cheap.nfields = 0;
-	if (!ringlog_match_event(&cheap, provider, e, r->c->pid, r->c->uid, NULL))
+	if (ringlog_grow(&t->verdicts, &t->nverdicts, w, sizeof(*t->verdicts)) == 0 &&
+	    ringlog_grow(&t->verdicts[w].v, &t->verdicts[w].n, aux, 1) == 0)
+		verdict = &t->verdicts[w].v[aux];
+	if (!verdict || *verdict == VERDICT_UNKNOWN) {
+		struct ringlog_match cheap = t->m;
+		bool yes;
+
+		cheap.nfields = 0;
+		yes = ringlog_match_event(&cheap, provider, e, r->c->pid, r->c->uid, NULL);
+		if (verdict)
+			*verdict = yes ? VERDICT_YES : VERDICT_NO;
+		if (!yes)
+			return false;
+	} else if (*verdict == VERDICT_NO) {
 		return false;
+	}
 	if (!t->m.nfields)
 		return true;
 	if (e->nfields > RINGLOG_FIELDS_MAX || len < head ||
@@ -239,7 +261,7 @@ static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || !matches(t, r, type, payload, len, e, provider))
+		if (t->c->gone || !matches(t, r, type, aux, payload, len, e, provider))
 			continue;
 		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
 			t->dropped++;
@@ -302,6 +324,9 @@ void tail_free(struct tail *t)
 	ringlog_match_free(&t->m);
 	free(t->writer_nev);
 	free(t->stream_sent);
+	for (uint32_t i = 0; i < t->nverdicts; i++)
+		free(t->verdicts[i].v);
+	free(t->verdicts);
 	free(t->frame);
 	free(t);
 }
