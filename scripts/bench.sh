@@ -6,6 +6,8 @@
 #   scripts/bench.sh --quick   one short run of each, for development
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
+#   scripts/bench.sh --scale   only the scale rows (1 to 1,000 writers; idle
+#                              rings), ~1 minute
 # Results also go to bench-results/: table.md and emit-latency.png (gnuplot).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -14,11 +16,13 @@ cd "$(dirname "$0")/.." || exit 1
 records=20000000
 emit_args=(--runs 3)
 docs=0
+only=
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
 	--docs) docs=1 ;;
+	--scale) only=scale ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
 ensure_optional_packages $RINGLOG_BENCH_PACKAGES
@@ -26,6 +30,19 @@ step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 out=bench-results
 rm -rf "$out" && mkdir -p "$out"
+
+# Scale: the same total rate from 1 to 1,000 writers, and idle rings.
+scale() {
+	step "bench: scale, 1 to 1,000 writers (ringlog)"
+	echo
+	./build-release/bench/bench-scale build-release/daemon/ringlogd build-release/client/ringlog \
+		$([ "${emit_args[0]}" = --quick ] && echo --quick) --out "$out"
+	echo
+}
+if [ "$only" = scale ]; then
+	scale
+	exit 0
+fi
 
 step "bench: ring producer"
 echo
@@ -35,6 +52,8 @@ step "bench: end to end, ringlog and LTTng-UST (this machine, same workload)"
 echo
 ./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
 	"${emit_args[@]}" --out "$out"
+
+scale
 
 # What the disk alone costs in CPU on this machine: the kernel's time to
 # write 2 GiB with O_DIRECT in 16 MiB requests, with no daemon and no
@@ -101,6 +120,8 @@ if [ $docs -eq 1 ]; then
 		sed 's/^## /### /' "$out/table.md"
 		echo
 		sed 's/^## /### /' "$out/floor.md"
+		echo
+		sed 's/^## /### /' "$out/scale.md"
 		echo
 		echo "![emit cost distributions](emit-latency.png)"
 	} > docs/PERFORMANCE.md
