@@ -51,6 +51,8 @@ struct daemon {
 	uv_async_t stop_async;
 	int stop_asked, loop_up;
 	uint64_t drain_wait_ms; /* the drain timer's last wait (drain.c) */
+	bool drain_woken;       /* a producer woke us since the last pass */
+	bool drain_visit_all;   /* this pass skips no idle ring */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;

@@ -51,6 +51,9 @@ struct ring {
 	bool handed_over;    /* adopted after a restart, then registered again
 	                      * by its live program: the new ring drains it */
 	bool finishing;      /* drained for good; released when held == 0 */
+	/* Idle rings are visited less often (drain.c): the loop's clock (ms)
+	 * when a pass last found data in it, and when one last looked. */
+	uint64_t last_data_ms, last_visit_ms;
 };
 
 int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
