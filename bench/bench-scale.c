@@ -71,6 +71,7 @@ struct writer {
 };
 
 static pthread_barrier_t ready;
+static int idle_ready; /* idle threads whose ring the daemon has */
 
 static void *writer_thread(void *arg)
 {
@@ -84,6 +85,8 @@ static void *writer_thread(void *arg)
 	if (w->idle) {
 		struct timespec ts = { (time_t)w->seconds, 0 };
 
+		ringlog_flush(10000); /* the ring is registered and drained */
+		__atomic_fetch_add(&idle_ready, 1, __ATOMIC_RELEASE);
 		nanosleep(&ts, NULL);
 		return NULL;
 	}
@@ -134,6 +137,17 @@ static int child_main(int argc, char **argv)
 		w[i].samples = calloc((size_t)(rate * seconds) + 1, sizeof(uint64_t));
 		if (pthread_create(&w[i].th, NULL, writer_thread, &w[i]))
 			return 1;
+	}
+	if (rate <= 0) {
+		/* idle: say when every ring is registered (PATH.ready) */
+		char r[4200];
+		FILE *rf;
+
+		while (__atomic_load_n(&idle_ready, __ATOMIC_ACQUIRE) < threads)
+			usleep(10000);
+		snprintf(r, sizeof(r), "%s.ready", path);
+		if ((rf = fopen(r, "w")))
+			fclose(rf);
 	}
 	f = fopen(path, "w");
 	for (int i = 0; i < threads; i++) {
@@ -310,16 +324,39 @@ static double idle_rings(int writers, int procs, double seconds)
 	set_ring_size(writers);
 	if (c->start(c) < 0)
 		return -1;
-	for (int i = 0; i < procs; i++)
-		kids[i] = spawn_writer(writers / procs, 0, seconds + 3, "/dev/null");
-	sleep(2); /* every thread has emitted its one event and sleeps */
+	for (int i = 0; i < procs; i++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/idle-%d", workdir, i);
+		kids[i] = spawn_writer(writers / procs, 0, seconds + 15, path);
+	}
+	/* every ring registered and drained, then a second for the daemon
+	 * to settle */
+	for (int i = 0, tries = 0; i < procs && tries < 3000; tries++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/idle-%d.ready", workdir, i);
+		if (access(path, F_OK) == 0) {
+			unlink(path);
+			i++;
+		} else {
+			usleep(10000);
+		}
+	}
+	sleep(1);
 	c0 = c->cpu_ns(c);
 	t0 = bu_now_ns();
 	usleep((useconds_t)(seconds * 1e6));
 	c1 = c->cpu_ns(c);
 	t1 = bu_now_ns();
-	for (int i = 0; i < procs; i++)
+	for (int i = 0; i < procs; i++) {
+		char path[400];
+
+		kill(kids[i], SIGKILL); /* they sleep on; their rings go with them */
 		waitpid(kids[i], NULL, 0);
+		snprintf(path, sizeof(path), "%s/idle-%d", workdir, i);
+		unlink(path);
+	}
 	c->stop(c);
 	c->count(c, &ev, &by);
 	return 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
