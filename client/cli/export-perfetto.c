@@ -1126,7 +1126,10 @@ static int pf_loss(struct export_writer *w, const struct ringlog_dec_loss *l)
 {
 	struct pseq *s;
 	const char *cause, *why = out_loss_why(l->reason, &cause);
-	uint64_t ts = l->real_ns ? l->real_ns : w->last_ts;
+	/* read says 0 when nothing tells when: the last event's time, or the
+	 * store's calibration (a packet needs one) */
+	uint64_t ts = l->real_ns ? l->real_ns : w->last_ts ? w->last_ts :
+		      w->info.real_ref ? w->info.real_ref : 1;
 	uint8_t *p, *pk, *id = NULL, *te, *a;
 	char name[160];
 	int n, err;
