@@ -87,6 +87,12 @@ static int cmp_s(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void strs_sort(struct strs *l)
+{
+	if (l->n) /* qsort's base may not be NULL */
+		qsort(l->v, l->n, sizeof(char *), cmp_s);
+}
+
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xasprintf(const char *fmt, ...)
 {
@@ -765,8 +771,8 @@ static void compare(struct walk *w, struct want *r)
 {
 	uint64_t lost = 0;
 
-	qsort(w->ev.v, w->ev.n, sizeof(char *), cmp_s);
-	qsort(r->ev.v, r->ev.n, sizeof(char *), cmp_s);
+	strs_sort(&w->ev);
+	strs_sort(&r->ev);
 	cr_expect_eq(w->ev.n, r->ev.n, "the export holds %zu events, read --json %zu", w->ev.n,
 		     r->ev.n);
 	for (size_t i = 0; i < w->ev.n && i < r->ev.n; i++)
@@ -775,8 +781,8 @@ static void compare(struct walk *w, struct want *r)
 				       "perfetto: %.900s", i, r->ev.v[i], w->ev.v[i]);
 			break;
 		}
-	qsort(w->starts.v, w->starts.n, sizeof(char *), cmp_s);
-	qsort(r->starts.v, r->starts.n, sizeof(char *), cmp_s);
+	strs_sort(&w->starts);
+	strs_sort(&r->starts);
 	cr_expect_eq(w->starts.n, r->starts.n, "%zu slice begins, read has %zu starts",
 		     w->starts.n, r->starts.n);
 	for (size_t i = 0; i < w->starts.n && i < r->starts.n; i++)
