@@ -58,23 +58,29 @@ bench_export() {
 	{
 		echo "## Export (\`ringlog export\`, $(nproc) CPUs, the store on $(df --output=fstype "$dir" | tail -1))"
 		echo
-		echo "| format | segments | events | seconds | M events/s | bytes/event | max RSS (MiB) |"
-		echo "|---|---:|---:|---:|---:|---:|---:|"
-		local fmt part files res ev by el rss
+		echo "| format | segments | events | wall s | CPU s | M events/s (wall) | M events/s (CPU) | bytes/event | max RSS (MiB) |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		local fmt part files res ev by el us sy rss lost
 		for fmt in ctf perfetto; do
 			for part in half all; do
 				if [ $part = half ]; then files=("${segs[@]:0:$half}"); else files=("${segs[@]}"); fi
 				rm -rf "$dir/out"
-				res=$( { /usr/bin/time -f "TIME %e %M" "$bin/client/ringlog" export \
+				res=$( { /usr/bin/time -f "TIME %e %U %S %M" "$bin/client/ringlog" export \
 					--format "$fmt" --output "$dir/out" "${files[@]}" >/dev/null; } 2>&1 )
 				ev=$(sed -n 's/^ringlog export: \([0-9]*\) events.*/\1/p' <<<"$res")
+				lost=$(sed -n 's/.* events, \([0-9]*\) lost events.*/\1/p' <<<"$res")
 				by=$(sed -n 's/.* \([0-9]*\) bytes to .*/\1/p' <<<"$res")
-				read -r el rss < <(sed -n 's/^TIME //p' <<<"$res")
-				awk -v f="$fmt" -v s="${#files[@]}" -v e="$ev" -v b="$by" -v t="$el" -v r="$rss" \
-					'BEGIN { printf "| %s | %d | %d | %.2f | %.2f | %.1f | %.1f |\n",
-						f, s, e, t, e / t / 1e6, b / e, r / 1024 }'
+				read -r el us sy rss < <(sed -n 's/^TIME //p' <<<"$res")
+				# CPU: user + system, what the machine's other load does
+				# not stretch (wall time does, on a shared machine)
+				awk -v f="$fmt" -v s="${#files[@]}" -v e="$ev" -v b="$by" -v t="$el" \
+					-v c="$(awk -v u="$us" -v y="$sy" 'BEGIN { print u + y }')" -v r="$rss" \
+					'BEGIN { printf "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n",
+						f, s, e, t, c, e / t / 1e6, e / c / 1e6, b / e, r / 1024 }'
 			done
 		done
+		echo
+		echo "Lost while the store was written (the daemon's counts, exported too): $lost."
 	} | tee "$out/export.md"
 	rm -rf "$dir"
 }

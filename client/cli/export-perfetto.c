@@ -379,7 +379,7 @@ struct pseq {
 
 struct cache_slot {
 	const void *desc;
-	const char *provider;
+	char *provider;          /* a copy: the decoder's goes with its segment */
 	uint8_t *raw;
 	uint32_t raw_len;
 	uint32_t cls;
@@ -662,7 +662,7 @@ static struct pseq *seq_get(struct export_writer *w, const struct ringlog_dec_wr
 	s->thread = wr && ds;
 	s->track = GLOBAL_TRACK;
 	if (wr) {
-		struct { uint32_t pid; uint64_t start; } pk = { wr->w.pid, wr->w.start_real_ns };
+		uint64_t pk[2] = { wr->w.pid, wr->w.start_real_ns }; /* no padding to hash */
 		uint32_t pi = stab_get(&w->proc_ix, &pk, sizeof(pk), true, w->nproc);
 
 		if (pi == UINT32_MAX - 1) {
@@ -725,12 +725,13 @@ static uint8_t *put_process(uint8_t *p, const struct pproc *pr)
 	return pb_close(td, p);
 }
 
-/* Room a sequence's first packets take (seq_begin). */
+/* Room a sequence's first packets take (seq_begin), counted even when it
+ * is live: room_for() may start a new file, where it is not. */
 static size_t seq_need(const struct export_writer *w, const struct pseq *s)
 {
 	const struct pproc *pr = s->proc >= 0 ? &w->proc[s->proc] : NULL;
 
-	return s->live ? 0 : 320 + (pr && pr->exe ? strlen(pr->exe) : 0);
+	return 320 + (pr && pr->exe ? strlen(pr->exe) : 0);
 }
 
 /* A sequence's first packets in this file: cleared state, its defaults,
@@ -863,17 +864,22 @@ static long class_of(struct export_writer *w, const struct ringlog_dec_event *e)
 	/* a descriptor's memory may be reused by the next segment's decoder
 	 * for another event: the slot keeps the bytes it was made from */
 	if (cs->desc == d && d->raw && cs->raw_len == d->raw_len &&
-	    (cs->provider == provider || !strcmp(cs->provider, provider)) &&
+	    !strcmp(cs->provider, provider) &&
 	    !memcmp(cs->raw, d->raw, d->raw_len))
 		return cs->cls;
 	c = class_new(w, provider, d);
 	if (c >= 0 && d->raw) {
 		uint8_t *r = realloc(cs->raw, d->raw_len ? d->raw_len : 1);
+		char *pv = strdup(provider);
 
-		if (r) {
+		if (r && pv) {
 			memcpy(r, d->raw, d->raw_len);
-			/* provider: the decoder's string, alive as long as d */
-			*cs = (struct cache_slot){ d, provider, r, d->raw_len, (uint32_t)c };
+			free(cs->provider);
+			*cs = (struct cache_slot){ d, pv, r, d->raw_len, (uint32_t)c };
+		} else {
+			free(pv);
+			cs->raw = r;
+			cs->desc = NULL; /* unusable */
 		}
 	}
 	return c;
@@ -1228,8 +1234,10 @@ static void pf_free(struct export_writer *w)
 	}
 	for (uint32_t i = 0; i < w->nproc; i++)
 		free(w->proc[i].exe);
-	for (unsigned i = 0; i < 256; i++)
+	for (unsigned i = 0; i < 256; i++) {
 		free(w->cache[i].raw);
+		free(w->cache[i].provider);
+	}
 	free(w->cls), free(w->seq), free(w->proc), free(w->act), free(w->scratch);
 	free(w->buf), free(w->path), free(w->cur);
 	free(w);
