@@ -929,7 +929,7 @@ Test(export_perfetto, max_size_splits_into_files_that_stand_alone)
 	live_init(&e);
 	fill_store(&e);
 	path = xasprintf("%s/split.pftrace", e.dir);
-	args = xasprintf("--dir '%s' --max-size 200K", e.store);
+	args = xasprintf("--dir '%s' --max-size 64K", e.store);
 	export(path, args, 0, out, sizeof(out));
 	cr_expect(strstr(out, "split-001.pftrace") || strstr(out, "split-0"), "%s", out);
 	for (unsigned i = 1;; i++) {
@@ -938,18 +938,18 @@ Test(export_perfetto, max_size_splits_into_files_that_stand_alone)
 			free(name);
 			break;
 		}
-		cr_expect_leq(st.st_size, 200 * 1024, "%s: %lld bytes", name, (long long)st.st_size);
+		cr_expect_leq(st.st_size, 64 * 1024, "%s: %lld bytes", name, (long long)st.st_size);
 		walk_file(&w, name);
 		files++;
 		free(name);
 	}
-	cr_expect_gt(files, 3u, "--max-size 200K made %u files", files);
+	cr_expect_gt(files, 3u, "--max-size 64K made %u files", files);
 	cr_expect_eq(access(path, F_OK), -1, "%s exists beside the numbered files", path);
 	free(args);
 	args = xasprintf("--dir '%s'", e.store);
 	read_want(args, &r);
 	compare(&w, &r); /* every event once, over all files */
-	printf("perfetto --max-size 200K: %u files, %zu events\n", files, r.ev.n);
+	printf("perfetto --max-size 64K: %u files, %zu events\n", files, r.ev.n);
 	want_free(&r);
 	walk_free(&w);
 	free(path);

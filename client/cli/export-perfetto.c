@@ -1305,9 +1305,14 @@ static int pf_end(struct export_writer *w, uint64_t *bytes)
 		err = flush(w);
 	if (w->fd >= 0 && w->fd != STDOUT_FILENO && close(w->fd) < 0 && !err)
 		err = -errno;
-	if (!err && w->info.max_size)
-		fprintf(stderr, "ringlog export: %u file%s: %s%s\n", w->fileno,
-			w->fileno > 1 ? "s" : "", w->fileno > 1 ? "... " : "", w->cur);
+	if (!err && w->info.max_size) {
+		char *first = file_name(w->path, 1);
+
+		fprintf(stderr, "ringlog export: %u file%s: %s%s%s\n", w->fileno,
+			w->fileno > 1 ? "s" : "", first ? first : "", w->fileno > 1 ? " to " : "",
+			w->fileno > 1 ? w->cur : "");
+		free(first);
+	}
 	if (bytes)
 		*bytes = w->bytes;
 	pf_free(w);
