@@ -51,9 +51,13 @@
  * each. Interning ids stay the same across files (Perfetto forbids reusing
  * an id for another value within a trace).
  *
+ * Not exported: the level (no TrackEvent field for it) and which strings
+ * the program truncated.
+ *
  * Memory: the interned strings, one record per writer thread and process,
- * the activities whose ends do not balance yet in the current file, per thread a bitmap of the
- * interned ids its sequence has seen; the output buffer (1 MiB).
+ * the activities whose ends do not balance yet in the current file, per
+ * thread a bitmap of the interned ids its sequence has seen, the output
+ * buffer (2 MiB, flushed past 1 MiB).
  */
 #define _GNU_SOURCE
 #include <errno.h>
