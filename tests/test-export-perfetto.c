@@ -294,6 +294,7 @@ struct track {
 	char *name;
 	int64_t last_counter;
 	bool has_counter;
+	unsigned depth;          /* thread tracks: slices open */
 };
 
 struct wseq {
@@ -602,8 +603,12 @@ static void on_packet(struct walk *w, struct pkt *p)
 			w->ctr[i].max = p->counter;
 		return;
 	}
-	cr_assert_eq(p->ncat, 1, "%s packet %zu: %d categories", w->file, w->packets, p->ncat);
-	const char *category = need_iid(w, s, K_CAT, p->cat);
+	/* a slice's end names nothing: trace_processor would match it to a
+	 * slice of the same name only; its name and provider are arguments */
+	cr_assert_eq(p->ncat, p->type == 2 ? 0 : 1, "%s packet %zu: %d categories", w->file,
+		     w->packets, p->ncat);
+	cr_assert(p->type != 2 || (!p->name && !p->name_iid), "a slice end with a name");
+	const char *category = p->type == 2 ? NULL : need_iid(w, s, K_CAT, p->cat);
 
 	if (p->name) { /* a loss */
 		unsigned long long n;
@@ -618,12 +623,21 @@ static void on_packet(struct walk *w, struct pkt *p)
 		w->loss[w->nloss++].n = n;
 		return;
 	}
-	const char *name = need_iid(w, s, K_NAME, p->name_iid);
-	char *line = xasprintf("%" PRIu64 "|%s|%s|%" PRId64 "|%" PRId64 "|%s|", p->ts, category,
-			       name, pid, tid, pr && pr->name ? pr->name : "");
-	char *activity = NULL;
+	const char *name = NULL;
+	char *fields = NULL, *activity = NULL, *line;
 
-	for (size_t i = 0; i < p->nann; i++) {
+	if (p->type == 2) { /* its provider and name: the first two arguments */
+		cr_assert(p->nann >= 2 &&
+			  !strcmp(need_iid(w, s, K_ANN, p->ann[0].name_iid), "stop.provider") &&
+			  !strcmp(need_iid(w, s, K_ANN, p->ann[1].name_iid), "stop.event"),
+			  "%s packet %zu: a slice end without stop.provider and stop.event", w->file,
+			  w->packets);
+		category = p->ann[0].val;
+		name = p->ann[1].val;
+	} else {
+		name = need_iid(w, s, K_NAME, p->name_iid);
+	}
+	for (size_t i = p->type == 2 ? 2 : 0; i < p->nann; i++) {
 		const char *an = need_iid(w, s, K_ANN, p->ann[i].name_iid);
 		char *v = ann_value(&p->ann[i]);
 
@@ -636,9 +650,12 @@ static void on_packet(struct walk *w, struct pkt *p)
 		if (!strcmp(an, "activity") && i == p->nann - 1)
 			activity = strdup(v);
 		else
-			cat(&line, "%s=%s;", an, v);
+			cat(&fields, "%s=%s;", an, v);
 		free(v);
 	}
+	line = xasprintf("%" PRIu64 "|%s|%s|%" PRId64 "|%" PRId64 "|%s|%s", p->ts, category, name,
+			 pid, tid, pr && pr->name ? pr->name : "", fields ? fields : "");
+	free(fields);
 	strs_add(&w->ev, line);
 	if (p->type == 1) {
 		w->begins++;
@@ -649,12 +666,21 @@ static void on_packet(struct walk *w, struct pkt *p)
 			  "%s: a slice %s on the wrong track", w->file, name);
 	}
 	w->ends += p->type == 2;
+	/* a thread's events are in time order in the file: its slices must
+	 * nest there, as trace_processor will stack them */
+	if (t->kind == T_THREAD && p->type == 1)
+		t->depth++;
+	if (t->kind == T_THREAD && p->type == 2) {
+		cr_assert_gt(t->depth, 0u, "%s packet %zu: a slice end on thread %" PRId64 " closes "
+			     "nothing", w->file, w->packets, tid);
+		t->depth--;
+	}
 	w->instants += p->type == 3;
 	if (!strcmp(name, "Stray"))
 		w->stray_instant = p->type == 3;
 	if (!strcmp(name, "Request") && t->kind == T_NAMED)
 		w->req_async = true;
-	if ((!strcmp(name, "Outer") || !strcmp(name, "Inner")) && p->type <= 2 &&
+	if ((!strcmp(name, "Outer") || !strcmp(name, "InnerDone")) && p->type == 2 &&
 	    t->uuid == s->def_track && t->kind == T_THREAD)
 		w->nested_thread = true;
 	free(activity);

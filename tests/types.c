@@ -17,7 +17,7 @@
  *              stays awake draining, nobody needs waking
  *              (both print "wakeups=N dropped=N emitted=N")
  *   slices     start/stop pairs: nested on the main thread without activity
- *              ids (Outer{n} > Inner{n}), two activities overlapping (A
+ *              ids (Outer{n} > Inner{n}, ended by InnerDone), two activities overlapping (A
  *              starts, B starts, A stops, B stops), B's stop from a second
  *              thread, and a stop that closes nothing; waits like types
  *   signal     the main thread emits 300,000 events while a 20 us timer's
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
 		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, NULL, "Inner",
 				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 2));
-		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "Inner",
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "InnerDone",
 				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 2), RINGLOG_STR("status", "ok"));
 		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "Outer",
 				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));

@@ -32,9 +32,11 @@
  *                    on a track of its own (uuid from process and id) under
  *                    the process track, paired by trace_processor, which
  *                    sorts by time first (the store may hold a stop from
- *                    one thread before the start from another). A stop's
- *                    fields are "stop.NAME" (Perfetto merges both ends'
- *                    arguments into the slice).
+ *                    one thread before the start from another). A slice's
+ *                    end has no name or category (trace_processor would
+ *                    close only a slice of the same name): the stop's
+ *                    provider, name and fields are arguments "stop.provider",
+ *                    "stop.event", "stop.NAME" (merged into the slice's).
  *   losses           an instant "N events lost: REASON" on the writer
  *                    thread's track (category "ringlog"), and a counter
  *                    track "lost events" under it: the export's running
@@ -437,6 +439,7 @@ struct export_writer {
 	uint32_t actcap, actused;
 
 	uint32_t ann_activity, ann_lost, ann_cause, ann_provider, ann_bytes;
+	uint32_t ann_stop_provider, ann_stop_event;
 	uint32_t cat_ringlog;
 };
 
@@ -1075,8 +1078,13 @@ static int pf_event(struct export_writer *w, const struct ringlog_dec_event *e)
 	pk = pkt_head(&p, e->real_ns, s->id, SEQ_NEEDS_INCREMENTAL_STATE);
 	bit = 2 * (uint32_t)ci + stop;
 	if (!bit_get(&s->cls, bit)) {
-		p = put_interned(w, s, p, &id, K_CAT, c->cat);
-		p = put_interned(w, s, p, &id, K_NAME, c->name);
+		if (stop) {
+			p = put_interned(w, s, p, &id, K_ANN, w->ann_stop_provider);
+			p = put_interned(w, s, p, &id, K_ANN, w->ann_stop_event);
+		} else {
+			p = put_interned(w, s, p, &id, K_CAT, c->cat);
+			p = put_interned(w, s, p, &id, K_NAME, c->name);
+		}
 		for (unsigned i = 0; i < c->nfields; i++)
 			p = put_interned(w, s, p, &id, K_ANN, stop ? c->stop_ann[i] : c->ann[i]);
 		if (e->activity && !stop)
@@ -1091,8 +1099,23 @@ static int pf_event(struct export_writer *w, const struct ringlog_dec_event *e)
 	p = pb_uint(p, F_TE_TYPE, type);
 	if (track)
 		p = pb_uint(p, F_TE_TRACK_UUID, track);
-	p = pb_uint(p, F_TE_CATEGORY_IIDS, c->cat);
-	p = pb_uint(p, F_TE_NAME_IID, c->name);
+	if (stop) {
+		/* An end with a name or category closes only a slice of the same
+		 * (trace_processor matches both): a stop named otherwise than its
+		 * start would close nothing. Without them it closes the innermost
+		 * slice of its track; its own name and provider are arguments. */
+		a = pb_open(&p, F_TE_ANNOTATIONS);
+		p = pb_uint(p, F_DA_NAME_IID, w->ann_stop_provider);
+		p = pb_str(p, F_DA_STRING, e->provider ? e->provider : "?");
+		p = pb_close(a, p);
+		a = pb_open(&p, F_TE_ANNOTATIONS);
+		p = pb_uint(p, F_DA_NAME_IID, w->ann_stop_event);
+		p = pb_str(p, F_DA_STRING, d->name);
+		p = pb_close(a, p);
+	} else {
+		p = pb_uint(p, F_TE_CATEGORY_IIDS, c->cat);
+		p = pb_uint(p, F_TE_NAME_IID, c->name);
+	}
 	for (unsigned i = 0; i < d->nfields; i++) {
 		a = pb_open(&p, F_TE_ANNOTATIONS);
 		p = pb_uint(p, F_DA_NAME_IID, stop ? c->stop_ann[i] : c->ann[i]);
@@ -1279,6 +1302,8 @@ static struct export_writer *pf_begin(const char *path, const struct export_info
 		return NULL;
 	}
 	w->ann_activity = intern(w, K_ANN, "activity", 8);
+	w->ann_stop_provider = intern(w, K_ANN, "stop.provider", 13);
+	w->ann_stop_event = intern(w, K_ANN, "stop.event", 10);
 	w->ann_lost = intern(w, K_ANN, "lost", 4);
 	w->ann_cause = intern(w, K_ANN, "cause", 5);
 	w->ann_bytes = intern(w, K_ANN, "bytes", 5);
