@@ -1075,10 +1075,13 @@ Test(export_perfetto, the_checks_fail_on_a_damaged_file_or_an_unknown_field)
 	path = xasprintf("%s/n.pftrace", e.dir);
 	snprintf(cmd, sizeof(cmd), "--dir '%s'", e.store);
 	export(path, cmd, 0, out, sizeof(out));
-	/* sound: decodes */
+	/* sound: decodes; to stdout, the same bytes */
 	snprintf(cmd, sizeof(cmd), "protoc -I '%s' --decode=perfetto.protos.Trace " PROTO_FILE
 		 " < '%s' > /dev/null 2>&1", PROTO_DIR, path);
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "protoc refused a sound export");
+	snprintf(cmd, sizeof(cmd), CLI " export --format perfetto --output - --dir '%s' "
+		 "2>/dev/null | cmp - '%s'", e.store, path);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "--output - wrote other bytes: %s", out);
 	/* cut short: a length runs past the end */
 	snprintf(cmd, sizeof(cmd), "head -c -3 '%s' > '%s.cut' && protoc -I '%s' "
 		 "--decode=perfetto.protos.Trace " PROTO_FILE " < '%s.cut' > /dev/null 2>&1",
