@@ -532,6 +532,12 @@ static void on_packet(struct walk *w, struct pkt *p)
 			     ", not SEQ_INCREMENTAL_STATE_CLEARED", w->file, w->packets, s->id, p->flags);
 		cr_assert(p->has_defaults && p->def_clock == 1 && p->def_track,
 			  "%s: sequence %u starts without its defaults", w->file, s->id);
+		/* one sequence per writer thread: no two share a track */
+		for (size_t i = 0; i < w->nseq; i++)
+			cr_assert(&w->seq[i] == s || !w->seq[i].started ||
+				  w->seq[i].def_track != p->def_track,
+				  "%s: sequences %u and %u both stand for track %" PRIu64, w->file,
+				  w->seq[i].id, s->id, p->def_track);
 		s->started = true;
 		s->def_track = p->def_track;
 	} else {
