@@ -39,6 +39,7 @@ RINGLOG_PROVIDER_DEFINE(scale_provider, "Bench.Scale");
 
 #define PROBE_EVERY 1000 /* one event in this many is a Probe */
 #define TOTAL_RATE 1000000.0
+#define FIRST_OF_BURST (1ull << 63) /* a sample's mark (below) */
 
 static uint64_t real_ns(void)
 {
@@ -114,7 +115,10 @@ static void *writer_thread(void *arg)
 			RINGLOG_EVENT(scale_provider, "Small", RINGLOG_LEVEL_INFO, 0x1,
 				      RINGLOG_U64("a", k), RINGLOG_U64("b", k), RINGLOG_U64("c", k),
 				      RINGLOG_U64("d", k));
-		w->samples[w->n++] = bu_ticks() - t;
+		/* the first call of a burst runs after a sleep, on caches the
+		 * other threads and processes have filled: marked, to show it
+		 * apart */
+		w->samples[w->n++] = (bu_ticks() - t) | (k % burst == 0 ? FIRST_OF_BURST : 0);
 	}
 	return NULL;
 }
@@ -221,7 +225,7 @@ static pid_t spawn_writer(int threads, double rate, double seconds, const char *
 
 struct result {
 	int writers, procs;
-	double cpu_ns_per_ev, emit_p99, tail_p99, tail_p50;
+	double cpu_ns_per_ev, emit_p99, warm_p99, cold_p50, tail_p99, tail_p50;
 	uint64_t stored, emitted;
 	size_t probes;
 };
@@ -301,6 +305,24 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	r->cpu_ns_per_ev = r->stored ? (double)(c1 - c0) / (double)r->stored : 0;
 	all = read_samples(procs, &n);
 	if (all && n) {
+		size_t warm = 0, cold;
+
+		/* every call; then the calls after the first of their burst
+		 * (moved to the front), then the first ones alone */
+		for (size_t i = 0; i < n; i++)
+			if (!(all[i] & FIRST_OF_BURST)) {
+				uint64_t x = all[warm];
+
+				all[warm++] = all[i];
+				all[i] = x;
+			}
+		cold = n - warm;
+		for (size_t i = 0; i < n; i++)
+			all[i] &= ~FIRST_OF_BURST;
+		bu_sort(all, warm);
+		r->warm_p99 = warm ? bu_quantile(all, warm, 0.99) / tpn : 0;
+		bu_sort(all + warm, cold);
+		r->cold_p50 = cold ? bu_quantile(all + warm, cold, 0.5) / tpn : 0;
 		bu_sort(all, n);
 		r->emit_p99 = bu_quantile(all, n, 0.99) / tpn;
 	}
@@ -444,15 +466,20 @@ int main(int argc, char **argv)
 	out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, rings of 16 MiB "
 	    "(1 and 10 writers), 4 MiB (100) and 512 KiB (1,000), "
 	    "a `ringlog tail` attached throughout. \"x 1 writer\": the figure over the "
-	    "1-writer figure (goal: each <= 2).\n\n", PROBE_EVERY, seconds);
+	    "1-writer figure (goal: each <= 2). Writers emit in bursts (10 ms worth, at least "
+	    "50 events) and sleep in between; a burst's first call runs on caches other threads "
+	    "filled meanwhile (TLS, the ring's lines and page-table entries), which is what "
+	    "raises the p99 as the bursts shrink: shown apart.\n\n", PROBE_EVERY, seconds);
 	out("| writers (processes) | daemon CPU per event (ns) | x 1 writer | emit p99 (ns) | "
-	    "x 1 writer | emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
-	out("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	    "x 1 writer | emit p99 after a burst's first call (ns) | a burst's first call p50 (ns) | "
+	    "emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
+	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < 4; i++)
-		out("| %d (%d) | %.1f | %.2f | %.1f | %.2f | %.2f / %.2f | %.2f | %llu / %llu |\n",
+		out("| %d (%d) | %.1f | %.2f | %.1f | %.2f | %.1f | %.0f | %.2f / %.2f | %.2f | %llu / %llu |\n",
 		    r[i].writers, r[i].procs, r[i].cpu_ns_per_ev,
 		    r[0].cpu_ns_per_ev > 0 ? r[i].cpu_ns_per_ev / r[0].cpu_ns_per_ev : 0,
 		    r[i].emit_p99, r[0].emit_p99 > 0 ? r[i].emit_p99 / r[0].emit_p99 : 0,
+		    r[i].warm_p99, r[i].cold_p50,
 		    r[i].tail_p50, r[i].tail_p99,
 		    r[0].tail_p99 > 0 ? r[i].tail_p99 / r[0].tail_p99 : 0,
 		    (unsigned long long)r[i].stored, (unsigned long long)r[i].emitted);
