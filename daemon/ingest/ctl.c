@@ -200,7 +200,7 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		/* What is there now goes to the disk without waiting for the
 		 * chunk to fill or age; the answer waits for the write. */
 		drain_all(c->d);
-		store_seal(c->d);
+		store_seal(c->d->st);
 		return sync_request(c, p, len);
 	case RINGLOG_CTL_STATUS:
 		c->tool = true;
@@ -210,7 +210,7 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		/* The backlog: everything emitted before the tail joins goes to
 		 * the segments, which the tail reads itself; then it is live. */
 		drain_all(c->d);
-		store_seal(c->d);
+		store_seal(c->d->st);
 		return tail_start(c, p, len);
 	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
 	case RINGLOG_CTL_LIST: return op_list(c, p, len);

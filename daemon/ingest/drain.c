@@ -25,6 +25,7 @@
 
 struct drain_ctx {
 	struct daemon *d;
+	struct store *st;
 	struct ring *r;
 	const char *why;
 };
@@ -58,7 +59,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
 		/* STORE_FULL: no room now, the record stays in the ring */
-		if ((err = store_event(x->d, r, type, aux, payload, len, e)) != 0)
+		if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
 		c->stored++;
 		if (p)
@@ -85,7 +86,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 				       .provider = p ? aux : 0, .first_ts = l.first_ts };
 
 	/* STORE_FULL: no room now, the record stays in the ring */
-	if ((err = store_ring_loss(x->d, r, aux, &l.l, len, &sl)) != 0)
+	if ((err = store_ring_loss(x->st, r, aux, &l.l, len, &sl)) != 0)
 		return err;
 	c->lost_ring += l.l.records;
 	x->d->lost_ring += l.l.records;
@@ -104,7 +105,7 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	d->lost_corrupt++;
 	/* The stream says where it broke; the count is unknown, the bytes are
 	 * what was left. */
-	store_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
+	store_loss(d->st, r, 1, pending, RINGLOG_LOSS_CORRUPT);
 	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
 	r->dead = true;
 	ctl_unmap(r->mem, r->map_size);
@@ -126,15 +127,15 @@ static void finish(struct daemon *d, struct ring *r)
 	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
 
 	if (l.records) {
-		store_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		store_loss(d->st, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
 	/* Released once the chunks holding its last records are written:
 	 * seal now rather than hold a dead thread's ring for a flush interval. */
 	r->finishing = true;
-	if (r->held)
-		store_seal(d);
+	if (r->store.held)
+		store_seal(d->st);
 }
 
 /* After a pass over r: with no chunk holding its records, what is left
@@ -145,10 +146,10 @@ static void give_back(struct daemon *d, struct ring *r)
 {
 	struct ringlog_consumer *k = &r->cons;
 
-	if (!r->held)
+	if (!r->store.held)
 		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
 	else if (k->pos - k->published >= k->size / 4)
-		store_seal(d);
+		store_seal(d->st);
 }
 
 uint64_t drain_all(struct daemon *d)
@@ -158,7 +159,7 @@ uint64_t drain_all(struct daemon *d)
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
-			struct drain_ctx x = { .d = d, .r = r };
+			struct drain_ctx x = { .d = d, .st = d->st, .r = r };
 			uint64_t before = r->cons.pos;
 			long n;
 
@@ -166,9 +167,9 @@ uint64_t drain_all(struct daemon *d)
 			if (r->dead || r->finishing) {
 				/* Its disk loss goes into its stream before it goes:
 				 * the chunk carrying the report then holds it. */
-				if (r->lost_disk_pending && store_settle_loss(d, r) < 0)
+				if (r->store.lost_disk_pending && store_settle_loss(d->st, r) < 0)
 					continue;
-				if ((c->gone || r->finishing) && !r->held) {
+				if ((c->gone || r->finishing) && !r->store.held) {
 					/* the client frees a drained ring (a handed
 					 * over one is the new ring's to give back) */
 					if (!r->dead && !r->handed_over)
@@ -178,7 +179,7 @@ uint64_t drain_all(struct daemon *d)
 				continue;
 			}
 			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
-			store_events_end(d); /* before anything else writes to the chunk */
+			store_events_end(d->st); /* before anything else writes to the chunk */
 			moved += r->cons.pos - before;
 			if (n == -EBADMSG) {
 				detach_corrupt(d, r, x.why ? x.why : r->cons.why);

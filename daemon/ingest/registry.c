@@ -112,7 +112,7 @@ void reg_enable_recompute(struct daemon *d)
 {
 	for (struct provider *p = d->providers; p; p = p->next) {
 		rule_kw(d, p->name, p->kw);
-		sink_publish_raise(d->sinks, p->name, p->kw);
+		sink_publish_raise(&d->sinks, p->name, p->kw);
 	}
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
@@ -146,7 +146,7 @@ static int map_provider(struct client *c, uint32_t id, const char *name)
 		if (!p)
 			return -ENOMEM;
 		rule_kw(c->d, p->name, p->kw);
-		sink_publish_raise(c->d->sinks, p->name, p->kw);
+		sink_publish_raise(&c->d->sinks, p->name, p->kw);
 		c->prov[id] = p;
 		/* Force a first ENABLE: the client starts from the built-in
 		 * default, not from what we think we sent. */

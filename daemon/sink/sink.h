@@ -68,44 +68,80 @@ struct sink {
 	const struct sink_ops *ops;
 	struct sink *next;
 	void *ctx;
-	/* Set by the sink: record() and loss() are called only while true,
-	 * so that a sink with nobody listening costs the drain one load. */
+	/* record() and loss() are called only while true; changed through
+	 * sink_want() only, which keeps the list's count. */
 	bool want_records;
 };
 
-/* Fan-out helpers for the store (and shutdown for lifecycle.c). */
-static inline void sink_publish_record(struct sink *list, const struct sink_record *rec)
+/* The sinks in the order they are told (linked by lifecycle.c), and how
+ * many want records: the store tests that count once per record, so that
+ * with no tail and no forwarder the drain pays one predictable branch, not
+ * a walk of the list. */
+struct sink_list {
+	struct sink *head;
+	unsigned wanting;     /* sinks with want_records set */
+};
+
+/* Append s (want_records as set) to the list. */
+static inline void sink_link(struct sink_list *l, struct sink *s)
 {
-	for (struct sink *s = list; s; s = s->next)
+	struct sink **pp = &l->head;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	s->next = NULL;
+	*pp = s;
+	if (s->want_records)
+		l->wanting++;
+}
+
+/* A sink starts or stops wanting records (a tail joins or leaves, a
+ * tracer session opens or closes). */
+static inline void sink_want(struct sink_list *l, struct sink *s, bool on)
+{
+	if (s->want_records == on)
+		return;
+	s->want_records = on;
+	if (on)
+		l->wanting++;
+	else
+		l->wanting--;
+}
+
+/* Fan-out helpers for the store (and shutdown for lifecycle.c). The store
+ * calls the first two only while l->wanting is not 0. */
+static inline void sink_publish_record(const struct sink_list *l, const struct sink_record *rec)
+{
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->record)
 			s->ops->record(s, rec);
 }
 
-static inline void sink_publish_loss(struct sink *list, struct ring *r,
-				     const struct ringlog_seg_loss *l)
+static inline void sink_publish_loss(const struct sink_list *l, struct ring *r,
+				     const struct ringlog_seg_loss *loss)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->loss)
-			s->ops->loss(s, r, l);
+			s->ops->loss(s, r, loss);
 }
 
-static inline void sink_publish_chunk(struct sink *list, const struct sink_chunk *c)
+static inline void sink_publish_chunk(const struct sink_list *l, const struct sink_chunk *c)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->chunk)
 			s->ops->chunk(s, c);
 }
 
-static inline void sink_publish_raise(struct sink *list, const char *provider, uint64_t kw[8])
+static inline void sink_publish_raise(const struct sink_list *l, const char *provider, uint64_t kw[8])
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->raise)
 			s->ops->raise(s, provider, kw);
 }
 
-static inline void sink_publish_shutdown(struct sink *list)
+static inline void sink_publish_shutdown(const struct sink_list *l)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->shutdown)
 			s->ops->shutdown(s);
 }

@@ -298,7 +298,7 @@ void tail_free(struct tail *t)
 			d->ntails--;
 			break;
 		}
-	d->tail_sink.want_records = d->ntails > 0;
+	sink_want(&d->sinks, &d->tail_sink, d->ntails > 0);
 	ringlog_match_free(&t->m);
 	free(t->writer_nev);
 	free(t->stream_sent);
@@ -317,7 +317,7 @@ static void tail_flushed(struct daemon *d)
 
 		if (t->answered || c->gone)
 			continue;
-		if (d->st.release_next < t->answer_after) {
+		if (d->st->release_next < t->answer_after) {
 			if (!now)
 				now = d_now(CLOCK_MONOTONIC);
 			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
@@ -326,18 +326,18 @@ static void tail_flushed(struct daemon *d)
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
 		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->st.cur ? d->st.cur->seq : d->st.next_seq));
+				      (json_int_t)(d->st->cur ? d->st->cur->seq : d->st->next_seq));
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };
-		uint8_t b[sizeof(h) + sizeof(d->clock)];
+		uint8_t b[sizeof(h) + sizeof(d->clock.seg)];
 
 		if (s)
 			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
 		free(s);
 		json_decref(r);
 		memcpy(b, &h, sizeof(h));
-		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		memcpy(b + sizeof(h), &d->clock.seg, sizeof(d->clock.seg));
 		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
 		t->answered = true;
 		send_frame(t, t->held);
@@ -392,12 +392,12 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	 * are live. */
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
-	t->answer_after = d->st.seal_next;
+	t->answer_after = d->st->seal_next;
 	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
 	d->ntails++;
-	d->tail_sink.want_records = true;
+	sink_want(&d->sinks, &d->tail_sink, true);
 	reg_enable_recompute(d);
 	tail_flushed(d);
 	return 0;

@@ -102,7 +102,7 @@ static void start(struct daemon *d)
 	f->forwarded = d->fwd_forwarded;
 	memcpy(f->lost, d->fwd_lost, sizeof(f->lost));
 	d->fwd = f;
-	d->fwd_sink.want_records = true;
+	sink_want(&d->sinks, &d->fwd_sink, true);
 	snprintf(d->fwd_state, sizeof(d->fwd_state), "on");
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer)
@@ -143,7 +143,7 @@ static void stop(struct daemon *d)
 	}
 	free(f);
 	d->fwd = NULL;
-	d->fwd_sink.want_records = false;
+	sink_want(&d->sinks, &d->fwd_sink, false);
 }
 
 void fwd_apply(struct daemon *d)
@@ -176,7 +176,7 @@ static void fwd_record(struct daemon *d, struct ring *r, uint16_t type,
 		head += RINGLOG_ACTIVITY_SIZE;
 	}
 	memcpy(&ts, payload, sizeof(ts));
-	if (f->ops->event_write(f, ev, act, clock_real_ns(d, r->clock, ts), payload + head,
+	if (f->ops->event_write(f, ev, act, clock_real_ns(&d->clock, r->clock, ts), payload + head,
 				len - head, &why) == 0)
 		f->forwarded++;
 	else
