@@ -89,6 +89,7 @@ struct daemon {
 
 	struct tail *tails;
 	unsigned ntails;
+	uint64_t tail_released; /* chunks the store published (tail.c) */
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */
 	bool notify;         /* $NOTIFY_SOCKET is set */
 	bool fdstore;        /* rings go to the service manager's fd store */

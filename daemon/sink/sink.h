@@ -9,7 +9,9 @@
  * one ops table and a node in the list lifecycle.c hands the store: the
  * store calls through the table, never a sink by name, so a new consumer
  * (export, a flight recorder, shipping) plugs in here without touching it.
- * The registry asks the same list what enablement the sinks raise.
+ * The registry asks the same list what enablement the sinks raise, and
+ * the control channel hands it the tools' requests a sink answers (TAIL,
+ * SYNC) and the news that a peer closed: ingest names no sink either.
  *
  * Every op runs on the loop thread and must not call back into the store
  * (no seal, no event): a sink that needs the disk to move (the tail's
@@ -19,6 +21,7 @@
 #ifndef RINGLOG_DAEMON_SINK_H
 #define RINGLOG_DAEMON_SINK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +31,7 @@
 
 struct ring;
 struct sink;
+struct client;
 
 /* One event record the store accepted, valid only during the call: its
  * bytes are in the writer's ring, validated against e by the drain. */
@@ -47,7 +51,21 @@ struct sink_chunk {
 	size_t len;               /* bytes on disk, padding included */
 	uint64_t segment;         /* seq of the segment it went to */
 	uint64_t seal_no;         /* order of sealing, from 0, gap-free */
+	uint64_t next_segment;    /* seq of the segment the store writes next */
 	uint32_t events;
+};
+
+/* A peer's request for a sink (TAIL, SYNC: proto/ctl.h), handed over by
+ * the control channel once it has drained every ring and sealed the open
+ * chunk, with the store's progress at that moment. */
+struct sink_request {
+	struct client *c;
+	uint16_t type;            /* RINGLOG_CTL_* */
+	const uint8_t *payload;
+	uint32_t len;
+	uint64_t sealed;          /* chunks sealed so far: what the peer
+	                           * emitted before is in seal_no < sealed */
+	uint64_t segment;         /* seq of the segment the store writes next */
 };
 
 struct sink_ops {
@@ -62,6 +80,12 @@ struct sink_ops {
 	 * verbose, a tracer session) ORs it into kw[level] for provider name:
 	 * the registry asks every sink whenever enablement is computed. */
 	void (*raise)(struct sink *s, const char *provider, uint64_t kw[8]);
+	/* A request of a type this sink answers: 0, or -errno as a frame
+	 * handler returns it (ingest/ctl.c: -EPROTO closes the connection);
+	 * -ENOTSUP: not this sink's, ask the next. */
+	int (*request)(struct sink *s, const struct sink_request *rq);
+	/* A peer of the control channel closed: forget what it asked. */
+	void (*closed)(struct sink *s, struct client *c);
 };
 
 struct sink {
@@ -137,6 +161,26 @@ static inline void sink_publish_raise(const struct sink_list *l, const char *pro
 	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->raise)
 			s->ops->raise(s, provider, kw);
+}
+
+/* The first sink that answers rq's type takes it: its return, or -EPROTO
+ * when none does (a frame the protocol does not allow here). */
+static inline int sink_publish_request(const struct sink_list *l, const struct sink_request *rq)
+{
+	for (struct sink *s = l->head; s; s = s->next) {
+		int err = s->ops->request ? s->ops->request(s, rq) : -ENOTSUP;
+
+		if (err != -ENOTSUP)
+			return err;
+	}
+	return -EPROTO;
+}
+
+static inline void sink_publish_closed(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->closed)
+			s->ops->closed(s, c);
 }
 
 static inline void sink_publish_shutdown(const struct sink_list *l)

@@ -57,6 +57,7 @@ struct tail {
 	bool answered;          /* TAIL reply sent */
 	uint64_t answer_after;  /* seal number every chunk before which must be
 	                         * on disk before the reply */
+	uint64_t segment;       /* where the store writes next, as last told */
 	uint64_t start_ns;      /* CLOCK_MONOTONIC */
 	uint64_t held;          /* events in the frame before the reply */
 };
@@ -288,7 +289,7 @@ static void sink_raise(struct sink *s, const char *provider, uint64_t kw[8])
 	}
 }
 
-void tail_free(struct tail *t)
+static void tail_free(struct tail *t)
 {
 	struct daemon *d = t->c->d;
 
@@ -317,7 +318,7 @@ static void tail_flushed(struct daemon *d)
 
 		if (t->answered || c->gone)
 			continue;
-		if (d->st->release_next < t->answer_after) {
+		if (d->tail_released < t->answer_after) {
 			if (!now)
 				now = d_now(CLOCK_MONOTONIC);
 			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
@@ -326,7 +327,7 @@ static void tail_flushed(struct daemon *d)
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
 		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->st->cur ? d->st->cur->seq : d->st->next_seq));
+				      (json_int_t)t->segment);
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };
@@ -345,7 +346,10 @@ static void tail_flushed(struct daemon *d)
 	}
 }
 
-int tail_start(struct client *c, const uint8_t *p, uint32_t len)
+/* TAIL from a tool, once the rings are drained and the open chunk sealed
+ * (the backlog): 0 (a bad request gets an ERROR frame) or -ENOMEM. */
+static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t sealed,
+		      uint64_t segment)
 {
 	struct daemon *d = c->d;
 	json_error_t jerr;
@@ -392,7 +396,8 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	 * are live. */
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
-	t->answer_after = d->st->seal_next;
+	t->answer_after = sealed;
+	t->segment = segment;
 	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
@@ -423,9 +428,32 @@ static void sink_loss(struct sink *s, struct ring *r, const struct ringlog_seg_l
 
 static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 {
-	(void)c;
-	tail_tick(s->ctx);
+	struct daemon *d = s->ctx;
+
+	d->tail_released = c->seal_no + 1; /* published in sealing order */
+	for (struct tail *t = d->tails; t; t = t->next)
+		t->segment = c->next_segment;
+	tail_tick(d);
+}
+
+static int on_request(struct sink *s, const struct sink_request *rq)
+{
+	(void)s;
+	if (rq->type != RINGLOG_CTL_TAIL)
+		return -ENOTSUP;
+	return tail_start(rq->c, rq->payload, rq->len, rq->sealed, rq->segment);
+}
+
+static void on_closed(struct sink *s, struct client *c)
+{
+	(void)s;
+	if (!c->tail)
+		return;
+	tail_free(c->tail);
+	c->tail = NULL;
+	reg_enable_recompute(c->d);
 }
 
 const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
-					.chunk = sink_chunk, .raise = sink_raise };
+					.chunk = sink_chunk, .raise = sink_raise,
+					.request = on_request, .closed = on_closed };

@@ -358,6 +358,7 @@ static void release_ready(struct store *st)
 			struct sink_chunk sc = { .bytes = c->failed ? NULL : c->mem,
 						 .len = c->failed ? 0 : c->total,
 						 .segment = c->seg_seq, .seal_no = c->seal_no,
+						 .next_segment = st->cur ? st->cur->seq : st->next_seq,
 						 .events = c->events };
 
 			sink_publish_chunk(st->sinks, &sc);
