@@ -112,44 +112,62 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	r->mem = NULL;
 }
 
-/* A ring nobody will write again: its thread finished, or its process is
- * gone. Loss the producer counted but never reported in-stream is written
- * now, so that stored + lost always adds up. */
-static bool finished(struct ring *r)
+/* A ring nobody will write again (its thread finished, or its process is
+ * gone) is finished here: loss the producer counted but never reported
+ * in-stream is written now, so that stored + lost always adds up, and it
+ * is released once the chunks holding its last records are written
+ * (retire()). false: the ring goes on. */
+static bool finish(struct daemon *d, struct ring *r)
 {
-	if (ringlog_cons_done(&r->cons))
-		return true;
-	return r->c->gone && ringlog_cons_pending(&r->cons) == 0;
-}
+	struct ringlog_rec_loss l;
 
-static void finish(struct daemon *d, struct ring *r)
-{
-	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
-
+	if (!ringlog_cons_done(&r->cons) && !(r->c->gone && ringlog_cons_pending(&r->cons) == 0))
+		return false;
+	l = ringlog_cons_pending_loss(&r->cons);
 	if (l.records) {
 		store_loss(d->st, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
-	/* Released once the chunks holding its last records are written:
-	 * seal now rather than hold a dead thread's ring for a flush interval. */
+	/* Seal now rather than hold a dead thread's ring for a flush
+	 * interval. */
 	r->finishing = true;
 	if (r->store.held)
 		store_seal(d->st);
+	return true;
 }
 
-/* After a pass over r: with no chunk holding its records, what is left
- * unpublished is PAD only, and goes back at once. With a quarter of the ring
- * waiting for the open chunk, seal it now, so that a ring smaller than a
- * chunk never waits for the chunk to fill. */
-static void give_back(struct daemon *d, struct ring *r)
+/* One pass over a live ring: its records into the store, then what the
+ * pass found (a corrupt ring, a ring nobody writes any more) and its space
+ * back (store_give_back()). Returns the bytes moved. */
+static uint64_t pass(struct daemon *d, struct ring *r)
 {
-	struct ringlog_consumer *k = &r->cons;
+	struct drain_ctx x = { .d = d, .st = d->st, .r = r };
+	uint64_t before = r->cons.pos;
+	long n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 
-	if (!r->store.held)
-		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
-	else if (k->pos - k->published >= k->size / 4)
-		store_seal(d->st);
+	store_events_end(d->st); /* before anything else writes to the chunk */
+	if (n == -EBADMSG)
+		detach_corrupt(d, r, x.why ? x.why : r->cons.why);
+	else if (!finish(d, r))
+		store_give_back(d->st, r);
+	return r->cons.pos - before;
+}
+
+/* A ring drained for good or detached: its disk loss goes into its stream
+ * before it goes (the chunk carrying the report then holds it), and it is
+ * released once no chunk holds its records. */
+static void retire(struct ring *r, struct store *st)
+{
+	if (r->store.lost_disk_pending && store_settle_loss(st, r) < 0)
+		return;
+	if ((r->c->gone || r->finishing) && !r->store.held) {
+		/* the client frees a drained ring (a handed over one is the
+		 * new ring's to give back) */
+		if (!r->dead && !r->handed_over)
+			store_give_back(st, r);
+		reg_ring_release(r);
+	}
 }
 
 uint64_t drain_all(struct daemon *d)
@@ -159,36 +177,11 @@ uint64_t drain_all(struct daemon *d)
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
-			struct drain_ctx x = { .d = d, .st = d->st, .r = r };
-			uint64_t before = r->cons.pos;
-			long n;
-
-			rn = r->next;
-			if (r->dead || r->finishing) {
-				/* Its disk loss goes into its stream before it goes:
-				 * the chunk carrying the report then holds it. */
-				if (r->store.lost_disk_pending && store_settle_loss(d->st, r) < 0)
-					continue;
-				if ((c->gone || r->finishing) && !r->store.held) {
-					/* the client frees a drained ring (a handed
-					 * over one is the new ring's to give back) */
-					if (!r->dead && !r->handed_over)
-						give_back(d, r);
-					reg_ring_release(r);
-				}
-				continue;
-			}
-			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
-			store_events_end(d->st); /* before anything else writes to the chunk */
-			moved += r->cons.pos - before;
-			if (n == -EBADMSG) {
-				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
-				continue;
-			}
-			if (finished(r))
-				finish(d, r);
+			rn = r->next; /* retire() may free r */
+			if (!r->dead && !r->finishing)
+				moved += pass(d, r);
 			else
-				give_back(d, r);
+				retire(r, d->st);
 		}
 	}
 	return moved;

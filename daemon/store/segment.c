@@ -16,6 +16,7 @@
 #include "ingest/registry.h"
 #include "store/io-ops.h"
 #include "store/file.h"
+#include "decode.h"
 #include "pack.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ static int open_segment(struct store *st)
 
 	if (!s)
 		return -ENOMEM;
+	clock_refresh(st->clock); /* the calibration this segment records */
 	if (ret_make_room(st, RINGLOG_SEG_HEADER_SIZE) == ROOM_FULL) {
 		err = -ENOSPC;
 		goto fail;
@@ -69,7 +71,6 @@ static int open_segment(struct store *st)
 		err = s->fd;
 		goto fail;
 	}
-	clock_refresh(st->clock);
 	s->seq = st->next_seq++;
 	s->hdr->magic = RINGLOG_SEG_MAGIC;
 	s->hdr->version = RINGLOG_SEG_VERSION;
@@ -367,6 +368,16 @@ static void release_ready(struct store *st)
 			more = true;
 		}
 	}
+}
+
+void store_give_back(struct store *st, struct ring *r)
+{
+	struct ringlog_consumer *k = &r->cons;
+
+	if (!r->store.held)
+		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
+	else if (k->pos - k->published >= k->size / 4)
+		store_seal(st);
 }
 
 /* The chunk leaves the open slot for good: written or counted lost. */
@@ -794,8 +805,8 @@ void store_seal(struct store *st)
 
 		if (c->ts_min[k] > c->ts_max[k])
 			continue; /* no event of this clock */
-		lo = clock_real_ns(st->clock, clk, c->ts_min[k]);
-		hi = clock_real_ns(st->clock, clk, c->ts_max[k]);
+		lo = ringlog_dec_real_ns(&st->clock->seg, clk, c->ts_min[k]);
+		hi = ringlog_dec_real_ns(&st->clock->seg, clk, c->ts_max[k]);
 		if (lo < c->first_real_ns)
 			c->first_real_ns = lo;
 		if (hi > c->last_real_ns)
@@ -904,64 +915,6 @@ bool store_idle(const struct store *st)
 		if (st->chunks[i].busy)
 			return false;
 	return true;
-}
-
-/* Every size from the configuration, at start and at every reload: the
- * one place that reads the budget's settings. Chunks are no larger than
- * the buffers (chunk_alloc, fixed at start: 1 MiB at most). */
-void store_configure(struct store *st, const struct ringlog_config *cfg)
-{
-	struct store_budget *b = &st->budget;
-	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
-	uint64_t cs;
-
-	b->max_disk = cfg->max_disk;
-	b->min_free_bytes = cfg->min_free_bytes;
-	b->min_free_percent = cfg->min_free_percent;
-	b->max_age_ns = cfg->max_segment_age_ns;
-	/* Half the flush interval: a chunk sealed then is on disk within it. */
-	b->seal_after_ns = cfg->flush_interval_ns / 2;
-	b->max_retention_ns = cfg->max_retention_ns;
-	cs = cfg->max_segment_size / 8;
-	if (cs > b->max_disk / 16)
-		cs = b->max_disk / 16;
-	/* Chunks: large enough to amortise a write, small enough that a crash
-	 * or a tight budget loses little. */
-	if (cs > max)
-		cs = max;
-	if (cs < (64u << 10))
-		cs = 64u << 10;
-	b->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
-	if (b->chunk_size > max)
-		b->chunk_size = max;
-	if (!b->chunk_alloc)
-		b->chunk_alloc = b->chunk_size;
-	/* Several segments under the budget, so the oldest can go while the
-	 * newest fills: at most a quarter of max_disk each. */
-	b->seg_max = cfg->max_segment_size;
-	if (b->seg_max > b->max_disk / 4)
-		b->seg_max = b->max_disk / 4;
-	if (b->seg_max < 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE)
-		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
-}
-
-/* How large the segment opened now may grow: seg_max, and at most a
- * quarter of the space the store may really take (max_disk, or what the
- * filesystem has above min_free, whichever is less). A min_free that
- * leaves less than max_segment_size would otherwise let one segment take
- * all the room, with nothing older to delete to make more. */
-uint64_t store_seg_limit(const struct store *st)
-{
-	const struct store_budget *b = &st->budget;
-	uint64_t fs_free, floor, room = b->max_disk;
-	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
-
-	ret_fs_room(st, &fs_free, &floor);
-	if (fs_free != UINT64_MAX && st->used_bytes + fs_free - floor < room && fs_free > floor)
-		room = st->used_bytes + fs_free - floor;
-	if (room / 4 < lim)
-		lim = room / 4;
-	return lim < least ? least : lim;
 }
 
 void store_reload(struct store *st, const struct ringlog_config *cfg)

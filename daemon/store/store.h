@@ -231,6 +231,11 @@ int store_loss(struct store *st, struct ring *r, uint64_t records, uint64_t byte
  * 0, or STORE_FULL while the disk still refuses. */
 int store_settle_loss(struct store *st, struct ring *r);
 
+/* After a pass over r (or before it goes): with no chunk holding its
+ * records, what is left unpublished is PAD only, and goes back at once.
+ * With a quarter of the ring waiting for the open chunk, seal it now, so
+ * that a ring smaller than a chunk never waits for the chunk to fill. */
+void store_give_back(struct store *st, struct ring *r);
 /* Seal the open chunk and hand it to the backend (now: a tail's backlog,
  * a flush, a ring to give back, shutdown). */
 void store_seal(struct store *st);
