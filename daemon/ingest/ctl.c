@@ -20,7 +20,6 @@
 #include "ingest/drain.h"
 #include "ingest/status.h"
 #include "ingest/fdstore.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -132,7 +131,7 @@ void client_maybe_free(struct client *c)
 	if (c->meta_map)
 		ctl_unmap((void *)c->meta_map, c->meta_size);
 	ctl_free(c);
-	fwd_client_free(c);
+	sink_publish_freed(&d->sinks, c); /* forwarding's per-writer state */
 	ringlog_meta_free(&c->meta);
 	free(c->prov);
 	free(c->prov_sent);

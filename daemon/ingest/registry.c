@@ -15,7 +15,6 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -198,7 +197,7 @@ int reg_meta_sync(struct client *c)
 				return -ENOMEM;
 		send_enable(c);
 	}
-	fwd_sync_client(c);
+	sink_publish_described(&c->d->sinks, c);
 	return 0;
 }
 

@@ -11,7 +11,8 @@
  * (export, a flight recorder, shipping) plugs in here without touching it.
  * The registry asks the same list what enablement the sinks raise, and
  * the control channel hands it the tools' requests a sink answers (TAIL,
- * SYNC) and the news that a peer closed: ingest names no sink either.
+ * SYNC), the news that a peer closed, that a writer described more and
+ * that it is freed: ingest names no sink either.
  *
  * Every op runs on the loop thread and must not call back into the store
  * (no seal, no event): a sink that needs the disk to move (the tail's
@@ -86,6 +87,12 @@ struct sink_ops {
 	int (*request)(struct sink *s, const struct sink_request *rq);
 	/* A peer of the control channel closed: forget what it asked. */
 	void (*closed)(struct sink *s, struct client *c);
+	/* A writer's metadata grew (the registry parsed new providers or
+	 * events): c->meta describes more. */
+	void (*described)(struct sink *s, struct client *c);
+	/* A writer is freed (its last ring released): drop what the sink
+	 * keeps for it. */
+	void (*freed)(struct sink *s, struct client *c);
 };
 
 struct sink {
@@ -181,6 +188,20 @@ static inline void sink_publish_closed(const struct sink_list *l, struct client 
 	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->closed)
 			s->ops->closed(s, c);
+}
+
+static inline void sink_publish_described(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->described)
+			s->ops->described(s, c);
+}
+
+static inline void sink_publish_freed(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->freed)
+			s->ops->freed(s, c);
 }
 
 static inline void sink_publish_shutdown(const struct sink_list *l)

@@ -644,6 +644,16 @@ static void chunk_lost(struct store *st, struct chunk *c, const char *why)
 	st->seg_gen++;
 }
 
+/* The open chunk cannot be written: counted lost, and done with at once
+ * (its ring space goes back in sealing order). */
+static void chunk_drop(struct store *st, struct chunk *c, const char *why)
+{
+	chunk_lost(st, c, why);
+	st->open = NULL;
+	chunk_sealed(st, c);
+	chunk_done(st, c);
+}
+
 static void on_written(void *arg, long res)
 {
 	struct chunk *c = arg;
@@ -763,16 +773,13 @@ void store_seal(struct store *st)
 	c = st->open;
 	if (!c || !c->len)
 		return;
-	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
 	if (!st->cur && store_gone(st))
 		store_recover(st);
 	if (!st->cur && open_segment(st) < 0) {
-		chunk_lost(st, c, st->disk_error);
-		st->open = NULL;
-		chunk_sealed(st, c);
-		chunk_done(st, c);
+		chunk_drop(st, c, st->disk_error);
 		return;
 	}
+	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
 	switch (ret_make_room(st, total)) {
 	case ROOM_OK:
 		break;
@@ -786,10 +793,7 @@ void store_seal(struct store *st)
 
 		snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) available",
 			 st->dir, (unsigned long long)ret_min_free(st));
-		chunk_lost(st, c, why);
-		st->open = NULL;
-		chunk_sealed(st, c);
-		chunk_done(st, c);
+		chunk_drop(st, c, why);
 		/* Nothing older is left to delete: close the segment being
 		 * written so that it is, and the newest data has room again
 		 * at the next chunk (the circular log eats its tail). */

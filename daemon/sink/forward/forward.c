@@ -45,7 +45,7 @@ static void event_seen(struct client *c, const struct ringlog_event_desc *e)
 
 /* Ids are dense and handed out in order, so "not offered yet" is the
  * range from fwd_next to the end. */
-void fwd_sync_client(struct client *c)
+static void fwd_sync_client(struct client *c)
 {
 	if (!c->d->fwd)
 		return;
@@ -110,7 +110,7 @@ static void start(struct daemon *d)
 	d_log(LOG_INFO, "forwarding to %s", backend->name);
 }
 
-void fwd_client_free(struct client *c)
+static void fwd_client_free(struct client *c)
 {
 	struct fwd *f = c->d->fwd;
 
@@ -237,5 +237,20 @@ static void sink_shutdown(struct sink *s)
 	stop(s->ctx);
 }
 
+/* A writer described more events: offered to the backend now, not at
+ * their first record. */
+static void sink_described(struct sink *s, struct client *c)
+{
+	(void)s;
+	fwd_sync_client(c);
+}
+
+static void sink_freed(struct sink *s, struct client *c)
+{
+	(void)s;
+	fwd_client_free(c);
+}
+
 const struct sink_ops fwd_sink_ops = { .name = "forward", .record = sink_record,
-					.shutdown = sink_shutdown, .raise = sink_raise };
+					.shutdown = sink_shutdown, .raise = sink_raise,
+					.described = sink_described, .freed = sink_freed };
