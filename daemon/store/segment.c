@@ -374,10 +374,12 @@ void store_give_back(struct store *st, struct ring *r)
 {
 	struct ringlog_consumer *k = &r->cons;
 
-	if (!r->store.held)
-		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
-	else if (k->pos - k->published >= k->size / 4)
-		store_seal(st);
+	if (r->store.held) {
+		if (k->pos - k->published >= k->size / 4)
+			store_seal(st);
+		return;
+	}
+	ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
 }
 
 /* The chunk leaves the open slot for good: written or counted lost. */
