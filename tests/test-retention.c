@@ -12,7 +12,7 @@
 
 static struct harness h;
 
-/* The filesystem as the store sees it: st.space (file_space() otherwise). */
+/* The filesystem as the store sees it: st->space (file_space() otherwise). */
 static uint64_t fake_avail, fake_total;
 
 static int fake_space(const char *dir, uint64_t *avail, uint64_t *total)

@@ -6,6 +6,10 @@
  * the check runs before every chunk write, so usage never exceeds the
  * budget by more than one chunk (in practice not at all). The index lives
  * in memory: status and tail never rescan the directory.
+ *
+ * The budget is here whole: store_configure() derives every size from the
+ * configuration (the one place that reads its settings), store_seg_limit()
+ * sizes a new segment, ret_make_room() enforces the rest per chunk.
  */
 #define _GNU_SOURCE
 #include "store/store.h"

@@ -199,9 +199,6 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 /* Finalize the segments and free the store (its backend is the caller's,
  * closed first so that every write has landed). NULL is a no-op. */
 void store_close(struct store *st);
-/* Every size from cfg into st->budget; at open, and at each reload
- * (store_reload()), where chunk sizes stay within the buffers' size. */
-void store_configure(struct store *st, const struct ringlog_config *cfg);
 /* The configuration was reloaded: seal the chunk sized for the old budget,
  * configure, close a segment now too large, trim the store to it. */
 void store_reload(struct store *st, const struct ringlog_config *cfg);
@@ -249,10 +246,14 @@ void store_check(struct store *st);
 /* Nothing open, nothing in flight. */
 bool store_idle(const struct store *st);
 void store_close_current(struct store *st);
-/* How large the segment opened now may grow (budget and free space). */
-uint64_t store_seg_limit(const struct store *st);
 
 /* retention.c: the segment index and the budget */
+
+/* Every size from cfg into st->budget; at open, and at each reload
+ * (store_reload()), where chunk sizes stay within the buffers' size. */
+void store_configure(struct store *st, const struct ringlog_config *cfg);
+/* How large the segment opened now may grow (budget and free space). */
+uint64_t store_seg_limit(const struct store *st);
 
 /* What a chunk of `bytes` may do (ret_make_room()). */
 enum store_room {
@@ -276,7 +277,7 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes);
 unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx);
 /* The filesystem's free bytes (UINT64_MAX: unknown) and the floor
- * (min_free), from one look at it (st.space); or either alone. */
+ * (min_free), from one look at it (st->space); or either alone. */
 void ret_fs_room(const struct store *st, uint64_t *fs_free, uint64_t *floor);
 uint64_t ret_fs_free(const struct store *st);
 uint64_t ret_min_free(const struct store *st);
