@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store-harness.h"
 #include "ingest/drain.h"
@@ -146,5 +147,38 @@ Test(retention, a_reload_resizes_chunks_and_segments_and_trims_at_once)
 	/* And the next chunks take the new size. */
 	h_fill(&h, 5, 10000);
 	cr_assert_leq(h.st->used_bytes, (1u << 20) + h.st->budget.chunk_size);
+	h_cleanup(&h);
+}
+
+/* max_retention is the store's own (store_tick()): nothing of the daemon
+ * runs it. Events older than the limit go: the sealed segments at once,
+ * the one being written once its last write has landed. */
+static void short_retention(struct ringlog_config *c)
+{
+	c->max_segment_size = 256u << 10;
+	c->max_retention_ns = 50000000; /* 50 ms: the config allows 1 s at least */
+}
+
+Test(retention, max_retention_expires_segments_on_the_store_tick)
+{
+	struct h_disk disk;
+
+	h_start(&h, short_retention);
+	cr_assert_eq(h.st->budget.max_retention_ns, 50000000);
+	h_fill(&h, 10, 7000);
+	disk = h_read_disk(&h);
+	cr_assert_gt(disk.segments, 1);
+	usleep(100000); /* every event stored is now older than the limit */
+	store_tick(h.st);
+	h_flush(&h);     /* the segment it closed has its last write land */
+	h.st->expire_tick_ns = 0; /* the next tick checks again at once */
+	store_tick(h.st);
+	disk = h_read_disk(&h);
+	cr_assert_eq(disk.segments, 0, "%u segments outlived max_retention", disk.segments);
+	cr_assert_null(h.st->segs);
+	cr_assert_eq(h.st->used_bytes, 0);
+	/* and storing goes on */
+	h_fill(&h, 1, 1000);
+	cr_assert_eq(h_read_disk(&h).events, 1000);
 	h_cleanup(&h);
 }
