@@ -31,6 +31,7 @@
 
 struct drain_ctx {
 	struct daemon *d;
+	struct store *st;
 	struct ring *r;
 	const char *why;
 };
@@ -64,7 +65,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
 		/* STORE_FULL: no room now, the record stays in the ring */
-		if ((err = store_event(x->d, r, type, aux, payload, len, e)) != 0)
+		if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
 		c->stored++;
 		if (p)
@@ -91,7 +92,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 				       .provider = p ? aux : 0, .first_ts = l.first_ts };
 
 	/* STORE_FULL: no room now, the record stays in the ring */
-	if ((err = store_ring_loss(x->d, r, aux, &l.l, len, &sl)) != 0)
+	if ((err = store_ring_loss(x->st, r, aux, &l.l, len, &sl)) != 0)
 		return err;
 	c->lost_ring += l.l.records;
 	x->d->lost_ring += l.l.records;
@@ -110,51 +111,71 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	d->lost_corrupt++;
 	/* The stream says where it broke; the count is unknown, the bytes are
 	 * what was left. */
-	store_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
+	store_loss(d->st, r, 1, pending, RINGLOG_LOSS_CORRUPT);
 	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
 	r->dead = true;
 	ctl_unmap(r->mem, r->map_size);
 	r->mem = NULL;
 }
 
-/* A ring nobody will write again: its thread finished, or its process is
- * gone. Loss the producer counted but never reported in-stream is written
- * now, so that stored + lost always adds up. */
-static bool finished(struct ring *r)
+/* A ring nobody will write again (its thread finished, or its process is
+ * gone) is finished here: loss the producer counted but never reported
+ * in-stream is written now, so that stored + lost always adds up, and it
+ * is released once the chunks holding its last records are written
+ * (retire()). false: the ring goes on. */
+static bool finish(struct daemon *d, struct ring *r)
 {
-	if (ringlog_cons_done(&r->cons))
-		return true;
-	return r->c->gone && ringlog_cons_pending(&r->cons) == 0;
-}
+	struct ringlog_rec_loss l;
 
-static void finish(struct daemon *d, struct ring *r)
-{
-	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
-
+	if (!ringlog_cons_done(&r->cons) && !(r->c->gone && ringlog_cons_pending(&r->cons) == 0))
+		return false;
+	l = ringlog_cons_pending_loss(&r->cons);
 	if (l.records) {
-		store_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		store_loss(d->st, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
-	/* Released once the chunks holding its last records are written:
-	 * seal now rather than hold a dead thread's ring for a flush interval. */
+	/* Seal now rather than hold a dead thread's ring for a flush
+	 * interval. */
 	r->finishing = true;
-	if (r->held)
-		store_seal(d);
+	if (r->store.held)
+		store_seal(d->st);
+	return true;
 }
 
-/* After a pass over r: with no chunk holding its records, what is left
- * unpublished is PAD only, and goes back at once. With a quarter of the ring
- * waiting for the open chunk, seal it now, so that a ring smaller than a
- * chunk never waits for the chunk to fill. */
-static void give_back(struct daemon *d, struct ring *r)
+/* One pass over a live ring: its records into the store, then what the
+ * pass found (a corrupt ring, a ring nobody writes any more) and its space
+ * back (store_give_back()). Returns the bytes moved; *records: what
+ * ringlog_cons_drain() returned (records delivered, or an error). */
+static uint64_t pass(struct daemon *d, struct ring *r, long *records)
 {
-	struct ringlog_consumer *k = &r->cons;
+	struct drain_ctx x = { .d = d, .st = d->st, .r = r };
+	uint64_t before = r->cons.pos;
+	long n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 
-	if (!r->held)
-		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
-	else if (k->pos - k->published >= k->size / 4)
-		store_seal(d);
+	*records = n;
+	store_events_end(d->st); /* before anything else writes to the chunk */
+	if (n == -EBADMSG)
+		detach_corrupt(d, r, x.why ? x.why : r->cons.why);
+	else if (!finish(d, r))
+		store_give_back(d->st, r);
+	return r->cons.pos - before;
+}
+
+/* A ring drained for good or detached: its disk loss goes into its stream
+ * before it goes (the chunk carrying the report then holds it), and it is
+ * released once no chunk holds its records. */
+static void retire(struct ring *r, struct store *st)
+{
+	if (r->store.lost_disk_pending && store_settle_loss(st, r) < 0)
+		return;
+	if ((r->c->gone || r->finishing) && !r->store.held) {
+		/* the client frees a drained ring (a handed over one is the
+		 * new ring's to give back) */
+		if (!r->dead && !r->handed_over)
+			store_give_back(st, r);
+		reg_ring_release(r);
+	}
 }
 
 /* A ring that had nothing for a while is visited less often: a visit to
@@ -193,47 +214,28 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
-			struct drain_ctx x = { .d = d, .r = r };
-			uint64_t before = r->cons.pos;
+			uint64_t got;
 			long n;
 
-			rn = r->next;
+			rn = r->next; /* retire() may free r */
 			if (r->dead || r->finishing) {
-				/* Its disk loss goes into its stream before it goes:
-				 * the chunk carrying the report then holds it. */
-				if (r->lost_disk_pending && store_settle_loss(d, r) < 0)
-					continue;
-				if ((c->gone || r->finishing) && !r->held) {
-					/* the client frees a drained ring (a handed
-					 * over one is the new ring's to give back) */
-					if (!r->dead && !r->handed_over)
-						give_back(d, r);
-					reg_ring_release(r);
-				}
+				retire(r, d->st);
 				continue;
 			}
 			if (skip_idle(d, r, now))
 				continue;
-			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
-			store_events_end(d); /* before anything else writes to the chunk */
-			if (r->cons.pos != before) {
-				uint64_t f = (r->cons.pos - before) * 2048 / r->cons.size;
+			got = pass(d, r, &n);
 
-				moved += r->cons.pos - before;
+			if (got) {
+				uint64_t f = got * 2048 / r->cons.size;
+
+				moved += got;
 				*records += n > 0 ? (uint64_t)n : 0;
 				++*busy;
 				if (f > *fill)
 					*fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
 			}
-			visited(r, now, r->cons.pos != before);
-			if (n == -EBADMSG) {
-				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
-				continue;
-			}
-			if (finished(r))
-				finish(d, r);
-			else
-				give_back(d, r);
+			visited(r, now, got != 0);
 		}
 	}
 	return moved;

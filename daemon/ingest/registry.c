@@ -15,7 +15,6 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -112,7 +111,7 @@ void reg_enable_recompute(struct daemon *d)
 {
 	for (struct provider *p = d->providers; p; p = p->next) {
 		rule_kw(d, p->name, p->kw);
-		sink_publish_raise(d->sinks, p->name, p->kw);
+		sink_publish_raise(&d->sinks, p->name, p->kw);
 	}
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
@@ -146,7 +145,7 @@ static int map_provider(struct client *c, uint32_t id, const char *name)
 		if (!p)
 			return -ENOMEM;
 		rule_kw(c->d, p->name, p->kw);
-		sink_publish_raise(c->d->sinks, p->name, p->kw);
+		sink_publish_raise(&c->d->sinks, p->name, p->kw);
 		c->prov[id] = p;
 		/* Force a first ENABLE: the client starts from the built-in
 		 * default, not from what we think we sent. */
@@ -198,7 +197,7 @@ int reg_meta_sync(struct client *c)
 				return -ENOMEM;
 		send_enable(c);
 	}
-	fwd_sync_client(c);
+	sink_publish_described(&c->d->sinks, c);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 
 #include "ringbuf.h"
 #include "ingest/client.h"
+#include "store/stream.h"
 
 struct daemon;
 
@@ -41,11 +42,7 @@ struct ring {
 	void *mem;
 	size_t map_size;
 	struct ringlog_consumer cons;
-	uint32_t seg_gen;    /* segment generation that has its STREAM record */
-	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
-	uint32_t held;       /* chunk entries (open or in flight) holding its
-	                      * records: their ring space is given back only
-	                      * once the chunk is written (segment.c) */
+	struct store_stream store; /* the store's (store/stream.h) */
 	bool dead;           /* corrupt: detached, mapping released */
 	bool fd_stored;      /* a copy is in the service manager's fd store */
 	bool handed_over;    /* adopted after a restart, then registered again

@@ -62,6 +62,7 @@ struct tail {
 	bool answered;          /* TAIL reply sent */
 	uint64_t answer_after;  /* seal number every chunk before which must be
 	                         * on disk before the reply */
+	uint64_t segment;       /* where the store writes next, as last told */
 	uint64_t start_ns;      /* CLOCK_MONOTONIC */
 	uint64_t held;          /* events in the frame before the reply */
 };
@@ -310,7 +311,7 @@ static void sink_raise(struct sink *s, const char *provider, uint64_t kw[8])
 	}
 }
 
-void tail_free(struct tail *t)
+static void tail_free(struct tail *t)
 {
 	struct daemon *d = t->c->d;
 
@@ -320,7 +321,7 @@ void tail_free(struct tail *t)
 			d->ntails--;
 			break;
 		}
-	d->tail_sink.want_records = d->ntails > 0;
+	sink_want(&d->sinks, &d->tail_sink, d->ntails > 0);
 	ringlog_match_free(&t->m);
 	free(t->writer_nev);
 	free(t->stream_sent);
@@ -342,7 +343,7 @@ static void tail_flushed(struct daemon *d)
 
 		if (t->answered || c->gone)
 			continue;
-		if (d->st.release_next < t->answer_after) {
+		if (d->tail_released < t->answer_after) {
 			if (!now)
 				now = d_now(CLOCK_MONOTONIC);
 			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
@@ -351,18 +352,18 @@ static void tail_flushed(struct daemon *d)
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
 		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->st.cur ? d->st.cur->seq : d->st.next_seq));
+				      (json_int_t)t->segment);
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };
-		uint8_t b[sizeof(h) + sizeof(d->clock)];
+		uint8_t b[sizeof(h) + sizeof(d->clock.seg)];
 
 		if (s)
 			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
 		free(s);
 		json_decref(r);
 		memcpy(b, &h, sizeof(h));
-		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		memcpy(b + sizeof(h), &d->clock.seg, sizeof(d->clock.seg));
 		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
 		t->answered = true;
 		send_frame(t, t->held);
@@ -370,7 +371,10 @@ static void tail_flushed(struct daemon *d)
 	}
 }
 
-int tail_start(struct client *c, const uint8_t *p, uint32_t len)
+/* TAIL from a tool, once the rings are drained and the open chunk sealed
+ * (the backlog): 0 (a bad request gets an ERROR frame) or -ENOMEM. */
+static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t sealed,
+		      uint64_t segment)
 {
 	struct daemon *d = c->d;
 	json_error_t jerr;
@@ -417,12 +421,13 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	 * are live. */
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
-	t->answer_after = d->st.seal_next;
+	t->answer_after = sealed;
+	t->segment = segment;
 	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
 	d->ntails++;
-	d->tail_sink.want_records = true;
+	sink_want(&d->sinks, &d->tail_sink, true);
 	reg_enable_recompute(d);
 	tail_flushed(d);
 	return 0;
@@ -448,9 +453,32 @@ static void sink_loss(struct sink *s, struct ring *r, const struct ringlog_seg_l
 
 static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 {
-	(void)c;
-	tail_tick(s->ctx);
+	struct daemon *d = s->ctx;
+
+	d->tail_released = c->seal_no + 1; /* published in sealing order */
+	for (struct tail *t = d->tails; t; t = t->next)
+		t->segment = c->next_segment;
+	tail_tick(d);
+}
+
+static int on_request(struct sink *s, const struct sink_request *rq)
+{
+	(void)s;
+	if (rq->type != RINGLOG_CTL_TAIL)
+		return -ENOTSUP;
+	return tail_start(rq->c, rq->payload, rq->len, rq->sealed, rq->segment);
+}
+
+static void on_closed(struct sink *s, struct client *c)
+{
+	(void)s;
+	if (!c->tail)
+		return;
+	tail_free(c->tail);
+	c->tail = NULL;
+	reg_enable_recompute(c->d);
 }
 
 const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
-					.chunk = sink_chunk, .raise = sink_raise };
+					.chunk = sink_chunk, .raise = sink_raise,
+					.request = on_request, .closed = on_closed };
