@@ -105,6 +105,7 @@ static void start_store(struct harness *h)
 		h_cfg(&h->cfg);
 	h->loop = calloc(1, sizeof(*h->loop));
 	cr_assert(h->loop && uv_loop_init(h->loop) == 0);
+	d->loop = h->loop; /* the drain's clock (uv_now) for idle rings */
 	clock_calibrate_start(&h->clock);
 	h->io = p.io = io_pool_ops.open(h->loop);
 	cr_assert(h->io, "thread pool backend: %s", strerror(errno));
