@@ -37,7 +37,7 @@ static void job_flush(void)
 
 	ringlog_flush(5000);
 	ringlog_get_overload_stats(&o, sizeof(o));
-	if (o.waits) /* KIND 3: what the waits cost, for bench-emit --emit-only */
+	if (o.waits) /* KIND 4: what the waits cost, for bench-emit --emit-only */
 		fprintf(stderr, "waits %llu mean_ns %llu max_ns %llu timeouts %llu\n",
 			(unsigned long long)o.waits, (unsigned long long)(o.wait_ns / o.waits),
 			(unsigned long long)o.wait_max_ns, (unsigned long long)o.wait_timeouts);

@@ -7,10 +7,11 @@
  *
  * Layout of one ring mapping (all integers little-endian, all offsets fixed):
  *
- *   0          128        256        384                     4096
- *   +----------+----------+----------+-----------------------+
- *   | identity | producer | consumer |   reserved (zero)     |   header page
- *   +----------+----------+----------+-----------------------+
+ *   0          128        256        384        512          4096
+ *   +----------+----------+----------+----------+------------+
+ *   | identity | producer | consumer |  level   | reserved   |   header page
+ *   |          |          |          |          |  (zero)    |
+ *   +----------+----------+----------+----------+------------+
  *   4096                                             4096 + data_size
  *   +-------------------------------------------------------+
  *   | data area: 2^k bytes of 8-byte aligned records         |
@@ -91,6 +92,10 @@
  *   consumer block  consumer only; the producer reads cons_pos, past the
  *                   wake threshold consumer_flags, and once per gap
  *                   consumer_caps.
+ *   level block     producer only (lost_level_total, stored when the ring
+ *                   finishes); the consumer reads it at the ring's end.
+ *                   Zero from a library before it (then compat_flags lacks
+ *                   RINGLOG_RING_LOSS_LEVELS).
  */
 #ifndef RINGLOG_PROTO_RING_H
 #define RINGLOG_PROTO_RING_H
@@ -137,8 +142,10 @@ enum ringlog_ring_state {
 #define RINGLOG_CONS_LOSS_EXT 0x1u /* LOSS records of either length (below) */
 #define RINGLOG_CONS_LOSS_LVL 0x2u /* and the per-level form (ringlog_rec_loss_lvl) */
 /* compat_flags bits (producer, once). */
-#define RINGLOG_RING_LOSS_LEVELS 0x2u /* lost_level_total[] is kept (bit 0 is
-                                       * RINGLOG_RING_CLOCK_TSC, event.h) */
+#define RINGLOG_RING_LOSS_LEVELS 0x4u /* lost_level_total[] is kept (bit 0 is
+                                       * RINGLOG_RING_CLOCK_TSC, event.h;
+                                       * bit 1 the flight recorder's
+                                       * RINGLOG_RING_MARKS_EXIT) */
 /* Levels a producer counts loss by: index level & 7 (1 critical .. 5
  * verbose; 0 for records without a level). */
 #define RINGLOG_LOSS_LEVELS 8u
@@ -193,10 +200,7 @@ struct ringlog_ring_hdr {
 	uint32_t state;              /* enum ringlog_ring_state */
 	uint32_t waiting;            /* a thread waits for room (opt-in
 	                              * blocking): consumer, give space back now */
-	uint64_t lost_level_total[RINGLOG_LOSS_LEVELS]; /* lost_records_total by
-	                              * level (RINGLOG_RING_LOSS_LEVELS), stored
-	                              * when the ring finishes */
-	uint8_t  _pad2[128 - 96];
+	uint8_t  _pad2[128 - 32];
 
 	/* consumer block: written by the consumer only */
 	uint64_t cons_pos;          /* release-stored once per drained batch */
@@ -207,14 +211,22 @@ struct ringlog_ring_hdr {
 	                             * wants to be woken (0: never) */
 	uint32_t consumer_caps;     /* RINGLOG_CONS_LOSS_EXT...; zero from a
 	                             * consumer older than the field */
+	uint32_t _pad4;             /* (292: trigger_seen, the flight recorder) */
 	uint32_t shed_reserve;      /* bytes kept free for levels <= shed_level:
 	                             * past size - shed_reserve the producer drops
 	                             * records of a higher level (0: off) */
 	uint8_t  shed_level;        /* see shed_reserve */
-	uint8_t  _pad4[3];
-	uint8_t  _pad3[128 - 44];
+	uint8_t  _pad5[3];
+	uint8_t  _pad3[128 - 48];
 
-	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 384]; /* zero */
+	/* level block: written by the producer only, on a span of its own
+	 * (the flight recorder fills the producer block), stored when the
+	 * ring finishes */
+	uint64_t lost_level_total[RINGLOG_LOSS_LEVELS]; /* lost_records_total by
+	                             * level (RINGLOG_RING_LOSS_LEVELS) */
+	uint8_t  _pad6[128 - 64];
+
+	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 512]; /* zero */
 };
 
 /* Every size and offset below is ABI: changing one is a new version. */
@@ -256,16 +268,16 @@ static_assert(offsetof(struct ringlog_ring_hdr, lost_records_total) == 136, "los
 static_assert(offsetof(struct ringlog_ring_hdr, lost_bytes_total) == 144, "lost_bytes_total");
 static_assert(offsetof(struct ringlog_ring_hdr, state) == 152, "state");
 static_assert(offsetof(struct ringlog_ring_hdr, waiting) == 156, "waiting");
-static_assert(offsetof(struct ringlog_ring_hdr, lost_level_total) == 160, "lost_level_total");
 static_assert(offsetof(struct ringlog_ring_hdr, cons_pos) == 256, "cons_pos");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_records) == 264, "loss_seen_records");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_bytes) == 272, "loss_seen_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_flags) == 280, "consumer_flags");
 static_assert(offsetof(struct ringlog_ring_hdr, wake_bytes) == 284, "wake_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_caps) == 288, "consumer_caps");
-static_assert(offsetof(struct ringlog_ring_hdr, shed_reserve) == 292, "shed_reserve");
-static_assert(offsetof(struct ringlog_ring_hdr, shed_level) == 296, "shed_level");
-static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 384, "reserved");
+static_assert(offsetof(struct ringlog_ring_hdr, shed_reserve) == 296, "shed_reserve");
+static_assert(offsetof(struct ringlog_ring_hdr, shed_level) == 300, "shed_level");
+static_assert(offsetof(struct ringlog_ring_hdr, lost_level_total) == 384, "lost_level_total");
+static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 512, "reserved");
 
 /* Bytes a record with a payload of len bytes occupies in the data area.
  * Computed in 64 bits so that no len a producer can write wraps around. */

@@ -195,7 +195,7 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_READER = 3, /* a slow tail reader: only that reader misses them */
 	RINGLOG_LOSS_CORRUPT = 4,/* the ring was corrupt and detached */
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
-	RINGLOG_LOSS_RATE = 6,   /* suppressed by the event's rate limit (event says which) */
+	RINGLOG_LOSS_RATE = 7,   /* suppressed by the event's rate limit (event says which) */
 };
 
 /* 24 bytes in files from before provider and first_ts, which readers

@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "meta.h"
 #include "ingest/overload.h"
+#include "store/stream.h"
 
 struct daemon;
 struct ring;
@@ -70,9 +71,8 @@ struct client {
 	struct ring *rings;
 	uint32_t nrings;
 	uint64_t ring_bytes;
-	uint32_t seg_gen;    /* segment generation that has WRITER + META[..] */
-	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
-	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
+	struct store_writer store; /* the store's (store/stream.h) */
+	uint64_t stored, lost_ring, lost_corrupt;
 	struct ovl_counts ovl;    /* ingest/overload.c */
 	struct ringlog_config_policy *pol_sent; /* POLICY last sent, by event id */
 	uint32_t npol_sent;

@@ -137,7 +137,7 @@ void ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_lo
 	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
 		sum += lv[i];
 	if (sum != l->records) { /* not kept, or not all seen: one record */
-		store_loss(d, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
+		store_loss(d->st, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
 		return;
 	}
 	ovl_count_levels(d, r, NULL, lv);
@@ -149,7 +149,7 @@ void ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_lo
 		if (!lv[i])
 			continue;
 		sum = 0;
-		store_loss_rec(d, r, &sl);
+		store_loss_rec(d->st, r, &sl);
 	}
 }
 
@@ -187,7 +187,7 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 			struct ringlog_seg_loss sl = { .records = m.count, .reason = RINGLOG_LOSS_RATE,
 				.provider = e->provider, .event = m.event, .level = e->level };
 
-			store_loss_rec(d, r, &sl);
+			store_loss_rec(d->st, r, &sl);
 		}
 	}
 	return 0;
