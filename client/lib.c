@@ -93,6 +93,12 @@ static void at_exit(void)
 	}
 	if (!__atomic_load_n(&lib.started, __ATOMIC_ACQUIRE))
 		return;
+	/* An orderly exit, not a crash: the daemon's flight recorder takes a
+	 * writer that goes without this for one that crashed (proto/ring.h). */
+	pthread_mutex_lock(&lib.lock);
+	for (struct lib_ring *r = lib.rings; r; r = r->next)
+		__atomic_store_n(&r->prod.hdr->exit_flags, RINGLOG_RING_EXITING, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lib.lock);
 	/* Wait (bounded) for the daemon to store everything, reconnecting if
 	 * it restarts meanwhile: once we are gone, events it had not taken
 	 * are lost. Not on a host with no daemon at all (no socket, never

@@ -94,6 +94,10 @@ uint64_t lib_clock(void) LIB_HIDDEN;
 void lib_clock_init(void) LIB_HIDDEN;
 uint64_t lib_now_ns(int clock_id) LIB_HIDDEN;
 
+/* trigger.c: the ring ringlog_trigger() uses from a thread that has none
+ * (the newest ring of the process), or NULL */
+extern struct ringlog_ring_hdr *lib_trigger_hdr LIB_HIDDEN;
+
 /* registry.c: metadata region */
 int lib_meta_create(void) LIB_HIDDEN;
 int lib_meta_reopen_after_fork(void) LIB_HIDDEN;

@@ -58,11 +58,14 @@ struct lib_ring *lib_ring_create(void)
 	}
 	if (lib.tsc)
 		r->prod.hdr->compat_flags |= RINGLOG_RING_CLOCK_TSC;
+	r->prod.hdr->compat_flags |= RINGLOG_RING_MARKS_EXIT; /* lib.c at_exit() */
 
 	pthread_mutex_lock(&lib.lock);
 	r->handle = ++lib.next_handle;
 	r->next = lib.rings;
 	lib.rings = r;
+	/* ringlog_trigger() from a thread without a ring writes this one */
+	__atomic_store_n(&lib_trigger_hdr, r->prod.hdr, __ATOMIC_RELEASE);
 	lib.stats.rings_created++;
 	lib.stats.rings_live++;
 	pthread_mutex_unlock(&lib.lock);
@@ -72,6 +75,13 @@ struct lib_ring *lib_ring_create(void)
 
 void lib_ring_free(struct lib_ring *r)
 {
+	struct ringlog_ring_hdr *h = r->prod.hdr;
+
+	/* A trigger racing with this may still write the old header: the
+	 * window is one load, and only a thread without a ring of its own
+	 * takes it (trigger.c). */
+	__atomic_compare_exchange_n(&lib_trigger_hdr, &h, NULL, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_RELAXED);
 	lib_shm_destroy(r->obj, r->mem, r->map_size);
 	free(r);
 }

@@ -94,8 +94,9 @@ struct daemon {
 
 	/* the sinks, in the order they are told: lifecycle.c links them in
 	 * sinks and hands the same list to the store (st.sinks) */
-	struct sink fwd_sink, tail_sink, sync_sink;
+	struct sink fwd_sink, tail_sink, sync_sink, flight_sink;
 	struct sink *sinks;
+	struct flight *flight; /* the flight recorder (sink/flight.c), or NULL */
 
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */

@@ -16,6 +16,7 @@
 #include "ingest/operate.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 #include "store/io-ops.h"
 #include "store/file.h"
@@ -202,6 +203,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
 	store_reload(d);
+	flight_start(d);
 	access_resolve(d);
 	fwd_apply(d);
 	op_reset(d); /* `ringlog enable` rules last until a reload */
@@ -215,11 +217,12 @@ static void on_hup(uv_signal_t *s, int sig)
  * A new consumer (export, a flight recorder, shipping) is one more node. */
 static void wire(struct daemon *d)
 {
-	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink };
+	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink, &d->flight_sink };
 
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
+	d->flight_sink = (struct sink){ .ops = &flight_sink_ops, .ctx = d, .memory_only = true };
 	d->sinks = NULL;
 	for (size_t i = sizeof(order) / sizeof(order[0]); i-- > 0;) {
 		order[i]->next = d->sinks;
@@ -259,6 +262,7 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->accept_timer);
 	if (store_init(d) < 0)
 		return -1;
+	flight_start(d); /* off when it cannot allocate: logged */
 	fwd_apply(d);
 	/* Signals before the socket: a SIGTERM sent as soon as the socket
 	 * appears drains and exits 0, rather than killing a daemon that had
@@ -322,6 +326,7 @@ void daemon_finish(struct daemon *d)
 		client_close(c);
 	}
 	sink_publish_shutdown(d->st.sinks);
+	flight_stop(d); /* freed once a snapshot being written is done */
 	d->st.io->ops->close(d->st.io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

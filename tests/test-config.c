@@ -120,7 +120,7 @@ static const struct { const char *json, *err; } bad[] = {
 	  "\"0xff\" (hex, up to 64 bits), got \"ff\"" },
 	{ "{\"providers\": {\"Acme\": {\"colour\": 1}}}",
 	  "config: t.json:1:25: \"providers.Acme.colour\": unknown key; known keys here: level, "
-	  "keywords" },
+	  "keywords, flight_level" },
 	{ "{\"providers\": {\"Ac me\": {}}}",
 	  "config: t.json:1:16: \"providers.Ac me\": not a provider name or pattern (letters, "
 	  "digits, _ . - and the wildcards * ?; at most 127)" },

@@ -22,6 +22,7 @@
 #include "ingest/status.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 
 #include <errno.h>
@@ -109,6 +110,8 @@ void client_close(struct client *c)
 	if (c->gone)
 		return;
 	c->gone = true;
+	if (c->writer) /* the flight recorder judges how it went */
+		sink_publish_writer_gone(c->d->sinks, c);
 	c->d->rx_held -= c->rx_len;
 	c->rx_len = 0;
 	sync_free(c);
@@ -161,7 +164,8 @@ static unsigned frame_needs(uint16_t type, unsigned have)
 	case RINGLOG_CTL_TAIL:
 	case RINGLOG_CTL_ENABLE_SET:
 	case RINGLOG_CTL_LIST:
-	case RINGLOG_CTL_VACUUM: return ACCESS_READ;
+	case RINGLOG_CTL_VACUUM:
+	case RINGLOG_CTL_SNAPSHOT: return ACCESS_READ;
 	case RINGLOG_CTL_STATUS: return have & ACCESS_WRITE ? ACCESS_WRITE : ACCESS_READ;
 	default: return ACCESS_WRITE;
 	}
@@ -215,6 +219,7 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
 	case RINGLOG_CTL_LIST: return op_list(c, p, len);
 	case RINGLOG_CTL_VACUUM: return op_vacuum(c, p, len);
+	case RINGLOG_CTL_SNAPSHOT: return flight_request(c, p, len);
 	default:
 		return -EPROTO;
 	}

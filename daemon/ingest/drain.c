@@ -29,6 +29,13 @@ struct drain_ctx {
 	const char *why;
 };
 
+static bool memory_only(const struct provider *p, const struct ringlog_event_desc *e)
+{
+	uint64_t want = e->keyword ? e->keyword : ~0ull;
+
+	return !(p->disk_kw[e->level & 7] & want) && (p->kw[e->level & 7] & want);
+}
+
 static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		     uint32_t len)
 {
@@ -57,6 +64,10 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
+		/* Enabled only by a memory-only sink (flight_level): handed to
+		 * the sinks, never written. */
+		if (p && memory_only(p, e))
+			return store_pass(x->d, r, type, aux, payload, len, e);
 		/* STORE_FULL: no room now, the record stays in the ring */
 		if ((err = store_event(x->d, r, type, aux, payload, len, e)) != 0)
 			return err;

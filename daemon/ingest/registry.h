@@ -23,7 +23,10 @@ struct daemon;
 struct provider {
 	struct provider *next;
 	char *name;
-	uint64_t kw[8];      /* effective: config rule, raised by tails */
+	uint64_t kw[8];      /* effective: config rule, raised by tails and
+	                      * the flight recorder */
+	uint64_t disk_kw[8]; /* of kw, what is written to disk: without what
+	                      * only the flight recorder raises (memory only) */
 	uint64_t stored;     /* events */
 	uint64_t lost_ring;  /* ring overflow the program attributed to it (the
 	                      * LOSS record's aux); other losses have no provider */

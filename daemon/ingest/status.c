@@ -8,6 +8,7 @@
 #include "ingest/status.h"
 #include "ingest/registry.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 
 #include <jansson.h>
@@ -143,6 +144,7 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(j, "enable_rules", op_status(d));
 	json_object_set_new(j, "clients_detail", json_boolean(detail));
 	json_object_set_new(j, "read_group", json_string(d->cfg.read_group));
+	json_object_set_new(j, "flight", flight_status(d));
 	json_object_set_new(j, "max_retention_ns", json_integer((json_int_t)d->cfg.max_retention_ns));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);

@@ -28,6 +28,7 @@
 
 struct ring;
 struct sink;
+struct client;
 
 /* One event record the store accepted, valid only during the call: its
  * bytes are in the writer's ring, validated against e by the drain. */
@@ -62,6 +63,9 @@ struct sink_ops {
 	 * verbose, a tracer session) ORs it into kw[level] for provider name:
 	 * the registry asks every sink whenever enablement is computed. */
 	void (*raise)(struct sink *s, const char *provider, uint64_t kw[8]);
+	/* A writer's connection closed (its rings are still registered and
+	 * mapped: they drain after this). */
+	void (*writer_gone)(struct sink *s, struct client *c);
 };
 
 struct sink {
@@ -71,6 +75,10 @@ struct sink {
 	/* Set by the sink: record() and loss() are called only while true,
 	 * so that a sink with nobody listening costs the drain one load. */
 	bool want_records;
+	/* What this sink raises is kept in memory only (the flight recorder):
+	 * the drain hands those events to the sinks without writing them
+	 * (provider.disk_kw, ingest/registry.h). */
+	bool memory_only;
 };
 
 /* Fan-out helpers for the store (and shutdown for lifecycle.c). */
@@ -96,11 +104,20 @@ static inline void sink_publish_chunk(struct sink *list, const struct sink_chunk
 			s->ops->chunk(s, c);
 }
 
-static inline void sink_publish_raise(struct sink *list, const char *provider, uint64_t kw[8])
+/* memory: the sinks whose raise is kept in memory only, or the others. */
+static inline void sink_publish_raise(struct sink *list, const char *provider, uint64_t kw[8],
+				      bool memory)
 {
 	for (struct sink *s = list; s; s = s->next)
-		if (s->ops->raise)
+		if (s->ops->raise && s->memory_only == memory)
 			s->ops->raise(s, provider, kw);
+}
+
+static inline void sink_publish_writer_gone(struct sink *list, struct client *c)
+{
+	for (struct sink *s = list; s; s = s->next)
+		if (s->ops->writer_gone)
+			s->ops->writer_gone(s, c);
 }
 
 static inline void sink_publish_shutdown(struct sink *list)

@@ -571,6 +571,18 @@ int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
 	return 0;
 }
 
+int store_pass(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
+	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload, .len = len,
+				  .e = e };
+
+	/* Its ring space goes back with the next release past it: no chunk
+	 * holds it, and the run around it is split (its positions skip it). */
+	sink_publish_record(d->st.sinks, &sr);
+	return 0;
+}
+
 int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 		    const struct ringlog_rec_loss *l, uint32_t len,
 		    const struct ringlog_seg_loss *sl)
@@ -896,7 +908,8 @@ void store_configure(struct daemon *d)
 	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
 	uint64_t cs;
 
-	b->max_disk = d->cfg.max_disk;
+	/* Flight recorder snapshots take their share of the one budget. */
+	b->max_disk = d->cfg.max_disk - (d->cfg.flight.size ? d->cfg.flight.max_disk : 0);
 	b->min_free_bytes = d->cfg.min_free_bytes;
 	b->min_free_percent = d->cfg.min_free_percent;
 	b->max_age_ns = d->cfg.max_segment_age_ns;
