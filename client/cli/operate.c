@@ -31,9 +31,10 @@
  * printed (the daemon's ERROR, unreachable, a broken answer). With
  * quiet_down, an unreachable daemon is not reported (the caller has
  * another way). */
-static int ask(const char *who, const char *sock, uint16_t type, json_t *req, json_t **out,
-	       bool quiet_down, int *conn_err)
+int cli_ask(const char *who, const char *sock, uint16_t type, void *reqp, void *outp,
+	    bool quiet_down, int *conn_err)
 {
+	json_t *req = reqp, **out = outp;
 	char *s = json_dumps(req, JSON_COMPACT);
 	int fd = cli_connect(socket_path(sock), quiet_down), ret = EXIT_FAIL;
 	uint16_t got = 0;
@@ -180,7 +181,7 @@ static int enable_common(int argc, char **argv, bool disable)
 	snprintf(kw, sizeof(kw), "0x%llx", (unsigned long long)keywords);
 	req = reset ? json_pack("{s:s,s:b}", "provider", provider, "reset", 1) :
 		      json_pack("{s:s,s:i,s:s}", "provider", provider, "level", (int)level, "keywords", kw);
-	if ((ret = ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
+	if ((ret = cli_ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
 		return ret;
 	if (reset) {
 		if (I(ans, "replaced"))
@@ -309,7 +310,7 @@ int cmd_list(int argc, char **argv)
 	}
 	req = glob ? json_pack("{s:s}", "provider", glob) : json_object();
 	/* Completion asks quietly: nothing on the terminal while typing. */
-	if ((ret = ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
+	if ((ret = cli_ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
 		return ret;
 	provs = json_object_get(ans, "providers");
 	if (json) {
@@ -541,7 +542,7 @@ int cmd_vacuum(int argc, char **argv)
 		json_object_set_new(req, "size", json_integer((json_int_t)(keep > INT64_MAX ? INT64_MAX : keep)));
 	if (by_age)
 		json_object_set_new(req, "age_ns", json_integer((json_int_t)(age > INT64_MAX ? INT64_MAX : age)));
-	ret = ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
+	ret = cli_ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
 	if (ret == EXIT_NODAEMON && (conn == -EACCES || conn == -EPERM)) {
 		char why[1024];
 

@@ -528,9 +528,11 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
-		"corrupt ring detached", "counted at exit" };
-	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit" };
-	const char *w = l->reason <= 5 ? why[l->reason] : "?";
+		"corrupt ring detached", "counted at exit",
+		"overwritten in the flight buffer before this snapshot" };
+	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
+					   "overwritten" };
+	const char *w = l->reason <= 6 ? why[l->reason] : "?";
 	struct sb b = { 0 };
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
@@ -538,7 +540,7 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 5 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, l->reason <= 6 ? key[l->reason] : "?");
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);
