@@ -9,7 +9,9 @@
  * until killed). At seq K: --error-at emits Error{seq} (level 2),
  * --trigger-at calls ringlog_trigger("flight-prog trigger"), --segv-at
  * dies of SIGSEGV, its handler calling ringlog_trigger() first as a crash
- * handler would. --progress keeps the last seq emitted in FILE (a u64 in a
+ * handler would. It first emits Start (info) and waits until ringlogd
+ * enables verbose, so that seq 1 is the first event the daemon sees.
+ * --progress keeps the last seq emitted in FILE (a u64 in a
  * shared mapping), so that a test that kills it knows what was committed.
  * Prints "emitted N" at a normal exit. */
 #define _GNU_SOURCE
@@ -71,6 +73,16 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGSEGV, on_segv);
+	/* Verbose is the daemon's to enable (flight_level): wait for it, so
+	 * that seq 1 is the first event it sees (bounded: 10 s). */
+	for (int i = 0; i < 10000 && !RINGLOG_ENABLED(flight_provider, RINGLOG_LEVEL_VERBOSE, 0x1); i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		if (i == 0)
+			RINGLOG_EVENT(flight_provider, "Start", RINGLOG_LEVEL_INFO, 0x1,
+				      RINGLOG_U64("seq", 0));
+		nanosleep(&ms, NULL);
+	}
 	gap.tv_sec = 0;
 	gap.tv_nsec = 1000000000L / rate;
 	for (long seq = 1; !count || seq <= count; seq++) {
