@@ -6,6 +6,10 @@
 #   scripts/bench.sh --quick   one short run of each, for development
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
+#   scripts/bench.sh --flight [--quick]
+#                              only the flight recorder's rows (issue 26):
+#                              ringlog_trigger(), a 256 MiB snapshot, the
+#                              daemon's CPU per flight-only event
 # Results also go to bench-results/: table.md and emit-latency.png (gnuplot).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -14,17 +18,32 @@ cd "$(dirname "$0")/.." || exit 1
 records=20000000
 emit_args=(--runs 3)
 docs=0
+flight_only=0
+if [ "${1:-}" = --flight ]; then
+	flight_only=1
+	shift
+fi
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
 	--docs) docs=1 ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--flight] [--quick | --docs]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
 ensure_optional_packages $RINGLOG_BENCH_PACKAGES
 step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 out=bench-results
+flight_args=()
+[ "$records" = 2000000 ] && flight_args=(--quick)
+if [ "$flight_only" = 1 ]; then
+	mkdir -p "$out"
+	step "bench: the flight recorder"
+	echo
+	./build-release/bench/bench-flight build-release/daemon/ringlogd build-release/client/ringlog \
+		"${flight_args[@]}" | tee "$out/flight.md"
+	exit "${PIPESTATUS[0]}"
+fi
 rm -rf "$out" && mkdir -p "$out"
 
 step "bench: ring producer"
@@ -35,6 +54,12 @@ step "bench: end to end, ringlog and LTTng-UST (this machine, same workload)"
 echo
 ./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
 	"${emit_args[@]}" --out "$out"
+
+step "bench: the flight recorder"
+echo
+./build-release/bench/bench-flight build-release/daemon/ringlogd build-release/client/ringlog \
+	"${flight_args[@]}" | tee "$out/flight.md"
+echo
 
 # What the disk alone costs in CPU on this machine: the kernel's time to
 # write 2 GiB with O_DIRECT in 16 MiB requests, with no daemon and no
@@ -101,6 +126,8 @@ if [ $docs -eq 1 ]; then
 		sed 's/^## /### /' "$out/table.md"
 		echo
 		sed 's/^## /### /' "$out/floor.md"
+		echo
+		sed 's/^## /### /' "$out/flight.md"
 		echo
 		echo "![emit cost distributions](emit-latency.png)"
 	} > docs/PERFORMANCE.md

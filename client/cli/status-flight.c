@@ -56,7 +56,7 @@ void status_print_flight(void *jp)
  * one's reasons from its header. */
 void *status_offline_flight(const char *store)
 {
-	char dir[4200], last[4300] = "", reason[256] = "";
+	char dir[4200], last[4200 + 260] = "", reason[256] = "";
 	uint64_t bytes = 0, count = 0;
 	struct dirent **names;
 	int k;

@@ -122,7 +122,7 @@ int snap_scan(const char *dir, bool clean, unsigned *count, uint64_t *bytes, cha
 		(*count)++;
 		*bytes += (uint64_t)st.st_size;
 		if (!first[0] || strcmp(e->d_name, first) < 0)
-			snprintf(first, sizeof(first), "%s", e->d_name);
+			memcpy(first, e->d_name, 23); /* 22 characters and the NUL */
 	}
 	closedir(dp);
 	if (oldest_len)
