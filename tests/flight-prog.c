@@ -41,8 +41,9 @@ int main(int argc, char **argv)
 	long rate = 1000, count = 0, error_at = -1, trigger_at = -1, segv_at = -1;
 	uint64_t *progress = NULL;
 	struct timespec gap;
-	/* a null pointer the compiler cannot see through */
-	volatile int *volatile bad = NULL;
+	/* a page that faults on any access: a real SIGSEGV, which the
+	 * sanitizers do not intercept as they would a null pointer */
+	volatile int *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		long v = strtol(argv[i + 1], NULL, 10);
