@@ -286,6 +286,102 @@ Test(flight, verbose_events_stay_in_memory_and_an_error_writes_the_window_in_ord
 		      (long long)(s.first_ns - (s.hdr.trigger_real_ns - 2000000000ull)) / 1000000);
 	cr_expect_eq(s.hdr.to_real_ns - s.hdr.trigger_real_ns, 1000000000ull);
 	cr_expect_eq(s.verbose, s.last_seq - s.first_seq + 1);
+
+	/* the tools take snapshots as segments: read --dir, export, status */
+	{
+		char cmd[1200], out[4096], dir[400];
+
+		snprintf(dir, sizeof(dir), "%s/snapshots", e.store);
+		snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' | grep -c ' Verbose '", dir);
+		live_run(cmd, out, sizeof(out));
+		cr_expect_eq(strtoull(out, NULL, 10), s.verbose, "read --dir: %s", out);
+		snprintf(cmd, sizeof(cmd), CLI " export --format json --output '%s/x.json' --dir '%s' && "
+			 "grep -c '\"Verbose\"' '%s/x.json'", e.dir, dir, e.dir);
+		live_run(cmd, out, sizeof(out));
+		cr_expect_eq(strtoull(out, NULL, 10), s.verbose, "export: %s", out);
+		snprintf(cmd, sizeof(cmd), CLI " status --dir '%s' --socket /nonexistent 2>/dev/null", e.store);
+		live_run(cmd, out, sizeof(out));
+		cr_expect(strstr(out, "snapshots              1 in") && strstr(out, "Test.Flight/Error"),
+			  "status with the daemon down:\n%s", out);
+	}
+	live_cleanup(&e);
+}
+
+/* Emission order of test-flight-prog's events: Start, then Verbose(s),
+ * with Info(s) after every 10th. How many came before this one. */
+static uint64_t emitted_before(const char *name, uint64_t seq)
+{
+	if (!strcmp(name, "Start"))
+		return 0;
+	if (!strcmp(name, "Info"))
+		return seq + seq / 10;
+	return seq + (seq - 1) / 10;
+}
+
+struct first {
+	char name[16];
+	uint64_t seq;
+	bool seen;
+};
+
+static int first_event(void *ctx, const struct ringlog_dec_event *ev)
+{
+	struct first *f = ctx;
+
+	if (!f->seen) {
+		snprintf(f->name, sizeof(f->name), "%s", ev->desc->name);
+		f->seq = ev->values[0].u;
+		f->seen = true;
+	}
+	return 0;
+}
+
+/* A buffer far smaller than pre: the oldest is overwritten, and the
+ * snapshot opens with a loss record counting exactly what it misses. */
+Test(flight, what_the_buffer_overwrote_is_counted_at_the_snapshots_start)
+{
+	struct live e;
+	char paths[4][700];
+	const char *argv[] = { PROG, "--rate", "20000", "--count", "60000", "--trigger-at", "55000", NULL };
+	struct snap s;
+	struct first f = { 0 };
+	struct ringlog_seg_file sf;
+	struct ringlog_decoder d;
+	struct ringlog_seg_clock clk;
+	const char *why;
+	json_t *st;
+	pid_t dm, p;
+
+	live_init(&e);
+	dm = start(&e, "\"size\": \"1M\", \"pre\": \"1h\", \"post\": \"200ms\"", NULL);
+	p = live_spawn(argv, NULL, "/dev/null");
+	live_wait_ok(p, "test-flight-prog");
+	cr_assert_eq(wait_snapshots(&e, 1), 1);
+	st = live_status_json();
+	cr_assert(st);
+	cr_expect_gt(json_integer_value(json_object_get(json_object_get(st, "flight"), "overwritten")), 0);
+	json_decref(st);
+	live_daemon_stop(dm);
+	snapshots(&e, paths, 4);
+	read_snap(paths[0], &s);
+	cr_expect_gt(s.lost_overwritten, 0, "nothing counted as overwritten");
+	cr_expect_eq(s.lost_overwritten, s.hdr.overwritten);
+	cr_expect_eq(s.gaps, 0, "a gap after the counted one");
+	/* the count is exact: every event before the first one kept */
+	cr_assert_eq(ringlog_seg_open(&sf, paths[0], &why), 0, "%s", why);
+	ringlog_seg_clock_of(&sf.hdr, &clk);
+	ringlog_dec_init(&d, &clk);
+	d.ctx = &f;
+	d.on_event = first_event;
+	while (ringlog_seg_next(&sf, false) == 1)
+		ringlog_dec_records(&d, sf.body, sf.chunk.body_len);
+	ringlog_dec_free(&d);
+	ringlog_seg_close(&sf);
+	cr_assert(f.seen);
+	cr_expect_eq(s.lost_overwritten, emitted_before(f.name, f.seq),
+		     "counted %llu overwritten; the first event kept (%s %llu) had %llu before it",
+		     (unsigned long long)s.lost_overwritten, f.name, (unsigned long long)f.seq,
+		     (unsigned long long)emitted_before(f.name, f.seq));
 	live_cleanup(&e);
 }
 
