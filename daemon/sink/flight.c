@@ -105,6 +105,7 @@ struct flight {
 	uint64_t *taken_at;      /* CLOCK_MONOTONIC of the last max_snapshots */
 	unsigned taken_next;
 	uint64_t triggers, coalesced, refused, written, failed;
+	uint64_t refused_logged; /* CLOCK_MONOTONIC of the last refusal logged */
 	char last_reason[FL_REASON_MAX];
 	char last_path[RINGLOG_CONFIG_PATH_MAX + 48];
 	char last_error[RINGLOG_CONFIG_PATH_MAX + 160];
@@ -475,7 +476,13 @@ static void trigger(struct flight *f, const char *reason, uint64_t waiter)
 				 "%llu s and %u were taken (trigger: %s)", cf->max_snapshots,
 				 (unsigned long long)(cf->max_snapshots_per_ns / 1000000000ull),
 				 cf->max_snapshots, reason);
-			d_log(LOG_WARNING, "flight recorder: %s", msg);
+			/* a storm of error events must not become a storm of
+			 * log lines: one a minute, the count in status */
+			if (!f->refused_logged || now - f->refused_logged >= 60000000000ull) {
+				d_log(LOG_WARNING, "flight recorder: %s (%llu refused so far)", msg,
+				      (unsigned long long)f->refused);
+				f->refused_logged = now;
+			}
 			reply_error(f, waiter, msg);
 			return;
 		}
