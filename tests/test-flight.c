@@ -682,3 +682,41 @@ Test(flight, snapshots_take_their_share_of_the_disk_budget)
 	live_daemon_stop(d);
 	live_cleanup(&e);
 }
+
+/* `ringlog enable --flight-level` raises what the buffer keeps at run
+ * time, over a configuration without flight_level: verbose in memory,
+ * still not on disk. */
+Test(flight, ringlog_enable_flight_level_keeps_verbose_in_memory_at_run_time)
+{
+	struct live e;
+	char path[400], paths[4][700], out[2048];
+	const char *argv[] = { PROG, "--rate", "1000", "--count", "600", "--trigger-at", "400", NULL };
+	struct live_read rd = { 0 };
+	struct names nm = { 0 };
+	struct snap s;
+	pid_t d, p;
+
+	live_init(&e);
+	snprintf(path, sizeof(path), "%s/ringlogd.json", e.dir);
+	live_write_file(path, "{ \"providers\": { \"*\": {\"level\": 4} }, \"flight\": { \"size\": \"4M\", "
+			"\"pre\": \"1m\", \"post\": \"200ms\" } }");
+	d = live_daemon(&e, "--config", path, NULL);
+	cr_assert_eq(live_run(CLI " enable --flight-level verbose 'Test.*' info 2>&1", out, sizeof(out)),
+		     0, "%s", out);
+	cr_expect(strstr(out, "in the flight buffer only up to verbose"), "%s", out);
+	p = live_spawn(argv, NULL, "/dev/null");
+	live_wait_ok(p, "test-flight-prog");
+	cr_assert_eq(wait_snapshots(&e, 1), 1);
+	live_daemon_stop(d);
+	rd.ctx = &nm;
+	rd.on_event = count_names;
+	live_read_store(e.store, &rd);
+	cr_expect_eq(nm.verbose, 0);
+	cr_expect_eq(nm.info, 60);
+	snapshots(&e, paths, 4);
+	read_snap(paths[0], &s);
+	cr_expect_eq(s.first_seq, 1);
+	cr_expect_geq(s.last_seq, 400);
+	cr_expect_eq(s.gaps, 0);
+	live_cleanup(&e);
+}

@@ -112,6 +112,7 @@ static void send_enable(struct client *c)
 static void provider_enable(struct daemon *d, struct provider *p)
 {
 	rule_kw(d, p->name, p->kw);
+	p->flight_rule = op_rule_flight(d, p->name, &p->flight_rule_level, &p->flight_rule_kw);
 	sink_publish_raise(d->sinks, p->name, p->kw, false);
 	memcpy(p->disk_kw, p->kw, sizeof(p->kw));
 	sink_publish_raise(d->sinks, p->name, p->kw, true);

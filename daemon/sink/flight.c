@@ -403,6 +403,14 @@ static void fl_raise(struct sink *s, const char *provider, uint64_t kw[8])
 
 	if (!d->flight)
 		return;
+	/* `ringlog enable --flight-level` first, as rules come before the
+	 * configuration */
+	for (const struct provider *pv = d->providers; pv; pv = pv->next)
+		if (pv->flight_rule && !strcmp(pv->name, provider)) {
+			for (unsigned l = pv->flight_rule_level + 1u; l <= pv->flight_rule && l <= 5; l++)
+				kw[l] |= pv->flight_rule_kw;
+			return;
+		}
 	for (unsigned i = 0; i < cfg->n_providers; i++)
 		if (!fnmatch(cfg->providers[i].pattern, provider, 0)) {
 			p = &cfg->providers[i];
