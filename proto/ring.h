@@ -206,7 +206,10 @@ struct ringlog_ring_hdr {
 	                             * wants to be woken (0: never) */
 	uint32_t consumer_caps;     /* RINGLOG_CONS_LOSS_EXT...; zero from a
 	                             * consumer older than the field */
-	uint8_t  _pad3[128 - 36];
+	uint32_t trigger_seen;      /* the trigger_count a consumer acted on,
+	                             * so that the next (a restarted daemon)
+	                             * does not take the same trigger again */
+	uint8_t  _pad3[128 - 40];
 
 	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 384]; /* zero */
 };
@@ -247,6 +250,7 @@ static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_bytes) == 272, "loss_s
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_flags) == 280, "consumer_flags");
 static_assert(offsetof(struct ringlog_ring_hdr, wake_bytes) == 284, "wake_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_caps) == 288, "consumer_caps");
+static_assert(offsetof(struct ringlog_ring_hdr, trigger_seen) == 292, "trigger_seen");
 static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 384, "reserved");
 
 /* Bytes a record with a payload of len bytes occupies in the data area.

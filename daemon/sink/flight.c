@@ -91,7 +91,8 @@ struct flight {
 	uint32_t nw, nw2;
 	uint64_t *s_gen;
 	uint32_t ns;
-	uint32_t *trig_seen; /* by stream id: ring trigger_count acted on */
+	uint32_t *trig_seen; /* by stream id: ring trigger_count acted on,
+	                      * plus 1 (0: not looked at yet) */
 	uint32_t ntrig;
 
 	struct fl_over *over;
@@ -535,12 +536,16 @@ static void scan_ring(struct flight *f, struct ring *r)
 
 	if (r->dead || !r->mem || ringlog_grow(&f->trig_seen, &f->ntrig, r->id, sizeof(uint32_t)))
 		return;
+	/* First look: what a daemon before us acted on already (ring.h). */
+	if (!f->trig_seen[r->id])
+		f->trig_seen[r->id] = __atomic_load_n(&r->cons.hdr->trigger_seen, __ATOMIC_RELAXED) + 1u;
 	/* Pairs with the release add in ringlog_trigger() (client/trigger.c). */
 	n = __atomic_load_n(&r->cons.hdr->trigger_count, __ATOMIC_ACQUIRE);
-	if (n != f->trig_seen[r->id]) {
+	if (n + 1u != f->trig_seen[r->id]) {
 		char why[FL_REASON_MAX];
 
-		f->trig_seen[r->id] = n;
+		f->trig_seen[r->id] = n + 1u;
+		__atomic_store_n(&r->cons.hdr->trigger_seen, n, __ATOMIC_RELAXED);
 		ring_reason(r, why, sizeof(why));
 		trigger(f, why, 0);
 	}
@@ -563,7 +568,8 @@ static void fl_writer_gone(struct sink *s, struct client *c)
 	struct flight *f = ((struct daemon *)s->ctx)->flight;
 	unsigned active = 0;
 
-	if (!f)
+	/* the daemon closing its connections is not the writer going */
+	if (!f || f->d->stopping)
 		return;
 	for (struct ring *r = c->rings; r; r = r->next) {
 		struct ringlog_ring_hdr *h = r->cons.hdr;
