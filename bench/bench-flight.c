@@ -119,6 +119,23 @@ static uint64_t cpu_ns(pid_t pid)
 	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
+/* The daemon's resident memory, MiB. */
+static double rss_mib(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (double)kb / 1024.0;
+}
+
 /* A child emitting n Verbose events of about `pad` bytes, paced in bursts
  * of 64 so that its 4 MiB ring keeps up with the daemon (a loss is only a
  * miscounted figure here, but it is reported). */
@@ -256,6 +273,8 @@ int main(int argc, char **argv)
 			snprintf(what, sizeof(what), "daemon CPU per event, %s, %.0f%% of %ld taken (ns)",
 				 modes[m].name, 100.0 * (double)got / (double)n, n);
 			row(what, got ? (double)(c1 - c0) / (double)got : -1, m == 0 ? "below the on-disk row" : "-");
+			snprintf(what, sizeof(what), "daemon RSS after it, %s (MiB)", modes[m].name);
+			row(what, rss_mib(d), m == 0 ? "<= 256 + the on-disk row" : "-");
 			daemon_stop(d);
 		}
 	}
