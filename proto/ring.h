@@ -78,10 +78,12 @@
  *   identity block  producer, once, before the ring is handed over; then
  *                   read-only for both sides.
  *   producer block  producer only; the consumer reads prod_pos, state and
- *                   the loss totals.
+ *                   the loss totals. Exception: ringlog_trigger() from any
+ *                   thread of the process (trigger_count, trigger_reason),
+ *                   and the exit handler (exit_flags).
  *   consumer block  consumer only; the producer reads cons_pos, past the
  *                   wake threshold consumer_flags, and once per gap
- *                   consumer_caps.
+ *                   consumer_caps; trigger_seen is for the next consumer.
  */
 #ifndef RINGLOG_PROTO_RING_H
 #define RINGLOG_PROTO_RING_H
