@@ -9,6 +9,11 @@
 
 struct ringlog_ring_hdr *lib_trigger_hdr;
 
+#ifndef RINGLOG__INLINE_PATH
+/* emit.c's; ringlog.h declares it only where the inline path uses it */
+extern __thread struct ringlog__thread ringlog__thread_v1;
+#endif
+
 int ringlog_trigger(const char *reason)
 {
 	struct ringlog__hot *h = ringlog__thread_v1.hot;

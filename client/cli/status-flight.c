@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compat-win.h" /* scandir, alphasort */
+
 #define I(o, k) ((uint64_t)json_integer_value(json_object_get(o, k)))
 #define S(o, k) (json_string_value(json_object_get(o, k)) ?: "")
 
