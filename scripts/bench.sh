@@ -30,7 +30,8 @@ case "${1:-}" in
 	*) echo "usage: scripts/bench.sh [--flight] [--quick | --docs]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
-ensure_optional_packages $RINGLOG_BENCH_PACKAGES
+# LTTng-UST is the end-to-end comparison's: not needed for --flight
+[ "$flight_only" = 1 ] || ensure_optional_packages $RINGLOG_BENCH_PACKAGES
 step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 out=bench-results
