@@ -417,7 +417,9 @@ static void walk(struct ctx *x, const char *path, json_t *obj, const struct key 
 	}
 	json_object_foreach(obj, k, v) {
 		size_t i;
-		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k);
+		/* a path that long is cut in messages: snprintf ends it */
+		if (snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k) >= (int)sizeof(sub))
+			sub[sizeof(sub) - 1] = '\0';
 		for (i = 0; i < nkeys; i++)
 			if (!strcmp(keys[i].name, k))
 				break;
