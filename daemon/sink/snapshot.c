@@ -14,6 +14,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef _WIN32
+#include <sys/uio.h>
+#endif
+
+/* Chunks per write: 1 MiB chunks in 1 MiB writes took 0.34 s for 256 MiB
+ * on the test machine's disk with O_DIRECT, 16 MiB writes 0.19 s (dd). */
+#define SNAP_IOV 64
 
 /* The rename is durable only once the directory is synced (Linux). */
 static int sync_dir(const char *path)
@@ -38,6 +45,62 @@ static int sync_dir(const char *path)
 #endif
 }
 
+/* The chunks from off on, several per system call where there is one for
+ * that (the disk takes big writes much faster). *off advances. */
+static int write_parts(int fd, const struct snap_part *parts, unsigned n, uint64_t *off)
+{
+#ifdef _WIN32
+	for (unsigned i = 0; i < n; i++) {
+		int err = file_pwrite(fd, parts[i].mem, parts[i].len, *off);
+
+		if (err < 0)
+			return err;
+		*off += parts[i].len;
+	}
+	return 0;
+#else
+	struct iovec iov[SNAP_IOV];
+
+	for (unsigned i = 0; i < n;) {
+		unsigned k = 0;
+		size_t want = 0;
+		ssize_t got;
+
+		for (; k < SNAP_IOV && i + k < n; k++) {
+			iov[k].iov_base = (void *)parts[i + k].mem;
+			iov[k].iov_len = parts[i + k].len;
+			want += parts[i + k].len;
+		}
+		got = pwritev(fd, iov, (int)k, (off_t)*off);
+		if (got < 0)
+			return -errno;
+		if ((size_t)got != want) {
+			/* short (a full disk, a signal): the rest one by one,
+			 * so that an error says why */
+			for (unsigned x = 0; x < k; x++) {
+				size_t len = parts[i + x].len;
+				int err;
+
+				if ((size_t)got >= len) {
+					got -= (ssize_t)len;
+					*off += len;
+					continue;
+				}
+				if (got) /* a torn chunk: cannot go on aligned */
+					return -EIO;
+				if ((err = file_pwrite(fd, parts[i + x].mem, len, *off)) < 0)
+					return err;
+				*off += len;
+			}
+		} else {
+			*off += want;
+		}
+		i += k;
+	}
+	return 0;
+#endif
+}
+
 int snap_write(struct snap_job *j)
 {
 	uint64_t t0 = d_now(CLOCK_MONOTONIC), off = RINGLOG_SEG_HEADER_SIZE;
@@ -52,11 +115,8 @@ int snap_write(struct snap_job *j)
 	/* Chunks first, the header last: a file cut short has no valid
 	 * header either (it never gets its final name anyway). */
 	j->what = "write";
-	for (unsigned i = 0; i < j->nparts; i++) {
-		if ((err = file_pwrite(fd, j->parts[i].mem, j->parts[i].len, off)) < 0)
-			goto fail;
-		off += j->parts[i].len;
-	}
+	if ((err = write_parts(fd, j->parts, j->nparts, &off)) < 0)
+		goto fail;
 	j->hdr->end = off;
 	j->hdr->hdr_crc = ringlog_seg_hdr_crc(j->hdr);
 	if ((err = file_pwrite(fd, j->hdr, RINGLOG_SEG_HEADER_SIZE, 0)) < 0)
