@@ -720,3 +720,28 @@ Test(flight, ringlog_enable_flight_level_keeps_verbose_in_memory_at_run_time)
 	cr_expect_eq(s.gaps, 0);
 	live_cleanup(&e);
 }
+
+/* trigger_providers narrows trigger_level to the providers listed. */
+Test(flight, trigger_level_applies_to_the_trigger_providers_only)
+{
+	struct live e;
+	const char *argv[] = { PROG, "--rate", "2000", "--count", "400", "--error-at", "100", NULL };
+	json_t *st;
+	pid_t d, p;
+
+	live_init(&e);
+	d = start(&e, "\"size\": \"4M\", \"post\": \"100ms\", \"trigger_level\": \"error\", "
+		  "\"trigger_providers\": [\"Other.*\"]", NULL);
+	p = live_spawn(argv, NULL, "/dev/null");
+	live_wait_ok(p, "test-flight-prog");
+	sleep_ms(500);
+	st = live_status_json();
+	cr_assert(st);
+	cr_expect_eq(json_integer_value(json_object_get(json_object_get(json_object_get(st, "flight"),
+		"snapshots"), "written")), 0, "an error of Test.Flight triggered with trigger_providers "
+		"[\"Other.*\"]");
+	json_decref(st);
+	cr_expect_eq(snapshots(&e, NULL, 0), 0);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
