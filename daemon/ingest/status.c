@@ -86,7 +86,7 @@ int status_reply(struct client *c, bool detail)
 	/* Until the oldest data goes: what the budget still holds over the
 	 * write rate, plus the time the oldest segment took to fill. */
 	if (d->rate_bytes) {
-		uint64_t cap = d->cfg.max_disk, floor = ret_min_free(d);
+		uint64_t cap = d->st.budget.max_disk, floor = ret_min_free(d); /* less the snapshots' share */
 		uint64_t room = cap > d->st.used_bytes ? cap - d->st.used_bytes : 0;
 
 		if (fs_free != UINT64_MAX && fs_free > floor && fs_free - floor < room)
