@@ -19,7 +19,7 @@ struct sink;
 #define FL_CHUNK_MAX  (1u << 20) /* a slot; smaller for a small buffer */
 #define FL_SLOTS_MIN  8u
 #define FL_SCAN_MS    20         /* how often rings' trigger counts are read */
-#define FL_WAITERS    16         /* `ringlog snapshot`s answered by one snapshot */
+#define FL_WAITERS    64         /* `ringlog snapshot`s answered by one snapshot */
 #define FL_REASON_MAX 200
 
 struct fl_slot {

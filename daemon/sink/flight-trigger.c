@@ -67,12 +67,16 @@ void fl_trigger(struct flight *f, const char *reason, uint64_t waiter)
 		p->last_real = real;
 		if (waiter && p->nwaiters < FL_WAITERS)
 			p->waiters[p->nwaiters++] = waiter;
+		else if (waiter) /* told now rather than never */
+			reply_error(f, waiter, "snapshot pending with too many `ringlog snapshot`s waiting "
+				    "for it: your reason is in it; ringlog status shows its path once written");
 		if (due > cap)
 			due = cap;
 		if (due > p->due_mono)
 			p->due_mono = due;
 		f->coalesced++;
-		uv_timer_start(&f->due, fl_on_due, (p->due_mono - now) / 1000000, 0);
+		/* overdue already (a snapshot is being written): as soon as it is done */
+		uv_timer_start(&f->due, fl_on_due, p->due_mono > now ? (p->due_mono - now) / 1000000 : 0, 0);
 		return;
 	}
 	/* max_snapshots: over the last period, counting those begun */
@@ -340,6 +344,9 @@ void fl_take(struct flight *f)
 		j->parts = NULL;
 		f->failed++;
 		snprintf(f->last_error, sizeof(f->last_error), "out of memory");
+		for (unsigned i = 0; i < p->nwaiters; i++)
+			reply_error(f, p->waiters[i], "snapshot not written: ringlogd is out of memory");
+		p->on = false;
 		return;
 	}
 	if (lost) {
