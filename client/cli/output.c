@@ -524,7 +524,7 @@ char *out_event(const struct output *o, const struct ringlog_dec_event *e)
 	return sb_done(&b);
 }
 
-char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
+const char *out_loss_why(unsigned reason, const char **cause)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
@@ -532,7 +532,15 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		"overwritten in the flight buffer before this snapshot" };
 	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
 					   "overwritten" };
-	const char *w = l->reason <= 6 ? why[l->reason] : "?";
+
+	if (cause)
+		*cause = reason <= 6 ? key[reason] : "?";
+	return reason <= 6 ? why[reason] : "?";
+}
+
+char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
+{
+	const char *cause, *w = out_loss_why(l->reason, &cause);
 	struct sb b = { 0 };
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
@@ -540,7 +548,7 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 6 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, cause);
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);

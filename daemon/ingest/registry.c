@@ -15,7 +15,6 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -113,9 +112,9 @@ static void provider_enable(struct daemon *d, struct provider *p)
 {
 	rule_kw(d, p->name, p->kw);
 	p->flight_rule = op_rule_flight(d, p->name, &p->flight_rule_level, &p->flight_rule_kw);
-	sink_publish_raise(d->sinks, p->name, p->kw, false);
+	sink_publish_raise(&d->sinks, p->name, p->kw, false);
 	memcpy(p->disk_kw, p->kw, sizeof(p->kw));
-	sink_publish_raise(d->sinks, p->name, p->kw, true);
+	sink_publish_raise(&d->sinks, p->name, p->kw, true);
 }
 
 void reg_enable_recompute(struct daemon *d)
@@ -205,7 +204,7 @@ int reg_meta_sync(struct client *c)
 				return -ENOMEM;
 		send_enable(c);
 	}
-	fwd_sync_client(c);
+	sink_publish_described(&c->d->sinks, c);
 	return 0;
 }
 
@@ -304,6 +303,11 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	 * worth of time before the producer drops. (Rings are at most 1 GiB,
 	 * checked above, so this fits the u32.) */
 	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
+	/* Flagged asleep for good: the drain's wait follows the flow (drain.c)
+	 * and may be long, so a ring past its threshold must always wake us.
+	 * Flipping the flag around every pass cost a store into every ring's
+	 * consumer line twice per pass, whatever was in it. */
+	__atomic_store_n(&r->cons.hdr->consumer_flags, RINGLOG_CONS_SLEEPING, __ATOMIC_RELEASE);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

@@ -15,6 +15,7 @@ struct daemon;
 struct ring;
 struct client;
 struct sink;
+struct sink_request;
 
 #define FL_CHUNK_MAX  (1u << 20) /* a slot; smaller for a small buffer */
 #define FL_SLOTS_MIN  8u
@@ -91,6 +92,8 @@ struct flight {
 	char last_error[RINGLOG_CONFIG_PATH_MAX + 160];
 	uint64_t last_write_ns, last_bytes;
 	char dir[RINGLOG_CONFIG_PATH_MAX + 16];
+	uint8_t boot_id[16];     /* a snapshot's header, as the store's */
+	char host[64];
 	unsigned snaps;
 	uint64_t snap_bytes;
 
@@ -113,11 +116,12 @@ void fl_free(struct flight *f);
 
 /* flight-trigger.c: a trigger (waiter: the client seq of a `ringlog
  * snapshot` to answer, 0 none); the timers' callbacks; a writer gone;
- * taking the pending snapshot now (shutdown) */
+ * taking the pending snapshot now (shutdown); the SNAPSHOT request */
 void fl_trigger(struct flight *f, const char *reason, uint64_t waiter);
 void fl_on_scan(uv_timer_t *t);
 void fl_on_due(uv_timer_t *t);
-void fl_writer_gone(struct sink *s, struct client *c);
+void fl_closed(struct sink *s, struct client *c);
+int fl_request(struct sink *s, const struct sink_request *rq);
 void fl_take(struct flight *f);
 
 #endif /* RINGLOG_DAEMON_FLIGHT_INT_H */

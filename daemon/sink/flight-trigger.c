@@ -169,13 +169,15 @@ void fl_on_scan(uv_timer_t *t)
 /* A writer's connection closed: a trigger it set just before (a crash
  * handler) is read now, while its rings are mapped; and a writer that went
  * without running its exit handlers crashed or was killed. */
-void fl_writer_gone(struct sink *s, struct client *c)
+void fl_closed(struct sink *s, struct client *c)
 {
 	struct flight *f = ((struct daemon *)s->ctx)->flight;
 	unsigned active = 0;
 
-	/* the daemon closing its connections is not the writer going */
-	if (!f || f->d->stopping)
+	/* a tool's `ringlog snapshot` is answered by seq, or not at all once
+	 * it is gone; the daemon closing its connections is not the writer
+	 * going */
+	if (!f || !c->writer || f->d->stopping)
 		return;
 	for (struct ring *r = c->rings; r; r = r->next) {
 		struct ringlog_ring_hdr *h = r->cons.hdr;
@@ -381,12 +383,12 @@ void fl_take(struct flight *f)
 	/* the first trigger's wall clock: unique enough, and sorted by time */
 	h->seq = p->first_real;
 	h->created_real_ns = d_now(CLOCK_REALTIME);
-	memcpy(h->boot_id, f->d->boot_id, 16);
-	memcpy(h->host, f->d->host, sizeof(h->host));
-	h->tsc_ref = f->d->clock.tsc_ref;
-	h->mono_ref = f->d->clock.mono_ref;
-	h->real_ref = f->d->clock.real_ref;
-	h->tsc_hz = f->d->clock.tsc_hz;
+	memcpy(h->boot_id, f->boot_id, 16);
+	memcpy(h->host, f->host, sizeof(h->host));
+	h->tsc_ref = f->d->clock.seg.tsc_ref;
+	h->mono_ref = f->d->clock.seg.mono_ref;
+	h->real_ref = f->d->clock.seg.real_ref;
+	h->tsc_hz = f->d->clock.seg.tsc_hz;
 	h->first_real_ns = first;
 	h->last_real_ns = last;
 	h->events = events;
@@ -437,14 +439,20 @@ void fl_on_due(uv_timer_t *t)
 	fl_take(f);
 }
 
-int flight_request(struct client *c, const uint8_t *p, uint32_t len)
+/* The SNAPSHOT frame from a reader (ingest/ctl.c hands it over once every
+ * ring is drained): answered when written, or with ERROR. -ENOTSUP: not a
+ * SNAPSHOT, another sink's. */
+int fl_request(struct sink *s, const struct sink_request *rq)
 {
-	struct flight *f = c->d->flight;
-	json_t *j = json_loadb((const char *)p, len, 0, NULL), *r;
+	struct flight *f = ((struct daemon *)s->ctx)->flight;
+	struct client *c = rq->c;
+	json_t *j, *r;
 	char why[FL_REASON_MAX + 64];
 	const char *reason = NULL;
 
-	c->tool = true;
+	if (rq->type != RINGLOG_CTL_SNAPSHOT)
+		return -ENOTSUP;
+	j = json_loadb((const char *)rq->payload, rq->len, 0, NULL);
 	if (!f) {
 		json_decref(j);
 		tool_error(c, "the flight recorder is off: set flight.size in ringlogd.json "

@@ -83,10 +83,10 @@ static void seal(struct flight *f)
 
 		if (f->ts_min[k] > f->ts_max[k])
 			continue;
-		if (clock_real_ns(f->d, clk, f->ts_min[k]) < lo)
-			lo = clock_real_ns(f->d, clk, f->ts_min[k]);
-		if (clock_real_ns(f->d, clk, f->ts_max[k]) > hi)
-			hi = clock_real_ns(f->d, clk, f->ts_max[k]);
+		if (clock_real_ns(&f->d->clock, clk, f->ts_min[k]) < lo)
+			lo = clock_real_ns(&f->d->clock, clk, f->ts_min[k]);
+		if (clock_real_ns(&f->d->clock, clk, f->ts_max[k]) > hi)
+			hi = clock_real_ns(&f->d->clock, clk, f->ts_max[k]);
 	}
 	if (lo == UINT64_MAX)
 		lo = hi = d_now(CLOCK_REALTIME); /* losses only */
@@ -405,7 +405,7 @@ int flight_start(struct daemon *d)
 	const struct ringlog_config_flight *cf = &d->cfg.flight;
 	struct flight *f;
 
-	d->flight_sink.want_records = false;
+	sink_want(&d->sinks, &d->flight_sink, false);
 	if (d->flight) {
 		if (d->flight->size == cf->size)
 			goto configured; /* same buffer; new windows, triggers, dir */
@@ -421,6 +421,7 @@ int flight_start(struct daemon *d)
 	if (!(f = calloc(1, sizeof(*f))))
 		return -ENOMEM;
 	f->d = d;
+	sys_identity(f->boot_id, f->host, sizeof(f->host)); /* a snapshot's header */
 	f->size = cf->size;
 	f->chunk = FL_CHUNK_MAX;
 	while (f->chunk > 64u * 1024 && f->size / f->chunk < FL_SLOTS_MIN * 4)
@@ -458,7 +459,7 @@ configured:
 		snprintf(f->dir, sizeof(f->dir), "%s/snapshots", d->cfg.storage_dir);
 	snap_scan(f->dir, !f->busy, &f->snaps, &f->snap_bytes, NULL, 0);
 	f->taken_next %= cf->max_snapshots;
-	d->flight_sink.want_records = true;
+	sink_want(&d->sinks, &d->flight_sink, true);
 	return 0;
 }
 
@@ -468,7 +469,7 @@ void flight_stop(struct daemon *d)
 
 	if (!f)
 		return;
-	d->flight_sink.want_records = false;
+	sink_want(&d->sinks, &d->flight_sink, false);
 	d->flight = NULL;
 	f->closing = true;
 	/* A snapshot being written finishes first: the loop's last run waits
@@ -491,5 +492,5 @@ static void fl_shutdown(struct sink *s)
 
 const struct sink_ops flight_sink_ops = {
 	.name = "flight", .record = fl_record, .loss = fl_loss, .raise = fl_raise,
-	.writer_gone = fl_writer_gone, .shutdown = fl_shutdown,
+	.request = fl_request, .closed = fl_closed, .shutdown = fl_shutdown,
 };

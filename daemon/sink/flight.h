@@ -5,10 +5,11 @@
  * trigger, the window [t - pre, t + post] written out as a snapshot segment
  * (snapshot.c).
  *
- * Triggers: the SNAPSHOT control frame (`ringlog snapshot`), an event at or
- * above flight.trigger_level, ringlog_trigger() in a program (a count in
- * its ring, proto/ring.h) and a writer whose connection closes without an
- * orderly exit. Triggers while one is pending coalesce into one snapshot
+ * Triggers: the SNAPSHOT control frame (`ringlog snapshot`, a sink request
+ * handed over by ingest/ctl.c, sink/sink.h), an event at or above
+ * flight.trigger_level, ringlog_trigger() in a program (a count in its
+ * ring, proto/ring.h) and a writer whose connection closes without an
+ * orderly exit (the closed op). Triggers while one is pending coalesce into one snapshot
  * listing every reason; flight.max_snapshots refuses the rest, counted. */
 #ifndef RINGLOG_DAEMON_FLIGHT_H
 #define RINGLOG_DAEMON_FLIGHT_H
@@ -26,9 +27,6 @@ extern const struct sink_ops flight_sink_ops;
  * (logged; the flight recorder is then off). */
 int flight_start(struct daemon *d);
 void flight_stop(struct daemon *d);
-/* A SNAPSHOT frame from a reader: 0 (answered when written, or with
- * ERROR), -ENOMEM. */
-int flight_request(struct client *c, const uint8_t *p, uint32_t len);
 /* The "flight" member of STATUS. */
 json_t *flight_status(struct daemon *d);
 
