@@ -142,6 +142,13 @@ static void after_fork_child(void)
 
 	pthread_mutex_init(&lib.lock, NULL);
 	pthread_cond_init(&lib.cond, NULL);
+	/* First, nothing here may write the parent's rings any more (a signal
+	 * handler's ringlog_trigger() included); a call another thread was in
+	 * at the fork did not come along. */
+	lib_forget_all_after_fork();
+	__atomic_store_n(&lib_trigger_hdr, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lib_trigger_busy[0], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lib_trigger_busy[1], 0, __ATOMIC_SEQ_CST);
 	while (r) {
 		struct lib_ring *next = r->next;
 
@@ -150,7 +157,6 @@ static void after_fork_child(void)
 	}
 	lib.rings = NULL;
 	memset(&lib.stats, 0, sizeof(lib.stats));
-	lib_forget_all_after_fork();
 	lib_meta_reopen_after_fork();
 	lib.meta_dirty = true;
 	tr_close(lib.conn);
