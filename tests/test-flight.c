@@ -382,6 +382,20 @@ Test(flight, what_the_buffer_overwrote_is_counted_at_the_snapshots_start)
 		     "counted %llu overwritten; the first event kept (%s %llu) had %llu before it",
 		     (unsigned long long)s.lost_overwritten, f.name, (unsigned long long)f.seq,
 		     (unsigned long long)emitted_before(f.name, f.seq));
+	/* export takes the snapshot and its loss too, in each format (the
+	 * Perfetto one names the cause with out_loss_why(): reason 6) */
+	for (int i = 0; i < 2; i++) {
+		const char *fmt = i ? "perfetto" : "ctf";
+		char cmd[2000], out[4096], *n;
+
+		snprintf(cmd, sizeof(cmd), CLI " export --format %s --output '%s/x-%s' '%s' 2>&1",
+			 fmt, e.dir, fmt, paths[0]);
+		live_run(cmd, out, sizeof(out));
+		n = strstr(out, " events, ");
+		cr_expect(n && strtoull(n + 9, NULL, 10) == s.lost_overwritten,
+			  "export --format %s of a snapshot counts %llu lost: %s", fmt,
+			  (unsigned long long)s.lost_overwritten, out);
+	}
 	live_cleanup(&e);
 }
 
