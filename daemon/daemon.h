@@ -9,7 +9,7 @@
  *            budget (retention.c), the write backends (io-ops.h): bytes on
  *            disk, published to the sinks
  *   sink/    what consumes what the store publishes (sink.h): the live
- *            tail, the forwarders to the OS tracer
+ *            tail, the forwarders to the OS tracer, the flight recorder
  *   unix/, win/  the system under them
  * lifecycle.c wires them: the store knows its sinks only as a list.
  * Each part's header says what it offers and what its returns mean.
