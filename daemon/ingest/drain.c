@@ -34,13 +34,37 @@ struct drain_ctx {
 	struct store *st;
 	struct ring *r;
 	const char *why;
+	/* A pass sees long runs of one event type: what the last record's
+	 * type and id resolved to is kept, so that the next of the same kind
+	 * skips the metadata lookups (a chain of dependent loads per record),
+	 * and its counts are added up here and given to the client and the
+	 * provider when the kind changes or the pass ends (count_flush()). */
+	uint32_t key;                    /* type << 16 | id; 0: none */
+	uint32_t need;                   /* the payload's least length */
+	const struct ringlog_event_desc *e;
+	struct provider *p;
+	bool memory;                     /* e is memory-only (memory_only()):
+	                                  * enablement changes between passes */
+	uint64_t stored;                 /* records of e not yet counted */
 };
 
+/* Enabled only by a memory-only sink (flight_level): handed to the sinks,
+ * never written, not counted as stored. */
 static bool memory_only(const struct provider *p, const struct ringlog_event_desc *e)
 {
 	uint64_t want = e->keyword ? e->keyword : ~0ull;
 
 	return !(p->disk_kw[e->level & 7] & want) && (p->kw[e->level & 7] & want);
+}
+
+static void count_flush(struct drain_ctx *x)
+{
+	if (!x->stored)
+		return;
+	x->r->c->stored += x->stored;
+	if (x->p)
+		x->p->stored += x->stored;
+	x->stored = 0;
 }
 
 static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
@@ -51,8 +75,24 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	struct client *c = r->c;
 	const struct ringlog_event_desc *e = NULL;
 	struct provider *p = NULL;
+	bool memory;
 	int err;
 
+	if (((uint32_t)type << 16 | aux) == x->key) {
+		/* the same kind as the last record: checked against the same
+		 * description */
+		if (len < x->need) {
+			x->why = "event payload shorter than its fields";
+			return -EBADMSG;
+		}
+		if (x->memory)
+			return store_pass(x->st, r, type, aux, payload, len, x->e);
+		/* STORE_FULL: no room now, the record stays in the ring */
+		if ((err = store_event(x->st, r, type, aux, payload, len, x->e)) != 0)
+			return err;
+		x->stored++;
+		return 0;
+	}
 	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
 		uint32_t head = RINGLOG_EVENT_HDR_SIZE +
 				(type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
@@ -71,16 +111,19 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-		/* Enabled only by a memory-only sink (flight_level): handed to
-		 * the sinks, never written. */
-		if (p && memory_only(p, e))
-			return store_pass(x->st, r, type, aux, payload, len, e);
+		memory = p && memory_only(p, e);
+		if (memory)
+			store_pass(x->st, r, type, aux, payload, len, e); /* 0 */
 		/* STORE_FULL: no room now, the record stays in the ring */
-		if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
+		else if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
-		c->stored++;
-		if (p)
-			p->stored++;
+		count_flush(x);
+		x->key = (uint32_t)type << 16 | aux;
+		x->need = head + e->min_len;
+		x->e = e;
+		x->p = p;
+		x->memory = memory;
+		x->stored = !memory;
 		return 0;
 	}
 	if (type != RINGLOG_REC_LOSS) {
@@ -164,6 +207,7 @@ static uint64_t pass(struct daemon *d, struct ring *r, long *records)
 	uint64_t before = r->cons.pos;
 	long n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 
+	count_flush(&x);
 	*records = n;
 	store_events_end(d->st); /* before anything else writes to the chunk */
 	if (n == -EBADMSG)

@@ -556,7 +556,7 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 
 	memcpy(&ts, payload, sizeof(ts));
 	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
-	    need > run->room - run->packed || id >= r->c->store.seg_nev) {
+	    need > run->room - run->packed || id >= run->nev) {
 		store_events_end(st);
 		err = run_ready(st, r, r->cons.rec_end - total, need, run);
 		if (err < 0)
@@ -564,6 +564,8 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		run->r = r;
 		run->recs = rec;
 		run->ts_min = run->ts_max = ts;
+		run->nev = r->c->store.seg_nev;
+		run->publish = st->sinks->wanting != 0;
 	}
 	run->bytes += total;
 	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
@@ -575,7 +577,7 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	if (ts > run->ts_max)
 		run->ts_max = ts;
 	/* The one test per record that sinks cost when none listens. */
-	if (__builtin_expect(st->sinks->wanting != 0, 0)) {
+	if (__builtin_expect(run->publish, 0)) {
 		struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload,
 					  .len = len, .e = e };
 

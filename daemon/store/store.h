@@ -130,6 +130,13 @@ struct store_run {
 	size_t packed;       /* bytes packed at out */
 	size_t room;         /* what the readied chunk can take at out */
 	uint64_t prev_ts;    /* the PACK's last timestamp (pack.h) */
+	/* Taken when the run opens, so that a record of the run reads no
+	 * other structure: event ids below nev are described in the segment
+	 * (the writer's seg_nev), and whether any sink wants records (a sink
+	 * stops wanting them only from the loop, between passes, or from its
+	 * own callback, which then ignores the rest). */
+	uint32_t nev;
+	bool publish;
 };
 
 /* What the store is given at store_open(): everything it knows of the
