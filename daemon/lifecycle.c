@@ -344,10 +344,20 @@ void daemon_finish(struct daemon *d)
 	d->stopping = true; /* nothing waits on a peer any more */
 	/* Close what is left so the loop can end cleanly. */
 	for (struct client *c = d->clients, *n; c; c = n) {
+		bool gone = c->gone;
+
 		n = c->next;
-		while (c->rings)
+		/* A client already gone is freed with its last ring
+		 * (client_maybe_free()): not touched after that one. */
+		while (c->rings) {
+			bool last = !c->rings->next;
+
 			reg_ring_release(c->rings);
-		client_close(c);
+			if (last && gone)
+				break;
+		}
+		if (!gone)
+			client_close(c);
 	}
 	sink_publish_shutdown(&d->sinks);
 	flight_stop(d); /* freed once a snapshot being written is done */
