@@ -662,18 +662,30 @@ static void k_io_backend(struct ctx *x, const char *p, json_t *v)
  * a pattern leaves out takes the built-in default (level 4, all keywords),
  * whatever the order of the entries. */
 
-static void k_level(struct ctx *x, const char *p, json_t *v)
+/* A level given as 1..5 or its name, reported when it is neither. */
+static void get_level(struct ctx *x, const char *p, json_t *v, uint8_t *dst)
 {
 	uint32_t l;
 
 	if (json_is_integer(v)) {
 		if (get_uint(x, p, v, 1, 5, &l))
-			x->prov->level = (uint8_t)l;
+			*dst = (uint8_t)l;
 		return;
 	}
-	if (!parse_level(v, &x->prov->level))
+	if (!parse_level(v, dst))
 		report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
 		       GOT(v));
+}
+
+static void k_level(struct ctx *x, const char *p, json_t *v)
+{
+	get_level(x, p, v, &x->prov->level);
+}
+
+/* Levels past "level" up to it go to the flight buffer only. */
+static void k_flight_level(struct ctx *x, const char *p, json_t *v)
+{
+	get_level(x, p, v, &x->prov->flight_level);
 }
 
 static void k_keywords(struct ctx *x, const char *p, json_t *v)
@@ -803,7 +815,8 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 {
 	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords },
 					   { "rate", k_rate }, { "burst", k_burst },
-					   { "wait", k_wait }, { "events", k_events } };
+					   { "wait", k_wait }, { "events", k_events },
+					   { "flight_level", k_flight_level } };
 	const char *name;
 	json_t *pv;
 	char sub[KEY_PATH_MAX];
@@ -836,7 +849,7 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 		}
 		snprintf(dst->pattern, sizeof(dst->pattern), "%s", name);
 		x->prov = dst;
-		walk(x, sub, pv, keys, 6);
+		walk(x, sub, pv, keys, 7);
 	}
 }
 
@@ -906,6 +919,95 @@ static void k_limits(struct ctx *x, const char *p, json_t *v)
 	walk(x, p, v, keys, 7);
 }
 
+/* flight: { "size": "256M", "pre": "60s", "post": "5s", "max_snapshots": "10/h",
+ *           "snapshot_dir": PATH, "max_disk": SIZE, "trigger_level": LEVEL,
+ *           "trigger_providers": ["glob", ...] } */
+static void k_fl_size(struct ctx *x, const char *p, json_t *v)
+{
+	/* 0 turns it off; otherwise at least a few chunks (flight.c) */
+	if (get_size(x, p, v, 0, 64ull << 30, &x->c->flight.size) && x->c->flight.size &&
+	    x->c->flight.size < (1u << 20)) {
+		report(x, p, "%s is too small: 0 (off) or at least \"1M\"", GOT(v));
+	}
+}
+
+static void k_fl_pre(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 0, 86400000000000ull, "0 to 1d", &x->c->flight.pre_ns);
+}
+
+static void k_fl_post(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 0, 3600000000000ull, "0 to 1h", &x->c->flight.post_ns);
+}
+
+/* "10/h": a count, then per s, m, h or d. */
+static void k_fl_max_snapshots(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct { char unit; uint64_t ns; } units[] = {
+		{ 's', 1000000000ull }, { 'm', 60000000000ull }, { 'h', 3600000000000ull },
+		{ 'd', 86400000000000ull },
+	};
+	const char *s = json_string_value(v);
+	unsigned long n;
+	char unit, extra;
+
+	if (s && sscanf(s, "%lu/%c%c", &n, &unit, &extra) == 2 && n >= 1 && n <= 10000)
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (units[i].unit == unit) {
+				x->c->flight.max_snapshots = (uint32_t)n;
+				x->c->flight.max_snapshots_per_ns = units[i].ns;
+				return;
+			}
+	report(x, p, "expected a rate like \"10/h\" (1 to 10000 per s, m, h or d), got %s", GOT(v));
+}
+
+static void k_fl_dir(struct ctx *x, const char *p, json_t *v)
+{
+	get_string(x, p, v, x->c->flight.snapshot_dir, sizeof(x->c->flight.snapshot_dir),
+		   "a directory path");
+}
+
+static void k_fl_max_disk(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 1u << 20, UINT64_MAX, &x->c->flight.max_disk);
+}
+
+static void k_fl_trigger_level(struct ctx *x, const char *p, json_t *v)
+{
+	get_level(x, p, v, &x->c->flight.trigger_level);
+}
+
+static void k_fl_trigger_providers(struct ctx *x, const char *p, json_t *v)
+{
+	size_t i;
+	json_t *g;
+
+	if (!json_is_array(v) || json_array_size(v) > RINGLOG_FLIGHT_TRIGGER_PROVIDERS) {
+		report(x, p, "expected an array of at most %d provider globs, got %s",
+		       RINGLOG_FLIGHT_TRIGGER_PROVIDERS, GOT(v));
+		return;
+	}
+	x->c->flight.n_trigger_providers = 0;
+	json_array_foreach(v, i, g) {
+		if (!get_string(x, p, g, x->c->flight.trigger_providers[i], RINGLOG_PROVIDER_NAME_MAX,
+				"a provider name or glob"))
+			return;
+		x->c->flight.n_trigger_providers = (unsigned)i + 1;
+	}
+}
+
+static void k_flight(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = {
+		{ "size", k_fl_size }, { "pre", k_fl_pre }, { "post", k_fl_post },
+		{ "max_snapshots", k_fl_max_snapshots }, { "snapshot_dir", k_fl_dir },
+		{ "max_disk", k_fl_max_disk }, { "trigger_level", k_fl_trigger_level },
+		{ "trigger_providers", k_fl_trigger_providers },
+	};
+	walk(x, p, v, keys, sizeof(keys) / sizeof(keys[0]));
+}
+
 static const struct key top_keys[] = {
 	{ "storage_dir", k_storage_dir },
 	{ "socket_path", k_socket_path },
@@ -925,6 +1027,7 @@ static const struct key top_keys[] = {
 	{ "providers", k_providers },
 	{ "forward", k_forward },
 	{ "limits", k_limits },
+	{ "flight", k_flight },
 };
 
 /* ------------------------------------------------------------------------
@@ -972,6 +1075,12 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->limits.clients_per_uid = 1024;
 	c->limits.clients_reserved = 64;
 	c->limits.buffered_bytes = 64u << 20;
+	/* Off until configured: the buffer is memory the operator gives. */
+	c->flight.pre_ns = 60000000000ull;
+	c->flight.post_ns = 5000000000ull;
+	c->flight.max_snapshots = 10;
+	c->flight.max_snapshots_per_ns = 3600000000000ull;
+	c->flight.max_disk = 256ull << 20;
 }
 
 static int parse(struct ringlog_config *c, const char *text, size_t len, const char *name,
@@ -1005,6 +1114,12 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		report(&x, "max_disk", "%" PRIu64 " bytes is less than max_segment_size (%" PRIu64
 		       "); raise max_disk or lower max_segment_size", tmp->max_disk,
 		       tmp->max_segment_size);
+	/* Snapshots live inside the global budget: the segments get the rest. */
+	if (!x.nerr && tmp->flight.size && tmp->max_disk < tmp->flight.max_disk + tmp->max_segment_size)
+		report(&x, "flight/max_disk", "%" PRIu64 " bytes for snapshots leaves less than "
+		       "max_segment_size (%" PRIu64 ") of max_disk (%" PRIu64 ") to the segments; lower "
+		       "flight.max_disk or raise max_disk", tmp->flight.max_disk, tmp->max_segment_size,
+		       tmp->max_disk);
 	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
 		snprintf(err + x.used, errlen - x.used, "\nconfig: %s: %d more errors not shown",
 			 name, x.nerr - MAX_ERRORS);
@@ -1148,7 +1263,38 @@ static json_t *provider_json(const struct ringlog_config_provider *p)
 		}
 		json_object_set_new(o, "events", ev);
 	}
+	if (p->flight_level)
+		json_object_set_new(o, "flight_level", json_integer(p->flight_level));
 	return o;
+}
+
+static json_t *flight_json(const struct ringlog_config_flight *f)
+{
+	static const char units[] = "smhd";
+	static const uint64_t unit_ns[] = { 1000000000ull, 60000000000ull, 3600000000000ull,
+					    86400000000000ull };
+	json_t *j = json_object(), *tp = json_array();
+	char rate[32] = "";
+
+	for (int i = 0; i < 4; i++)
+		if (f->max_snapshots_per_ns == unit_ns[i])
+			snprintf(rate, sizeof(rate), "%u/%c", f->max_snapshots, units[i]);
+	json_object_set_new(j, "size", size_json(f->size));
+	json_object_set_new(j, "pre", duration_json(f->pre_ns));
+	json_object_set_new(j, "post", duration_json(f->post_ns));
+	json_object_set_new(j, "max_snapshots", json_string(rate));
+	if (f->snapshot_dir[0])
+		json_object_set_new(j, "snapshot_dir", json_string(f->snapshot_dir));
+	json_object_set_new(j, "max_disk", size_json(f->max_disk));
+	if (f->trigger_level)
+		json_object_set_new(j, "trigger_level", json_integer(f->trigger_level));
+	for (unsigned i = 0; i < f->n_trigger_providers; i++)
+		json_array_append_new(tp, json_string(f->trigger_providers[i]));
+	if (f->n_trigger_providers)
+		json_object_set_new(j, "trigger_providers", tp);
+	else
+		json_decref(tp);
+	return j;
 }
 
 int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
@@ -1189,6 +1335,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 	snprintf(pct, sizeof(pct), "%u%%", c->ring_reserve_percent);
 	json_object_set_new(root, "ring_reserve", json_string(pct));
 	json_object_set_new(root, "shed_level", json_integer(c->shed_level));
+	json_object_set_new(root, "flight", flight_json(&c->flight));
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
 	fputc('\n', f);
 	json_decref(root);

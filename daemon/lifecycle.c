@@ -16,6 +16,7 @@
 #include "ingest/operate.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 #include "store/io-ops.h"
 #include "store/file.h"
@@ -201,6 +202,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
 	store_reload(d->st, &d->cfg);
+	flight_start(d);
 	access_resolve(d);
 	fwd_apply(d);
 	op_reset(d); /* `ringlog enable` rules last until a reload */
@@ -234,10 +236,13 @@ static void wire(struct daemon *d)
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
+	/* what it raises is kept in memory only (flight_level) */
+	d->flight_sink = (struct sink){ .ops = &flight_sink_ops, .ctx = d, .memory_only = true };
 	d->sinks = (struct sink_list){ 0 };
 	sink_link(&d->sinks, &d->fwd_sink);
 	sink_link(&d->sinks, &d->tail_sink);
 	sink_link(&d->sinks, &d->sync_sink);
+	sink_link(&d->sinks, &d->flight_sink);
 }
 
 static int open_store(struct daemon *d)
@@ -281,6 +286,7 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->accept_timer);
 	if (open_store(d) < 0)
 		return -1;
+	flight_start(d); /* off when it cannot allocate: logged */
 	fwd_apply(d);
 	/* Signals before the socket: a SIGTERM sent as soon as the socket
 	 * appears drains and exits 0, rather than killing a daemon that had
@@ -338,12 +344,23 @@ void daemon_finish(struct daemon *d)
 	d->stopping = true; /* nothing waits on a peer any more */
 	/* Close what is left so the loop can end cleanly. */
 	for (struct client *c = d->clients, *n; c; c = n) {
+		bool gone = c->gone;
+
 		n = c->next;
-		while (c->rings)
+		/* A client already gone is freed with its last ring
+		 * (client_maybe_free()): not touched after that one. */
+		while (c->rings) {
+			bool last = !c->rings->next;
+
 			reg_ring_release(c->rings);
-		client_close(c);
+			if (last && gone)
+				break;
+		}
+		if (!gone)
+			client_close(c);
 	}
 	sink_publish_shutdown(&d->sinks);
+	flight_stop(d); /* freed once a snapshot being written is done */
 	d->io->ops->close(d->io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

@@ -31,9 +31,10 @@
  * printed (the daemon's ERROR, unreachable, a broken answer). With
  * quiet_down, an unreachable daemon is not reported (the caller has
  * another way). */
-static int ask(const char *who, const char *sock, uint16_t type, json_t *req, json_t **out,
-	       bool quiet_down, int *conn_err)
+int cli_ask(const char *who, const char *sock, uint16_t type, void *reqp, void *outp,
+	    bool quiet_down, int *conn_err)
 {
+	json_t *req = reqp, **out = outp;
 	char *s = json_dumps(req, JSON_COMPACT);
 	int fd = cli_connect(socket_path(sock), quiet_down), ret = EXIT_FAIL;
 	uint16_t got = 0;
@@ -92,6 +93,7 @@ static const struct option sock_opts[] = {
 	{ "burst", required_argument, NULL, 'b' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ "event", required_argument, NULL, 'e' },
+	{ "flight-level", required_argument, NULL, 'F' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -106,7 +108,8 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "raises what it asks for. Needs read access (group read_group).\n", f);
 	else
 		fputs("usage: ringlog enable [--socket PATH] [--rate N/s|N/min|N/h] [--burst N]\n"
-		      "                      [--wait DURATION] [--event GLOB] PROVIDER [LEVEL [KEYWORDS]]\n"
+		      "                      [--wait DURATION] [--event GLOB] [--flight-level LEVEL]\n"
+		      "                      PROVIDER [LEVEL [KEYWORDS]]\n"
 		      "       ringlog enable --reset PROVIDER\n"
 		      "Records PROVIDER's events (a name or a glob like 'Acme.*') up to LEVEL\n"
 		      "(critical, error, warning, info, verbose or 1..5; default verbose) with\n"
@@ -121,7 +124,10 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "programs apply it themselves and report what they suppressed. --wait (up to\n"
 		      "100ms) lets them wait that long for room when a ring is full instead of\n"
 		      "dropping. These ride on the same rule, so give LEVEL too if verbose is not\n"
-		      "what you want.\n", f);
+		      "what you want.\n"
+		      "--flight-level keeps the levels past LEVEL up to it in the flight recorder's\n"
+		      "memory only (ringlogd.json \"flight\"): `ringlog enable --flight-level verbose\n"
+		      "'Acme.*' info`.\n", f);
 	return code;
 }
 
@@ -129,7 +135,7 @@ static int enable_common(int argc, char **argv, bool disable)
 {
 	const char *who = disable ? "ringlog disable" : "ringlog enable";
 	const char *sock = NULL, *provider;
-	unsigned level = disable ? 0 : 5;
+	unsigned level = disable ? 0 : 5, flight = 0;
 	uint64_t keywords = UINT64_MAX;
 	bool reset = false;
 	json_t *req, *ans, *m;
@@ -181,6 +187,12 @@ static int enable_common(int argc, char **argv, bool disable)
 				return EXIT_USAGE;
 			}
 			event = optarg;
+		} else if (o == 'F' && !disable) {
+			if (parse_level(optarg, &flight)) {
+				fprintf(stderr, "%s: --flight-level \"%s\": expected critical, error, warning, "
+					"info, verbose or 1..5\n", who, optarg);
+				return EXIT_USAGE;
+			}
 		}
 		else if (o == 'h')
 			return enable_usage(disable, stdout, EXIT_OK);
@@ -238,7 +250,9 @@ static int enable_common(int argc, char **argv, bool disable)
 		json_object_set_new(req, "wait_us", json_integer(wait_us));
 	if (!reset && event)
 		json_object_set_new(req, "event", json_string(event));
-	if ((ret = ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
+	if (flight && !reset)
+		json_object_set_new(req, "flight_level", json_integer(flight));
+	if ((ret = cli_ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
 		return ret;
 	if (reset) {
 		if (I(ans, "replaced"))
@@ -249,8 +263,9 @@ static int enable_common(int argc, char **argv, bool disable)
 		json_decref(ans);
 		return EXIT_OK;
 	} else if (level)
-		printf("%s: enabled up to %s, keywords %s, " RULE_LASTS "\n", provider, level_word(level),
-		       kw);
+		printf("%s: enabled up to %s, keywords %s%s%s, " RULE_LASTS "\n", provider,
+		       level_word(level), kw, flight > level ? "; in the flight buffer only up to " : "",
+		       flight > level ? level_word(flight) : "");
 	else
 		printf("%s: disabled " RULE_LASTS "\n", provider);
 	if (rate || wait_us >= 0 || burst || event)
@@ -371,7 +386,7 @@ int cmd_list(int argc, char **argv)
 	}
 	req = glob ? json_pack("{s:s}", "provider", glob) : json_object();
 	/* Completion asks quietly: nothing on the terminal while typing. */
-	if ((ret = ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
+	if ((ret = cli_ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
 		return ret;
 	provs = json_object_get(ans, "providers");
 	if (json) {
@@ -603,7 +618,7 @@ int cmd_vacuum(int argc, char **argv)
 		json_object_set_new(req, "size", json_integer((json_int_t)(keep > INT64_MAX ? INT64_MAX : keep)));
 	if (by_age)
 		json_object_set_new(req, "age_ns", json_integer((json_int_t)(age > INT64_MAX ? INT64_MAX : age)));
-	ret = ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
+	ret = cli_ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
 	if (ret == EXIT_NODAEMON && (conn == -EACCES || conn == -EPERM)) {
 		char why[1024];
 
