@@ -78,6 +78,24 @@ static void deadline_after(struct timespec *ts, int ms)
  * to store what this process emitted. */
 #define EXIT_TIMEOUT_DEFAULT_MS 2000
 
+/* lib.lock at exit. On Windows a DLL's atexit handlers run in
+ * DLL_PROCESS_DETACH, after ExitProcess has ended every other thread: one
+ * that held lib.lock at that moment (the connection thread, mid-frame)
+ * never gives it back, and waiting for it hung the process at exit. So
+ * there the wait is bounded, and a lock not had is an exit without the
+ * final flush. 0, or an error from pthread_mutex_timedlock. */
+static int exit_lock(void)
+{
+#ifdef _WIN32
+	struct timespec dl;
+
+	deadline_after(&dl, 200);
+	return pthread_mutex_timedlock(&lib.lock, &dl);
+#else
+	return pthread_mutex_lock(&lib.lock);
+#endif
+}
+
 static void at_exit(void)
 {
 	const char *s = getenv("RINGLOG_EXIT_TIMEOUT");
@@ -95,7 +113,8 @@ static void at_exit(void)
 		return;
 	/* An orderly exit, not a crash: the daemon's flight recorder takes a
 	 * writer that goes without this for one that crashed (proto/ring.h). */
-	pthread_mutex_lock(&lib.lock);
+	if (exit_lock())
+		return;
 	for (struct lib_ring *r = lib.rings; r; r = r->next)
 		__atomic_store_n(&r->prod.hdr->exit_flags, RINGLOG_RING_EXITING, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lib.lock);
@@ -103,7 +122,8 @@ static void at_exit(void)
 	 * it restarts meanwhile: once we are gone, events it had not taken
 	 * are lost. Not on a host with no daemon at all (no socket, never
 	 * connected): there, exit at once, counting what is left. */
-	pthread_mutex_lock(&lib.lock);
+	if (exit_lock())
+		return;
 	{
 		/* Decide on the first attempt's answer, not before it was made
 		 * (a program that emits and returns at once). */
