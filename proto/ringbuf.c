@@ -208,9 +208,24 @@ static inline void *try_reserve(struct ringlog_producer *p, uint32_t len, uint16
 		check_wake(p);
 	/* Shed: a record of a less important level may not take the last
 	 * reserve bytes, which stay for those at or below shed_level. */
-	if ((p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve)) ||
-	    (loss_pending(p) && !defer_loss(p, total) && !write_loss(p)) || !place(p, total))
+	if (p->reserve && p->level > p->shed_level && !fits(p, need_at(p, total), p->reserve))
 		return NULL; /* the caller sets the limit (after counting the drop) */
+	if (loss_pending(p)) {
+		if (defer_loss(p, total)) {
+			/* Only a record kept in the reserve goes before its gap's
+			 * LOSS record. A sheddable one that fits outside the
+			 * reserve alone but not with the LOSS record is shed:
+			 * written first, it would stand before the report of a
+			 * gap that began earlier and goes on after it (a reader
+			 * then counts the gap's later drops in the wrong place). */
+			if (p->level > p->shed_level)
+				return NULL;
+		} else if (!write_loss(p)) {
+			return NULL;
+		}
+	}
+	if (!place(p, total))
+		return NULL;
 	set_limit(p);
 	rec = p->data + (p->pos & p->mask);
 	struct ringlog_rec_hdr h = { .len = len, .type = type, .aux = aux };
