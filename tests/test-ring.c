@@ -382,6 +382,72 @@ Test(ring, loss_record_says_when_its_gap_began_to_a_consumer_that_asked)
  * records at or below shed_level go in; the others are dropped and counted
  * by level, in the LOSS record and in the header totals, and the fast path
  * never lets a record into the reserve. */
+/* Records of one stream in ring order, for the test below: data records'
+ * payload (a sequence number) or, for a LOSS record, UINT64_MAX - records. */
+struct in_order {
+	uint64_t v[1024];
+	size_t n;
+};
+
+static int note_order(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
+		      uint32_t len)
+{
+	struct in_order *o = ctx;
+	uint64_t x;
+
+	(void)aux;
+	(void)len;
+	memcpy(&x, payload, sizeof(x));
+	if (o->n < 1024)
+		o->v[o->n++] = type == RINGLOG_REC_LOSS ? UINT64_MAX - x : x;
+	return 0;
+}
+
+/* A sheddable record that fits outside the reserve on its own, but not
+ * with the LOSS record its gap is waiting to write, is shed too: written
+ * first, it would stand before the report of a gap that began before it
+ * and, still open, goes on after it. */
+Test(ring, a_sheddable_record_never_goes_before_its_gaps_loss_record)
+{
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct in_order o = { .n = 0 };
+	void *mem = th_ring_alloc(4096);
+	struct ringlog_ring_hdr *h = mem;
+	uint64_t seq = 0, dropped = 0, last = 0;
+
+	ringlog_prod_init(&p, mem, 4096, 1, 1, 0);
+	cr_assert_eq(ringlog_cons_attach(&c, mem, RINGLOG_RING_HEADER_SIZE + 4096), 0);
+	h->shed_reserve = 1024;
+	h->shed_level = 3;
+	p.level = 4;
+	while (ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8) == 0)
+		seq++;
+	dropped++, seq++; /* the one refused: a gap is open */
+	/* room for one 16-byte record outside the reserve, not for a LOSS
+	 * record with it */
+	ringlog_cons_drain(&c, 16, note_order, &o);
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), -ENOBUFS,
+		     "a sheddable record went in before its gap's LOSS record");
+	dropped++, seq++;
+	/* room for both: the LOSS record, then the record */
+	ringlog_cons_drain(&c, SIZE_MAX, note_order, &o);
+	cr_assert_eq(ringlog_prod_write(&p, TYPE_DATA, 0, &seq, 8), 0);
+	ringlog_cons_drain(&c, SIZE_MAX, note_order, &o);
+	cr_assert_geq(o.n, 3);
+	/* in ring order: data up to the gap, its LOSS record counting both
+	 * drops, then the record after the gap */
+	for (size_t i = 0; i + 2 < o.n; i++) {
+		cr_assert_eq(o.v[i], last + (i ? 1 : 0), "record %zu is %llu", i,
+			     (unsigned long long)o.v[i]);
+		last = o.v[i];
+	}
+	cr_assert_eq(UINT64_MAX - o.v[o.n - 2], dropped, "the LOSS record counts %llu, not %llu",
+		     (unsigned long long)(UINT64_MAX - o.v[o.n - 2]), (unsigned long long)dropped);
+	cr_assert_eq(o.v[o.n - 1], seq);
+	free(mem);
+}
+
 Test(ring, a_ring_in_its_reserve_sheds_less_important_levels_first)
 {
 	struct ringlog_producer p;
