@@ -94,7 +94,7 @@ struct daemon {
 
 	/* the sinks, in the order they are told: lifecycle.c links them in
 	 * sinks and hands the same list to the store (st.sinks) */
-	struct sink fwd_sink, tail_sink, sync_sink;
+	struct sink fwd_sink, tail_sink, sync_sink, ship_sink;
 	struct sink *sinks;
 
 	/* forwarding to the OS tracer (forward.c) */

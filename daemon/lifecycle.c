@@ -17,6 +17,7 @@
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
 #include "sink/forward/forward.h"
+#include "sink/shipping.h"
 #include "store/io-ops.h"
 #include "store/file.h"
 
@@ -88,6 +89,10 @@ static void on_flush_timer(uv_timer_t *t)
 	}
 	sync_tick(d);
 	fwd_tick(d);
+	if (ship_tick(d) && !d->stopping) {
+		drain_all(d);
+		store_seal(d); /* ship.live: the open chunk, every ship.interval */
+	}
 	if (now - d->rate_prev_ns >= 1000000000u) {
 		double s = (double)(now - d->rate_prev_ns) / 1e9;
 
@@ -215,11 +220,12 @@ static void on_hup(uv_signal_t *s, int sig)
  * A new consumer (export, a flight recorder, shipping) is one more node. */
 static void wire(struct daemon *d)
 {
-	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink };
+	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink, &d->ship_sink };
 
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
+	d->ship_sink = (struct sink){ .ops = &ship_sink_ops, .ctx = d };
 	d->sinks = NULL;
 	for (size_t i = sizeof(order) / sizeof(order[0]); i-- > 0;) {
 		order[i]->next = d->sinks;
@@ -227,6 +233,7 @@ static void wire(struct daemon *d)
 	}
 	d->st.sinks = d->sinks;
 	d->st.room = drain_start;
+	d->st.deleting = ship_seg_deleting;
 }
 
 int daemon_start(struct daemon *d)
@@ -257,9 +264,11 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->watchdog_timer);
 	uv_timer_init(d->loop, &d->stop_timer);
 	uv_timer_init(d->loop, &d->accept_timer);
+	ship_init(d); /* before store_init(): its trim counts what was not shipped */
 	if (store_init(d) < 0)
 		return -1;
 	fwd_apply(d);
+	ship_start(d); /* failures are logged: the daemon stores locally */
 	/* Signals before the socket: a SIGTERM sent as soon as the socket
 	 * appears drains and exits 0, rather than killing a daemon that had
 	 * no handler yet. (Handlers run from the loop, once it runs.) */
@@ -322,6 +331,7 @@ void daemon_finish(struct daemon *d)
 		client_close(c);
 	}
 	sink_publish_shutdown(d->st.sinks);
+	ship_stop(d);
 	d->st.io->ops->close(d->st.io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

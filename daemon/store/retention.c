@@ -71,6 +71,8 @@ static void delete_seg(struct daemon *d, struct segfile *s)
 {
 	int err;
 
+	if (d->st.deleting)
+		d->st.deleting(d, s);
 	for (struct segfile **pp = &d->st.segs; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;

@@ -136,6 +136,9 @@ struct store {
 	/* Chunk buffers are free again after being all in flight: the drain
 	 * may resume (lifecycle.c sets it to drain_start()). */
 	void (*room)(struct daemon *d);
+	/* A segment file is about to be deleted (budget, vacuum, age): set
+	 * by lifecycle.c (shipping counts what goes unshipped), may be NULL. */
+	void (*deleting)(struct daemon *d, const struct segfile *s);
 
 	struct io *io;
 	const char *io_name;
