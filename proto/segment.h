@@ -195,6 +195,10 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_READER = 3, /* a slow tail reader: only that reader misses them */
 	RINGLOG_LOSS_CORRUPT = 4,/* the ring was corrupt and detached */
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
+	/* Never in files: what a reader of a cluster (`read --nats`) shows
+	 * for a shipped message's not_shipped count (proto/ship.h), by its
+	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1 */
+	RINGLOG_LOSS_SHIP = 6,
 };
 
 /* 24 bytes in files from before provider and first_ts, which readers

@@ -423,6 +423,8 @@ static void put_short(struct sb *b, const struct output *o, const struct ringlog
 	const struct ringlog_event_desc *d = e->desc;
 
 	put_time(b, o, e->real_ns);
+	if (o->host)
+		sb_printf(b, " %s", o->host);
 	sb_printf(b, " %s%-7s%s %s %s", color ? level_color(d->level) : "",
 		  ringlog_level_name(d->level), color ? "\033[0m" : "",
 		  e->provider ? e->provider : "?", d->name);
@@ -455,6 +457,11 @@ static void put_verbose(struct sb *b, const struct output *o, const struct ringl
 	strftime(s, sizeof(s), "%a %Y-%m-%d %H:%M:%S", &tm);
 	sb_printf(b, "%s.%09llu %s\n", s, (unsigned long long)(e->real_ns % NS),
 		  o->utc ? "UTC" : zone_name(&tm));
+	if (o->host) {
+		sb_puts(b, "    HOST=");
+		put_text_str(b, (const uint8_t *)o->host, strlen(o->host), false);
+		sb_putc(b, '\n');
+	}
 	sb_puts(b, "    PROVIDER=");
 	put_text_str(b, (const uint8_t *)(e->provider ? e->provider : "?"),
 		     strlen(e->provider ? e->provider : "?"), false);
@@ -494,6 +501,13 @@ char *out_event(const struct output *o, const struct ringlog_dec_event *e)
 	case OUT_JSON:
 	case OUT_JSON_PRETTY:
 		put_json_event(&b, e);
+		if (o->host && b.len && b.p && b.p[b.len - 1] == '}') {
+			/* the host, where a local store has none */
+			b.len--;
+			sb_puts(&b, ",\"host\":");
+			put_json_cstr(&b, o->host);
+			sb_putc(&b, '}');
+		}
 		if (o->mode == OUT_JSON_PRETTY) {
 			char *c = sb_done(&b), *p = c ? pretty(c) : NULL;
 
@@ -528,9 +542,13 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
-		"corrupt ring detached", "counted at exit" };
-	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit" };
-	const char *w = l->reason <= 5 ? why[l->reason] : "?";
+		"corrupt ring detached", "counted at exit",
+		"not shipped: the disk budget deleted them first",
+		"not shipped: over ship.max_backlog",
+		"not shipped: a record over the server's max_payload" };
+	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
+		"ship_retention", "ship_backlog", "ship_too_large" };
+	const char *w = l->reason <= 8 ? why[l->reason] : "?";
 	struct sb b = { 0 };
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
@@ -538,10 +556,14 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 5 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, l->reason <= 8 ? key[l->reason] : "?");
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);
+		}
+		if (o->host) {
+			sb_puts(&b, ",\"host\":");
+			put_json_cstr(&b, o->host);
 		}
 		sb_printf(&b, ",\"pid\":%u,\"tid\":%u", l->writer ? l->writer->w.pid : 0,
 			  l->stream ? l->stream->s.tid : 0);
@@ -567,6 +589,8 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		put_time(&b, &t, l->real_ns);
 		sb_putc(&b, ' ');
 	}
+	if (o->host && o->mode != OUT_CAT)
+		sb_printf(&b, "%s ", o->host);
 	sb_printf(&b, "-- %llu events lost: %s", (unsigned long long)l->records, w);
 	if (l->writer)
 		sb_printf(&b, " (pid %u %s, thread %u%s%s)", l->writer->w.pid, l->writer->comm,

@@ -498,7 +498,8 @@ static int check_stream(struct ship *s)
 	}
 	if (st == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
 		jsStreamConfig sc;
-		const char *subjects[1] = { s->subject };
+		/* the default subject ringlog.HOST: one stream for every host */
+		const char *subjects[1] = { c->ship.subject[0] ? s->subject : "ringlog.>" };
 		const char *why;
 
 		if (!c->ship.create_stream) {
@@ -527,7 +528,7 @@ static int check_stream(struct ship *s)
 			jsStreamInfo_Destroy(si);
 			pthread_mutex_lock(&s->mu);
 			say(s, LOG_NOTICE, "ship: created stream \"%s\" (subject %s, %u replicas)",
-			    s->stream, s->subject, c->ship.replicas);
+			    s->stream, subjects[0], c->ship.replicas);
 			pthread_mutex_unlock(&s->mu);
 			return 0;
 		}

@@ -1,0 +1,379 @@
+/* client/cli/nats.c - `ringlog read --nats` and `ringlog tail --nats`: the
+ * chunks every host's ringlogd shipped to a NATS JetStream stream
+ * (proto/ship.h), decoded by the same code as a local store (read.c's
+ * lines, select.c's matcher, output.c), each event with its host.
+ *
+ * read: an ordered consumer (or the durable one --durable names) from the
+ * start of the stream to its end as it was when we began; messages are
+ * put in each host's order by their id (host, segment, chunk, part) and
+ * an id seen twice is decoded once, whatever the stream's order (a re-
+ * send after a failure may be stored after newer chunks). tail: an
+ * ordered consumer from now on, each message printed as it comes.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nats/nats.h>
+
+#include "decode.h"
+#include "query.h"
+#include "ship.h"
+
+struct nmsg {
+	const struct ringlog_ship_hdr *h; /* into data */
+	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	uint8_t *data;
+	size_t len;
+};
+
+struct conn {
+	natsConnection *nc;
+	jsCtx *js;
+	natsSubscription *sub;
+	char subject[256];
+};
+
+static const char *stream_of(const struct query *q)
+{
+	return q->stream ? q->stream : "ringlog";
+}
+
+static void conn_close(struct conn *c)
+{
+	natsSubscription_Destroy(c->sub);
+	jsCtx_Destroy(c->js);
+	natsConnection_Destroy(c->nc);
+	nats_Close();
+}
+
+static int nats_fail(const struct query *q, const char *what, natsStatus st)
+{
+	const char *why = nats_GetLastError(NULL);
+
+	fprintf(stderr, "ringlog %s: %s %s: %s\n", q->cmd, what, q->nats,
+		why && *why ? why : natsStatus_GetText(st));
+	return EXIT_FAIL;
+}
+
+/* Connect, find the stream, subscribe: from the start (read) or from
+ * now on (tail). 0 or an exit code after a message. */
+static int conn_open(const struct query *q, struct conn *c, bool from_now)
+{
+	natsOptions *o = NULL;
+	jsStreamInfo *si = NULL;
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsStatus st;
+	char urls[4096], *save = NULL;
+	const char *list[64];
+	int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(urls, sizeof(urls), "%s", q->nats);
+	for (char *u = strtok_r(urls, ",", &save); u && n < 64; u = strtok_r(NULL, ",", &save))
+		list[n++] = u;
+	st = natsOptions_Create(&o);
+	if (st == NATS_OK)
+		st = natsOptions_SetServers(o, list, n);
+	if (st == NATS_OK)
+		st = natsOptions_SetName(o, "ringlog");
+	if (st == NATS_OK)
+		st = natsOptions_SetTimeout(o, 3000);
+	if (st == NATS_OK)
+		st = natsOptions_SetMaxReconnect(o, from_now ? -1 : 10);
+	if (st == NATS_OK)
+		st = natsConnection_Connect(&c->nc, o);
+	natsOptions_Destroy(o);
+	if (st != NATS_OK)
+		return nats_fail(q, "cannot connect to", st);
+	st = natsConnection_JetStream(&c->js, c->nc, NULL);
+	if (st != NATS_OK)
+		return nats_fail(q, "no JetStream at", st);
+	st = js_GetStreamInfo(&si, c->js, stream_of(q), NULL, &jerr);
+	if (st != NATS_OK) {
+		if (st == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+			fprintf(stderr, "ringlog %s: no stream \"%s\" at %s (ringlogd's ship.stream; "
+				"--stream names another)\n", q->cmd, stream_of(q), q->nats);
+		else
+			nats_fail(q, "cannot read the stream of", st);
+		return EXIT_FAIL;
+	}
+	/* An ordered consumer needs one subject: the stream's, when it has
+	 * one (ringlogd creates it with "ringlog.>"). */
+	if (si->Config && si->Config->SubjectsLen == 1)
+		snprintf(c->subject, sizeof(c->subject), "%s", si->Config->Subjects[0]);
+	else
+		snprintf(c->subject, sizeof(c->subject), ">");
+	jsStreamInfo_Destroy(si);
+	jsSubOptions_Init(&so);
+	so.Stream = stream_of(q);
+	so.Config.DeliverPolicy = from_now ? js_DeliverNew : js_DeliverAll;
+	if (q->durable) {
+		so.Config.Durable = q->durable;
+		so.Config.AckPolicy = js_AckExplicit;
+		so.ManualAck = true;
+	} else {
+		so.Ordered = true;
+		so.Config.AckPolicy = js_AckNone;
+	}
+	jerr = 0;
+	st = js_SubscribeSync(&c->sub, c->js, c->subject, NULL, &so, &jerr);
+	if (st != NATS_OK)
+		return nats_fail(q, "cannot read the stream at", st);
+	natsSubscription_SetPendingLimits(c->sub, -1, 512 << 20);
+	return 0;
+}
+
+/* Check a message against proto/ship.h: true when it may be decoded. */
+static bool ship_msg_ok(natsMsg *m, struct nmsg *out, const char *cmd)
+{
+	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	const char *crc = NULL;
+	struct ringlog_ship_hdr h;
+
+	if (len < sizeof(h))
+		goto bad;
+	memcpy(&h, d, sizeof(h));
+	if (h.magic != RINGLOG_SHIP_MAGIC || h.version != RINGLOG_SHIP_VERSION ||
+	    h.header_size < sizeof(h) || h.header_size > len ||
+	    (uint64_t)h.header_size + h.desc_len + h.body_len > len || !memchr(h.host, 0, sizeof(h.host)))
+		goto bad;
+	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
+	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
+		fprintf(stderr, "ringlog %s: a message of %s fails its CRC32C; skipped\n", cmd, h.host);
+		return false;
+	}
+	out->len = len;
+	out->data = malloc(len);
+	if (!out->data)
+		return false;
+	memcpy(out->data, d, len);
+	out->h = (const struct ringlog_ship_hdr *)out->data;
+	memcpy(out->host, h.host, sizeof(h.host));
+	out->host[RINGLOG_SHIP_HOST_MAX] = '\0';
+	return true;
+bad:
+	fprintf(stderr, "ringlog %s: a message on %s is not a ringlog chunk; skipped\n", cmd,
+		natsMsg_GetSubject(m));
+	return false;
+}
+
+static bool host_wanted(const struct query *q, const char *host)
+{
+	if (!q->nhosts)
+		return true;
+	for (unsigned i = 0; i < q->nhosts; i++)
+		if (!fnmatch(q->hosts[i], host, 0))
+			return true;
+	return false;
+}
+
+static int cmp_msg(const void *a, const void *b)
+{
+	const struct nmsg *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	if (c)
+		return c;
+	if (x->h->segment != y->h->segment)
+		return x->h->segment < y->h->segment ? -1 : 1;
+	if (x->h->chunk != y->h->chunk)
+		return x->h->chunk < y->h->chunk ? -1 : 1;
+	return (int)x->h->part - (int)y->h->part;
+}
+
+/* One message's events and its "not shipped" count into the lines. */
+static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup)
+{
+	const struct ringlog_ship_hdr *h = m->h;
+	const uint8_t *desc = m->data + h->header_size;
+
+	if (h->not_shipped) {
+		struct ringlog_dec_loss l = {
+			.records = h->not_shipped,
+			.reason = h->not_shipped_reason >= 1 && h->not_shipped_reason <= 3 ?
+				RINGLOG_LOSS_SHIP + h->not_shipped_reason - 1 : 0,
+			.real_ns = h->first_real_ns,
+		};
+
+		read_loss(r, m->host, &l);
+	}
+	read_decode(r, m->host, &h->clock, dedup, h->first_real_ns, h->first_real_ns,
+		    h->last_real_ns, desc, h->desc_len, desc + h->desc_len, h->body_len);
+}
+
+int nats_read(struct query *q)
+{
+	struct conn c;
+	struct nmsg *msgs = NULL;
+	size_t n = 0, cap = 0;
+	struct rd *r;
+	int rc = conn_open(q, &c, false);
+
+	if (rc) {
+		conn_close(&c);
+		return rc;
+	}
+	for (;;) {
+		natsMsg *m = NULL;
+		jsMsgMetaData *meta = NULL;
+		uint64_t pending = 1;
+		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 3000);
+		struct nmsg x;
+
+		if (st == NATS_TIMEOUT)
+			break; /* nothing more (an empty stream, or its end) */
+		if (st != NATS_OK) {
+			rc = nats_fail(q, "reading the stream at", st);
+			break;
+		}
+		if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+			pending = meta->NumPending;
+			jsMsgMetaData_Destroy(meta);
+		}
+		if (ship_msg_ok(m, &x, q->cmd)) {
+			if (!host_wanted(q, x.host)) {
+				free(x.data);
+			} else if (n == cap) {
+				struct nmsg *y = realloc(msgs, (cap = cap ? cap * 2 : 256) * sizeof(*y));
+
+				if (!y) {
+					free(x.data);
+					natsMsg_Destroy(m);
+					rc = EXIT_FAIL;
+					break;
+				}
+				msgs = y;
+				msgs[n++] = x;
+			} else {
+				msgs[n++] = x;
+			}
+		}
+		if (q->durable)
+			natsMsg_Ack(m, NULL);
+		natsMsg_Destroy(m);
+		if (!pending)
+			break;
+	}
+	conn_close(&c);
+	if (n)
+		qsort(msgs, n, sizeof(*msgs), cmp_msg);
+	r = read_open(q);
+	if (!r)
+		rc = EXIT_FAIL;
+	{
+		struct ringlog_dedup dedup = { 0 };
+
+		for (size_t i = 0; r && i < n; i++) {
+			/* an id twice: a re-send the stream kept (outside its
+			 * duplicate window) */
+			if (i && !cmp_msg(&msgs[i - 1], &msgs[i]))
+				continue;
+			if (i && strcmp(msgs[i - 1].host, msgs[i].host)) {
+				ringlog_dedup_free(&dedup);
+				memset(&dedup, 0, sizeof(dedup));
+			}
+			decode_msg(r, &msgs[i], &dedup);
+		}
+		ringlog_dedup_free(&dedup);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(msgs[i].data);
+	free(msgs);
+	if (r) {
+		int prc = read_close(r, true);
+
+		if (!rc)
+			rc = prc;
+	}
+	return rc;
+}
+
+/* Per host: its ring-position dedup and the newest id printed. */
+struct follow_host {
+	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	struct ringlog_dedup dedup;
+	uint64_t seg, chunk;
+	int part;
+};
+
+int nats_tail(struct query *q)
+{
+	struct conn c;
+	struct follow_host *hosts = NULL;
+	size_t nh = 0;
+	int rc = conn_open(q, &c, true);
+
+	if (rc) {
+		conn_close(&c);
+		return rc;
+	}
+	q->lines = -1; /* each message's events, all of them */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		natsMsg *m = NULL;
+		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 1000);
+		struct follow_host *fh = NULL;
+		struct nmsg x;
+		struct rd *r;
+
+		if (st == NATS_TIMEOUT)
+			continue;
+		if (st != NATS_OK) {
+			rc = nats_fail(q, "reading the stream at", st);
+			break;
+		}
+		if (q->durable)
+			natsMsg_Ack(m, NULL);
+		if (!ship_msg_ok(m, &x, q->cmd) || !host_wanted(q, x.host)) {
+			natsMsg_Destroy(m);
+			continue;
+		}
+		natsMsg_Destroy(m);
+		for (size_t i = 0; i < nh; i++)
+			if (!strcmp(hosts[i].host, x.host))
+				fh = &hosts[i];
+		if (!fh) {
+			struct follow_host *y = realloc(hosts, (nh + 1) * sizeof(*y));
+
+			if (!y) {
+				free(x.data);
+				continue;
+			}
+			hosts = y;
+			fh = &hosts[nh++];
+			memset(fh, 0, sizeof(*fh));
+			memcpy(fh->host, x.host, sizeof(fh->host));
+			fh->part = -1;
+		}
+		/* a re-send of what was printed: once is enough */
+		if (fh->part >= 0 && (x.h->segment < fh->seg || (x.h->segment == fh->seg &&
+		    (x.h->chunk < fh->chunk || (x.h->chunk == fh->chunk &&
+						(int)x.h->part <= fh->part))))) {
+			free(x.data);
+			continue;
+		}
+		fh->seg = x.h->segment;
+		fh->chunk = x.h->chunk;
+		fh->part = x.h->part;
+		r = read_open(q);
+		if (r) {
+			decode_msg(r, &x, &fh->dedup);
+			read_close(r, false);
+			fflush(stdout);
+		}
+		free(x.data);
+	}
+	for (size_t i = 0; i < nh; i++)
+		ringlog_dedup_free(&hosts[i].dedup);
+	free(hosts);
+	conn_close(&c);
+	return rc;
+}
