@@ -119,8 +119,7 @@ static int conn_open(const struct query *q, struct conn *c, bool from_now)
 		so.Config.AckPolicy = js_AckExplicit;
 		so.ManualAck = true;
 	} else {
-		so.Ordered = true;
-		so.Config.AckPolicy = js_AckNone;
+		so.Ordered = true; /* acks none, by definition */
 	}
 	jerr = 0;
 	st = js_SubscribeSync(&c->sub, c->js, c->subject, NULL, &so, &jerr);

@@ -53,9 +53,10 @@ void shipr_close(struct ship_reader *r);
  * on disk only (a chunk being written reads as damage). */
 int shipr_next(struct ship_reader *r);
 
-/* Learn the descriptions of the chunk last returned (after building its
- * messages, so that they carry only the earlier ones: the chunk itself
- * carries its own). */
+/* Learn the descriptions of the chunk last returned, before building its
+ * messages: a STREAM it defines may name a WRITER of an earlier chunk, so
+ * the prelude is chosen from both (what the chunk defines itself goes
+ * twice; decoders take identical repeats). */
 void shipr_absorb(struct ship_reader *r);
 
 /* Build the messages of the chunk last returned, each at most limit bytes:

@@ -92,8 +92,10 @@ struct ship {
 	char state[64];        /* "connecting", "connected", "refused", ... */
 	char error[512];       /* the last problem, for status */
 	char server[256];      /* connected URL, without user info */
-	char note[600];        /* a line for the loop to log */
-	int note_level;
+	struct {               /* lines for the loop to log, oldest first */
+		char text[600];
+		int level;
+	} notes[8];
 	unsigned note_gen, note_seen;
 	uint64_t max_payload;
 
@@ -110,12 +112,13 @@ static struct ship *g; /* one daemon per process */
 static void say(struct ship *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(struct ship *s, int level, const char *fmt, ...)
 {
+	unsigned i = s->note_gen % 8;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(s->note, sizeof(s->note), fmt, ap);
+	vsnprintf(s->notes[i].text, sizeof(s->notes[i].text), fmt, ap);
 	va_end(ap);
-	s->note_level = level;
+	s->notes[i].level = level;
 	s->note_gen++;
 }
 
@@ -123,13 +126,16 @@ static void set_error(struct ship *s, const char *state, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void set_error(struct ship *s, const char *state, const char *fmt, ...)
 {
+	char was[sizeof(s->error)];
 	va_list ap;
 
+	memcpy(was, s->error, sizeof(was));
 	va_start(ap, fmt);
 	vsnprintf(s->error, sizeof(s->error), fmt, ap);
 	va_end(ap);
 	snprintf(s->state, sizeof(s->state), "%s", state);
-	say(s, LOG_WARNING, "ship: %s", s->error);
+	if (strcmp(was, s->error)) /* said once, not at each retry */
+		say(s, LOG_WARNING, "ship: %s", s->error);
 }
 
 /* Wait on cv at most ms (with mu held). */
@@ -835,8 +841,8 @@ static void *ship_main(void *arg)
 				pthread_mutex_lock(&s->mu);
 				continue;
 			}
-			nparts = shipr_build(r, s->host, (size_t)limit, &parts);
 			shipr_absorb(r);
+			nparts = shipr_build(r, s->host, (size_t)limit, &parts);
 			if (nparts == -EMSGSIZE) {
 				pthread_mutex_lock(&s->mu);
 				give_up(s, r->f.chunk.events, RINGLOG_SHIP_LOST_TOO_LARGE);
@@ -1001,21 +1007,24 @@ int ship_start(struct daemon *d)
 bool ship_tick(struct daemon *d)
 {
 	struct ship *s = g;
-	char line[sizeof(s->note)];
-	int level = 0;
+	char lines[8][sizeof(s->notes[0].text)];
+	int levels[8], n = 0;
 	bool seal = false;
 
 	if (!s)
 		return false;
 	pthread_mutex_lock(&s->mu);
-	if (s->note_gen != s->note_seen) {
-		s->note_seen = s->note_gen;
-		snprintf(line, sizeof(line), "%s", s->note);
-		level = s->note_level;
+	if (s->note_gen - s->note_seen > 8)
+		s->note_seen = s->note_gen - 8; /* more than 8 a tick: the newest */
+	for (; s->note_seen != s->note_gen; s->note_seen++, n++) {
+		unsigned i = s->note_seen % 8;
+
+		memcpy(lines[n], s->notes[i].text, sizeof(lines[n]));
+		levels[n] = s->notes[i].level;
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (level)
-		d_log(level, "%s", line);
+	for (int i = 0; i < n; i++)
+		d_log(levels[i], "%s", lines[i]);
 	/* ship.live: the open chunk goes at least every interval */
 	if (d->cfg.ship.live && d->st.open && d->st.open->events &&
 	    d_now(CLOCK_MONOTONIC) - d->st.open->opened_mono_ns >= s->interval_ns)
