@@ -11,23 +11,26 @@
  *   +-----------------+-----------------------+--------------------------+
  *   | ringlog_ship_hdr| description records   | chunk body records       |
  *   |  host, boot id, | (WRITER, STREAM, META |  (the chunk's records as |
- *   |  segment, chunk,|  of every stream the  |   on disk, or a part of  |
- *   |  part, clock,   |  body names; segment  |   them at a record       |
- *   |  not shipped    |  record format)       |   boundary)              |
+ *   |  segment, chunk,|  of every stream the  |   on disk)               |
+ *   |  clock, not     |  body names; segment  |                          |
+ *   |  shipped        |  record format)       |                          |
  *   +-----------------+-----------------------+--------------------------+
  *
- * A chunk larger than the server's max_payload is split at record
- * boundaries into parts, each with the descriptions again; a single record
- * larger than the limit is refused (counted "not shipped", the limit named
- * in the daemon's log and status).
+ * A message larger than the server's max_payload (1 MiB by default, and a
+ * chunk alone may be 1 MiB) is cut into fragments of consecutive bytes, one
+ * NATS message each, PART 0..N-1 in their ids and "Ringlog-Parts: N" in
+ * their headers; a reader joins them before decoding. Cutting bytes rather
+ * than records: one PACK record may fill a chunk.
  *
  * NATS headers of each message:
  *   Nats-Msg-Id     HOST/BOOTID/SEGMENT/CHUNK/PART (hex boot id, decimal
- *                   numbers): the same bytes for the same part whenever it
+ *                   numbers; PART 0 unless cut): the same bytes for the
+ *                   same fragment whenever it
  *                   is sent, so JetStream drops a re-send after a crash,
  *                   an outage or a lost acknowledgement
  *   Ringlog-Host    HOST (ship.host, default the system's host name)
- *   Ringlog-Crc32c  8 hex digits: CRC32C of the whole message data
+ *   Ringlog-Crc32c  8 hex digits: CRC32C of this NATS message's data
+ *   Ringlog-Parts   N, when the message is cut into N > 1 fragments
  *   Ringlog-Format  "1"
  * The subject is ship.subject, by default "ringlog.HOST".
  *
@@ -50,7 +53,6 @@
 enum ringlog_ship_loss {
 	RINGLOG_SHIP_LOST_RETENTION = 1, /* the disk budget deleted it first */
 	RINGLOG_SHIP_LOST_BACKLOG = 2,   /* over ship.max_backlog: given up */
-	RINGLOG_SHIP_LOST_TOO_LARGE = 3, /* a record over the server's max_payload */
 };
 
 struct ringlog_ship_hdr {
@@ -66,9 +68,8 @@ struct ringlog_ship_hdr {
 	struct ringlog_seg_clock clock;   /* the segment's calibration */
 	uint64_t first_real_ns;    /* of the chunk's events (0: none) */
 	uint64_t last_real_ns;
-	uint32_t events;           /* in this part */
-	uint16_t part;             /* from 0 */
-	uint16_t parts;            /* of the chunk, >= 1 */
+	uint32_t events;           /* in the chunk */
+	uint32_t reserved0;        /* 0 */
 	uint64_t not_shipped;      /* events given up since the previous
 	                            * message, for reason: */
 	uint32_t not_shipped_reason; /* enum ringlog_ship_loss, 0: none */
@@ -86,8 +87,6 @@ static_assert(offsetof(struct ringlog_ship_hdr, clock) == 112, "ship clock");
 static_assert(offsetof(struct ringlog_ship_hdr, first_real_ns) == 144, "ship first");
 static_assert(offsetof(struct ringlog_ship_hdr, last_real_ns) == 152, "ship last");
 static_assert(offsetof(struct ringlog_ship_hdr, events) == 160, "ship events");
-static_assert(offsetof(struct ringlog_ship_hdr, part) == 164, "ship part");
-static_assert(offsetof(struct ringlog_ship_hdr, parts) == 166, "ship parts");
 static_assert(offsetof(struct ringlog_ship_hdr, not_shipped) == 168, "ship not_shipped");
 static_assert(offsetof(struct ringlog_ship_hdr, not_shipped_reason) == 176, "ship reason");
 

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,11 @@
 #include "query.h"
 #include "ship.h"
 
+/* One NATS message: a whole shipped message, or a fragment of one. */
 struct nmsg {
-	const struct ringlog_ship_hdr *h; /* into data */
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	uint64_t seg, chunk;
+	unsigned part, parts;
 	uint8_t *data;
 	size_t len;
 };
@@ -129,39 +132,57 @@ static int conn_open(const struct query *q, struct conn *c, bool from_now)
 	return 0;
 }
 
-/* Check a message against proto/ship.h: true when it may be decoded. */
-static bool ship_msg_ok(natsMsg *m, struct nmsg *out, const char *cmd)
+/* Take a NATS message: its id, fragment number and CRC checked, its data
+ * copied. false (after a message) when it is not one of ours. */
+static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 {
 	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
-	const char *crc = NULL;
-	struct ringlog_ship_hdr h;
+	const char *id = NULL, *crc = NULL, *parts = NULL, *slash;
+	char boot[40];
 
-	if (len < sizeof(h))
+	memset(out, 0, sizeof(*out));
+	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK || !id ||
+	    !(slash = strchr(id, '/')) || (size_t)(slash - id) > RINGLOG_SHIP_HOST_MAX ||
+	    sscanf(slash, "/%32[0-9a-f]/%" SCNu64 "/%" SCNu64 "/%u", boot, &out->seg, &out->chunk,
+		   &out->part) != 4)
 		goto bad;
-	memcpy(&h, d, sizeof(h));
-	if (h.magic != RINGLOG_SHIP_MAGIC || h.version != RINGLOG_SHIP_VERSION ||
-	    h.header_size < sizeof(h) || h.header_size > len ||
-	    (uint64_t)h.header_size + h.desc_len + h.body_len > len || !memchr(h.host, 0, sizeof(h.host)))
+	memcpy(out->host, id, (size_t)(slash - id));
+	out->parts = 1;
+	if (natsMsgHeader_Get(m, "Ringlog-Parts", &parts) == NATS_OK && parts)
+		out->parts = (unsigned)strtoul(parts, NULL, 10);
+	if (!out->parts || out->part >= out->parts || out->parts > 65536)
 		goto bad;
 	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
 	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
-		fprintf(stderr, "ringlog %s: a message of %s fails its CRC32C; skipped\n", cmd, h.host);
+		fprintf(stderr, "ringlog %s: message %s fails its CRC32C; skipped\n", cmd, id);
 		return false;
 	}
 	out->len = len;
-	out->data = malloc(len);
+	out->data = malloc(len ? len : 1);
 	if (!out->data)
 		return false;
 	memcpy(out->data, d, len);
-	out->h = (const struct ringlog_ship_hdr *)out->data;
-	memcpy(out->host, h.host, sizeof(h.host));
-	out->host[RINGLOG_SHIP_HOST_MAX] = '\0';
 	return true;
 bad:
-	fprintf(stderr, "ringlog %s: a message on %s is not a ringlog chunk; skipped\n", cmd,
-		natsMsg_GetSubject(m));
+	fprintf(stderr, "ringlog %s: a message on %s is not a ringlog chunk (%s); skipped\n", cmd,
+		natsMsg_GetSubject(m), id ? id : "no Nats-Msg-Id");
 	return false;
+}
+
+/* A whole message (joined when cut) checked against proto/ship.h. */
+static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char *cmd)
+{
+	const struct ringlog_ship_hdr *h = (const void *)x->data;
+
+	if (x->len < sizeof(*h) || h->magic != RINGLOG_SHIP_MAGIC ||
+	    h->version != RINGLOG_SHIP_VERSION || h->header_size < sizeof(*h) ||
+	    (uint64_t)h->header_size + h->desc_len + h->body_len > x->len) {
+		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is not in a format "
+			"this ringlog reads; skipped\n", cmd, x->seg, x->chunk, x->host);
+		return NULL;
+	}
+	return h;
 }
 
 static bool host_wanted(const struct query *q, const char *host)
@@ -181,23 +202,27 @@ static int cmp_msg(const void *a, const void *b)
 
 	if (c)
 		return c;
-	if (x->h->segment != y->h->segment)
-		return x->h->segment < y->h->segment ? -1 : 1;
-	if (x->h->chunk != y->h->chunk)
-		return x->h->chunk < y->h->chunk ? -1 : 1;
-	return (int)x->h->part - (int)y->h->part;
+	if (x->seg != y->seg)
+		return x->seg < y->seg ? -1 : 1;
+	if (x->chunk != y->chunk)
+		return x->chunk < y->chunk ? -1 : 1;
+	return (int)x->part - (int)y->part;
 }
 
-/* One message's events and its "not shipped" count into the lines. */
-static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup)
+/* One whole message's events and its "not shipped" count into the lines. */
+static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
+		       const char *cmd)
 {
-	const struct ringlog_ship_hdr *h = m->h;
-	const uint8_t *desc = m->data + h->header_size;
+	const struct ringlog_ship_hdr *h = ship_hdr(m, cmd);
+	const uint8_t *desc;
 
+	if (!h)
+		return;
+	desc = m->data + h->header_size;
 	if (h->not_shipped) {
 		struct ringlog_dec_loss l = {
 			.records = h->not_shipped,
-			.reason = h->not_shipped_reason >= 1 && h->not_shipped_reason <= 3 ?
+			.reason = h->not_shipped_reason >= 1 && h->not_shipped_reason <= 2 ?
 				RINGLOG_LOSS_SHIP + h->not_shipped_reason - 1 : 0,
 			.real_ns = h->first_real_ns,
 		};
@@ -206,6 +231,20 @@ static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup 
 	}
 	read_decode(r, m->host, &h->clock, dedup, h->first_real_ns, h->first_real_ns,
 		    h->last_real_ns, desc, h->desc_len, desc + h->desc_len, h->body_len);
+}
+
+/* Append fragment y to x (the next one of the same chunk). */
+static bool join(struct nmsg *x, const struct nmsg *y)
+{
+	uint8_t *d = realloc(x->data, x->len + y->len);
+
+	if (!d)
+		return false;
+	memcpy(d + x->len, y->data, y->len);
+	x->data = d;
+	x->len += y->len;
+	x->part = y->part;
+	return true;
 }
 
 int nats_read(struct query *q)
@@ -237,7 +276,7 @@ int nats_read(struct query *q)
 			pending = meta->NumPending;
 			jsMsgMetaData_Destroy(meta);
 		}
-		if (ship_msg_ok(m, &x, q->cmd)) {
+		if (take_msg(m, &x, q->cmd)) {
 			if (!host_wanted(q, x.host)) {
 				free(x.data);
 			} else if (n == cap) {
@@ -271,6 +310,8 @@ int nats_read(struct query *q)
 		struct ringlog_dedup dedup = { 0 };
 
 		for (size_t i = 0; r && i < n; i++) {
+			struct nmsg whole;
+
 			/* an id twice: a re-send the stream kept (outside its
 			 * duplicate window) */
 			if (i && !cmp_msg(&msgs[i - 1], &msgs[i]))
@@ -279,7 +320,30 @@ int nats_read(struct query *q)
 				ringlog_dedup_free(&dedup);
 				memset(&dedup, 0, sizeof(dedup));
 			}
-			decode_msg(r, &msgs[i], &dedup);
+			if (msgs[i].parts == 1) {
+				decode_msg(r, &msgs[i], &dedup, q->cmd);
+				continue;
+			}
+			/* fragments: 0..N-1 of one chunk, in order (sorted) */
+			whole = msgs[i];
+			whole.data = NULL;
+			whole.len = 0;
+			if (msgs[i].part == 0 && join(&whole, &msgs[i]))
+				while (i + 1 < n && whole.part + 1 < whole.parts &&
+				       !strcmp(msgs[i + 1].host, whole.host) &&
+				       msgs[i + 1].seg == whole.seg && msgs[i + 1].chunk == whole.chunk &&
+				       msgs[i + 1].part <= whole.part + 1) {
+					i++;
+					if (msgs[i].part == whole.part + 1 && !join(&whole, &msgs[i]))
+						break;
+				}
+			if (whole.part + 1 == whole.parts && whole.data)
+				decode_msg(r, &whole, &dedup, q->cmd);
+			else
+				fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s lacks "
+					"fragments in the stream; skipped\n", q->cmd, msgs[i].seg,
+					msgs[i].chunk, msgs[i].host);
+			free(whole.data);
 		}
 		ringlog_dedup_free(&dedup);
 	}
@@ -295,12 +359,14 @@ int nats_read(struct query *q)
 	return rc;
 }
 
-/* Per host: its ring-position dedup and the newest id printed. */
+/* Per host: its ring-position dedup, the newest id printed, and the
+ * fragments of a chunk being joined. */
 struct follow_host {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	struct ringlog_dedup dedup;
 	uint64_t seg, chunk;
 	int part;
+	struct nmsg whole;
 };
 
 int nats_tail(struct query *q)
@@ -331,8 +397,9 @@ int nats_tail(struct query *q)
 		}
 		if (q->durable)
 			natsMsg_Ack(m, NULL);
-		if (!ship_msg_ok(m, &x, q->cmd) || !host_wanted(q, x.host)) {
+		if (!take_msg(m, &x, q->cmd) || !host_wanted(q, x.host)) {
 			natsMsg_Destroy(m);
+			free(x.data);
 			continue;
 		}
 		natsMsg_Destroy(m);
@@ -353,25 +420,44 @@ int nats_tail(struct query *q)
 			fh->part = -1;
 		}
 		/* a re-send of what was printed: once is enough */
-		if (fh->part >= 0 && (x.h->segment < fh->seg || (x.h->segment == fh->seg &&
-		    (x.h->chunk < fh->chunk || (x.h->chunk == fh->chunk &&
-						(int)x.h->part <= fh->part))))) {
+		if (fh->part >= 0 && (x.seg < fh->seg || (x.seg == fh->seg &&
+		    (x.chunk < fh->chunk || (x.chunk == fh->chunk && (int)x.part <= fh->part))))) {
 			free(x.data);
 			continue;
 		}
-		fh->seg = x.h->segment;
-		fh->chunk = x.h->chunk;
-		fh->part = x.h->part;
+		fh->seg = x.seg;
+		fh->chunk = x.chunk;
+		fh->part = (int)x.part;
+		if (x.parts > 1) {
+			/* join the fragments; a chunk whose fragments do not come
+			 * in order (a failure in between) is skipped */
+			if (x.part == 0) {
+				free(fh->whole.data);
+				fh->whole = x;
+				continue;
+			}
+			if (!fh->whole.data || fh->whole.seg != x.seg || fh->whole.chunk != x.chunk ||
+			    fh->whole.part + 1 != x.part || !join(&fh->whole, &x) ||
+			    x.part + 1 < x.parts) {
+				free(x.data);
+				continue;
+			}
+			free(x.data);
+			x = fh->whole;
+			memset(&fh->whole, 0, sizeof(fh->whole));
+		}
 		r = read_open(q);
 		if (r) {
-			decode_msg(r, &x, &fh->dedup);
+			decode_msg(r, &x, &fh->dedup, q->cmd);
 			read_close(r, false);
 			fflush(stdout);
 		}
 		free(x.data);
 	}
-	for (size_t i = 0; i < nh; i++)
+	for (size_t i = 0; i < nh; i++) {
 		ringlog_dedup_free(&hosts[i].dedup);
+		free(hosts[i].whole.data);
+	}
 	free(hosts);
 	conn_close(&c);
 	return rc;

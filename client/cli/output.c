@@ -544,11 +544,10 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		"disk full or write error in ringlogd", "this reader was too slow",
 		"corrupt ring detached", "counted at exit",
 		"not shipped: the disk budget deleted them first",
-		"not shipped: over ship.max_backlog",
-		"not shipped: a record over the server's max_payload" };
+		"not shipped: over ship.max_backlog" };
 	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
-		"ship_retention", "ship_backlog", "ship_too_large" };
-	const char *w = l->reason <= 8 ? why[l->reason] : "?";
+		"ship_retention", "ship_backlog" };
+	const char *w = l->reason <= 7 ? why[l->reason] : "?";
 	struct sb b = { 0 };
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
@@ -556,7 +555,7 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 8 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, l->reason <= 7 ? key[l->reason] : "?");
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);

@@ -136,42 +136,6 @@ static void needed(const struct ship_reader *r, const uint8_t *p, size_t len, bo
 	}
 }
 
-/* One message: the header, the wanted descriptions, body[from, to). */
-static int make_part(const struct ship_reader *r, const char *host, const bool *want,
-		     size_t desc_len, size_t from, size_t to, uint16_t part, uint16_t parts,
-		     uint32_t events, struct ship_part *out)
-{
-	struct ringlog_ship_hdr h = { .magic = RINGLOG_SHIP_MAGIC, .version = RINGLOG_SHIP_VERSION,
-				      .header_size = RINGLOG_SHIP_HDR_SIZE };
-	uint8_t *p;
-
-	out->len = RINGLOG_SHIP_HDR_SIZE + desc_len + (to - from);
-	out->data = p = malloc(out->len);
-	if (!p)
-		return -ENOMEM;
-	h.desc_len = (uint32_t)desc_len;
-	h.body_len = (uint32_t)(to - from);
-	h.segment = r->seg;
-	h.chunk = r->f.chunk.seq;
-	memcpy(h.boot_id, r->f.hdr.boot_id, sizeof(h.boot_id));
-	snprintf(h.host, sizeof(h.host), "%s", host);
-	ringlog_seg_clock_of(&r->f.hdr, &h.clock);
-	h.first_real_ns = r->f.chunk.first_real_ns;
-	h.last_real_ns = r->f.chunk.last_real_ns;
-	h.events = events;
-	h.part = part;
-	h.parts = parts;
-	memcpy(p, &h, sizeof(h));
-	p += sizeof(h);
-	for (size_t i = 0; i < r->ndesc; i++)
-		if (want[i]) {
-			memcpy(p, r->descs[i].rec, r->descs[i].len);
-			p += r->descs[i].len;
-		}
-	memcpy(p, r->f.body + from, to - from);
-	return 0;
-}
-
 static size_t want_len(const struct ship_reader *r, const bool *want)
 {
 	size_t n = 0;
@@ -182,70 +146,44 @@ static size_t want_len(const struct ship_reader *r, const bool *want)
 	return n;
 }
 
-int shipr_build(struct ship_reader *r, const char *host, size_t limit, struct ship_part **parts)
+int shipr_build(struct ship_reader *r, const char *host, struct ship_part *out)
 {
-	const uint8_t *body = r->f.body;
-	size_t len = r->f.chunk.body_len, cuts[1024], ncut = 0;
+	struct ringlog_ship_hdr h = { .magic = RINGLOG_SHIP_MAGIC, .version = RINGLOG_SHIP_VERSION,
+				      .header_size = RINGLOG_SHIP_HDR_SIZE };
+	size_t len = r->f.chunk.body_len, dl;
 	bool *want = calloc(r->ndesc + 1, sizeof(bool));
-	const struct ringlog_seg_rec *h;
-	size_t from = 0, dl;
-	int n, err = 0;
+	uint8_t *p;
 
 	if (!want)
 		return -ENOMEM;
-	needed(r, body, len, want);
+	needed(r, r->f.body, len, want);
 	dl = want_len(r, want);
-	*parts = NULL;
-	/* One message when it fits (nearly always: chunks are at most 1 MiB,
-	 * servers take 1 MiB by default and 8 MiB when told). Otherwise cut
-	 * where a record ends, each part with every description the chunk
-	 * needs: a part or two more, but each decodes alone. */
-	if (RINGLOG_SHIP_HDR_SIZE + dl + len > limit) {
-		FOR_EACH_REC(body, len, h) {
-			if (RINGLOG_SHIP_HDR_SIZE + dl + h->len > limit) {
-				err = -EMSGSIZE;
-				break;
-			}
-			if (RINGLOG_SHIP_HDR_SIZE + dl + (o_ + h->len - from) > limit) {
-				if (ncut == sizeof(cuts) / sizeof(cuts[0])) {
-					err = -EMSGSIZE;
-					break;
-				}
-				cuts[ncut++] = o_;
-				from = o_;
-			}
-		}
-	}
-	if (err) {
-		free(want);
-		return err;
-	}
-	n = (int)ncut + 1;
-	*parts = calloc((size_t)n, sizeof(**parts));
-	if (!*parts) {
+	out->len = RINGLOG_SHIP_HDR_SIZE + dl + len;
+	out->data = p = malloc(out->len);
+	if (!p) {
 		free(want);
 		return -ENOMEM;
 	}
-	from = 0;
-	for (int i = 0; i < n; i++) {
-		size_t to = i < (int)ncut ? cuts[i] : len;
-		/* the events of a part are not counted without unpacking: the
-		 * first part carries the chunk's count, the reader counts what
-		 * it decodes */
-		err = make_part(r, host, want, dl, from, to, (uint16_t)i, (uint16_t)n,
-				i == 0 ? r->f.chunk.events : 0, &(*parts)[i]);
-		if (err < 0) {
-			for (int j = 0; j < i; j++)
-				free((*parts)[j].data);
-			free(*parts);
-			*parts = NULL;
-			free(want);
-			return err;
+	h.desc_len = (uint32_t)dl;
+	h.body_len = (uint32_t)len;
+	h.segment = r->seg;
+	h.chunk = r->f.chunk.seq;
+	memcpy(h.boot_id, r->f.hdr.boot_id, sizeof(h.boot_id));
+	snprintf(h.host, sizeof(h.host), "%s", host);
+	ringlog_seg_clock_of(&r->f.hdr, &h.clock);
+	h.first_real_ns = r->f.chunk.first_real_ns;
+	h.last_real_ns = r->f.chunk.last_real_ns;
+	h.events = r->f.chunk.events;
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	for (size_t i = 0; i < r->ndesc; i++)
+		if (want[i]) {
+			memcpy(p, r->descs[i].rec, r->descs[i].len);
+			p += r->descs[i].len;
 		}
-		from = to;
-	}
+	memcpy(p, r->f.body, len);
 	free(want);
-	return n;
+	return 0;
 }
 
 static bool seg_name(const char *name, uint64_t *seq)

@@ -59,12 +59,10 @@ int shipr_next(struct ship_reader *r);
  * twice; decoders take identical repeats). */
 void shipr_absorb(struct ship_reader *r);
 
-/* Build the messages of the chunk last returned, each at most limit bytes:
- * one, or parts cut at record boundaries. Returns the count (>= 1), or
- * -EMSGSIZE when one record with its descriptions exceeds limit, or
- * -ENOMEM. host is ship.host; the caller frees parts[i].data. */
-int shipr_build(struct ship_reader *r, const char *host, size_t limit,
-		struct ship_part **parts);
+/* Build the message of the chunk last returned (proto/ship.h): 0 or
+ * -ENOMEM. host is ship.host; the caller frees out->data. (ship.c cuts
+ * it into fragments when it exceeds the server's max_payload.) */
+int shipr_build(struct ship_reader *r, const char *host, struct ship_part *out);
 
 /* The smallest segment seq in dir above after (UINT64_MAX: none), and the
  * bytes of the segments from seq `from` on. */

@@ -86,7 +86,7 @@ struct ship {
 
 	/* counters and state for STATUS and the log */
 	uint64_t resent, dedup, not_shipped_total, not_shipped_pending;
-	uint64_t ns_by_reason[4];
+	uint64_t ns_by_reason[3];
 	uint32_t ns_reason;    /* of the pending count */
 	bool ns_inflight;
 	char state[64];        /* "connecting", "connected", "refused", ... */
@@ -568,7 +568,7 @@ static void give_up(struct ship *s, uint64_t events, uint32_t reason)
 	s->not_shipped_total += events;
 	s->not_shipped_pending += events;
 	s->ns_reason = reason;
-	if (reason < 4)
+	if (reason < 3)
 		s->ns_by_reason[reason] += events;
 }
 
@@ -588,39 +588,45 @@ static void resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk)
 	}
 }
 
-/* Publish the parts of the current chunk. 0, or -errno (the window is
- * marked failed). */
-static int publish(struct ship *s, struct ship_reader *r, struct ship_part *parts, int nparts)
+/* Publish the current chunk's message, cut into fragments of at most
+ * limit bytes when it is larger (the server's max_payload: 1 MiB by
+ * default, and a chunk may be 1 MiB before its header and descriptions).
+ * 0, or -errno (the window is marked failed). */
+static int publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)
 {
-	char id[RINGLOG_SHIP_ID_MAX], crc[16];
+	struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)msg->data;
+	unsigned nparts = (unsigned)((msg->len + limit - 1) / limit);
+	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16];
 	int err = 0;
 
-	for (int i = 0; i < nparts; i++) {
-		struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)parts[i].data;
+	pthread_mutex_lock(&s->mu);
+	/* The loss a resumed shipping reports, once in flight. */
+	if (s->not_shipped_pending && !s->ns_inflight) {
+		h->not_shipped = s->not_shipped_pending;
+		h->not_shipped_reason = s->ns_reason;
+		s->ns_inflight = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	snprintf(parts, sizeof(parts), "%u", nparts);
+	for (unsigned i = 0; i < nparts; i++) {
+		size_t off = (size_t)i * limit, len = msg->len - off < limit ? msg->len - off : limit;
 		natsMsg *m = NULL;
 		natsStatus st;
 		struct pend *p;
 
 		pthread_mutex_lock(&s->mu);
-		/* The loss a resumed shipping reports, once in flight. */
-		if (s->not_shipped_pending && !s->ns_inflight) {
-			h->not_shipped = s->not_shipped_pending;
-			h->not_shipped_reason = s->ns_reason;
-			s->ns_inflight = true;
-		}
 		p = win_at(s, s->n);
-		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = h->part,
-				    .parts = h->parts, .state = P_SENT, .events = h->events,
-				    .bytes = parts[i].len, .file_end = r->chunk_end,
-				    .last_real_ns = r->f.chunk.last_real_ns,
-				    .not_shipped = h->not_shipped };
+		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = (uint16_t)i,
+				    .parts = (uint16_t)nparts, .state = P_SENT,
+				    .events = i ? 0 : h->events, .bytes = len,
+				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns,
+				    .not_shipped = i ? 0 : h->not_shipped };
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
-		msg_id(id, sizeof(id), s->host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, h->part);
-		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, parts[i].data, parts[i].len));
-		st = natsMsg_Create(&m, s->subject, NULL, (const char *)parts[i].data,
-				    (int)parts[i].len);
+		msg_id(id, sizeof(id), s->host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
+		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, msg->data + off, len));
+		st = natsMsg_Create(&m, s->subject, NULL, (const char *)msg->data + off, (int)len);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
 		if (st == NATS_OK)
@@ -629,6 +635,8 @@ static int publish(struct ship *s, struct ship_reader *r, struct ship_part *part
 			st = natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Ringlog-Format", "1");
+		if (st == NATS_OK && nparts > 1)
+			st = natsMsgHeader_Set(m, "Ringlog-Parts", parts);
 		if (st == NATS_OK) {
 			jsPubOptions po;
 
@@ -773,8 +781,8 @@ static void *ship_main(void *arg)
 		}
 		{
 			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
-			struct ship_part *parts = NULL;
-			int got, nparts;
+			struct ship_part msg;
+			int got;
 
 			pthread_mutex_unlock(&s->mu);
 			if (!r->open) {
@@ -842,35 +850,16 @@ static void *ship_main(void *arg)
 				continue;
 			}
 			shipr_absorb(r);
-			nparts = shipr_build(r, s->host, (size_t)limit, &parts);
-			if (nparts == -EMSGSIZE) {
-				pthread_mutex_lock(&s->mu);
-				give_up(s, r->f.chunk.events, RINGLOG_SHIP_LOST_TOO_LARGE);
-				say(s, LOG_WARNING, "ship: chunk %" PRIu64 " of segment %" PRIu64 " holds a "
-				    "record larger than the server's max_payload (%" PRIu64 " bytes): its %u "
-				    "events are not shipped; raise max_payload in nats-server's configuration",
-				    r->f.chunk.seq, r->seg, limit, r->f.chunk.events);
-				/* nothing to wait for: count it acknowledged */
-				if (!s->n) {
-					s->ack_valid = true;
-					s->ack_seg = r->seg;
-					s->ack_chunk = r->f.chunk.seq;
-					s->ack_off = r->chunk_end;
-					s->dirty = true;
-				}
-				continue;
-			}
-			if (nparts < 0) {
+			if (shipr_build(r, s->host, &msg) < 0) {
 				pthread_mutex_lock(&s->mu);
 				wait_ms(s, 200);
 				reposition = true;
 				continue;
 			}
-			if (publish(s, r, parts, nparts) == 0)
+			/* room for the headers within max_payload */
+			if (publish(s, r, &msg, limit > 8192 ? limit - 4096 : limit / 2) == 0)
 				backoff = 250;
-			for (int i = 0; i < nparts; i++)
-				free(parts[i].data);
-			free(parts);
+			free(msg.data);
 			pthread_mutex_lock(&s->mu);
 		}
 	}
@@ -987,7 +976,9 @@ int ship_start(struct daemon *d)
 	s->max_pending = c->ship.max_pending;
 	s->max_backlog = c->ship.max_backlog < c->max_disk ? c->ship.max_backlog : c->max_disk;
 	s->interval_ns = c->ship.interval_ns;
-	s->cap = (size_t)s->max_pending + 1100; /* a chunk's parts beyond the window */
+	/* a chunk's fragments beyond the window: 16 MiB chunks at most
+	 * (segment.h), max_payload at least 64 KiB in practice */
+	s->cap = (size_t)s->max_pending + 512;
 	s->win = calloc(s->cap, sizeof(*s->win));
 	if (!s->win)
 		return -ENOMEM;
@@ -1073,7 +1064,7 @@ json_t *ship_status(struct daemon *d)
 	if (lag_chunks && s->ack_real_ns && now > s->ack_real_ns)
 		lag_s = (double)(now - s->ack_real_ns) / 1e9;
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-		      "s:{s:I,s:I,s:I}}",
+		      "s:{s:I,s:I}}",
 		"state", s->state, "error", s->error, "server", s->server, "stream", s->stream,
 		"subject", s->subject, "host", s->host,
 		"lag_bytes", (json_int_t)lag_bytes, "lag_chunks", (json_int_t)lag_chunks,
@@ -1083,8 +1074,7 @@ json_t *ship_status(struct daemon *d)
 		"deduplicated", (json_int_t)s->dedup, "not_shipped", (json_int_t)s->not_shipped_total,
 		"max_payload", (json_int_t)s->max_payload,
 		"not_shipped_by", "retention", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_RETENTION],
-		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG],
-		"too_large", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_TOO_LARGE]);
+		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG]);
 	pthread_mutex_unlock(&s->mu);
 	return j;
 }
