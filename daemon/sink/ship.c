@@ -335,17 +335,17 @@ static void strip_userinfo(char *url)
 		memmove(from, at + 1, strlen(at + 1) + 1);
 }
 
-static void note_server(struct ship *s)
+static void note_server(struct ship *s, natsConnection *nc)
 {
 	char url[256] = "";
 
-	natsConnection_GetConnectedUrl(s->nc, url, sizeof(url));
+	natsConnection_GetConnectedUrl(nc, url, sizeof(url));
 	strip_userinfo(url);
 	pthread_mutex_lock(&s->mu);
 	snprintf(s->server, sizeof(s->server), "%s", url);
 	if (strcmp(s->state, "refused"))
 		snprintf(s->state, sizeof(s->state), "connected");
-	s->max_payload = (uint64_t)natsConnection_GetMaxPayload(s->nc);
+	s->max_payload = (uint64_t)natsConnection_GetMaxPayload(nc);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -353,10 +353,9 @@ static void on_reconnected(natsConnection *nc, void *closure)
 {
 	struct ship *s = closure;
 
-	(void)nc;
-	note_server(s);
+	note_server(s, nc);
 	pthread_mutex_lock(&s->mu);
-	say(s, LOG_NOTICE, "ship: reconnected to %s", s->server);
+	say(s, LOG_NOTICE, "ship: connected to %s", s->server);
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -403,7 +402,9 @@ static int make_options(struct ship *s, natsOptions **out)
 	if (st == NATS_OK)
 		st = natsOptions_SetTimeout(o, 2000);
 	if (st == NATS_OK)
-		st = natsOptions_SetRetryOnFailedConnect(o, true, NULL, NULL);
+		/* with a callback, the first connect does not wait for a
+		 * server: libnats goes on trying in its own thread */
+		st = natsOptions_SetRetryOnFailedConnect(o, true, on_reconnected, s);
 	if (st == NATS_OK)
 		st = natsOptions_SetDisconnectedCB(o, on_disconnected, s);
 	if (st == NATS_OK)
@@ -494,9 +495,20 @@ static int check_stream(struct ship *s)
 	jsErrCode jerr = 0;
 	natsStatus st;
 
-	if (natsConnection_Status(s->nc) != NATS_CONN_STATUS_CONNECTED)
+	if (natsConnection_Status(s->nc) != NATS_CONN_STATUS_CONNECTED) {
+		const char *last = NULL;
+		natsStatus ls = natsConnection_GetLastError(s->nc, &last);
+		bool auth = ls == NATS_NOT_PERMITTED || (last && strstr(last, "uthoriz"));
+
+		pthread_mutex_lock(&s->mu);
+		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
+			  "storing locally meanwhile%s", s->servers, last && *last ? " (" : "",
+			  last && *last ? last : "", last && *last ? ")" : "",
+			  auth ? "; check ship.creds, ship.user and ship.password_file" : "");
+		pthread_mutex_unlock(&s->mu);
 		return -EAGAIN;
-	note_server(s);
+	}
+	note_server(s, s->nc);
 	st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
 	if (st == NATS_OK) {
 		jsStreamInfo_Destroy(si);
