@@ -1065,14 +1065,18 @@ json_t *ship_status(struct daemon *d)
 	if (!s)
 		return json_pack("{s:s}", "state", "off");
 	pthread_mutex_lock(&s->mu);
-	/* lag from the index: the bytes after the acknowledged chunk */
+	/* lag from the index: the chunks after the acknowledged one, and
+	 * their bytes (a segment's header is not shipped) */
+	lag_chunks = 0;
 	for (struct segfile *f = d->st.segs; f; f = f->next) {
-		if (!s->ack_valid || f->seq > s->ack_seg)
-			lag_bytes += f->bytes;
-		else if (f->seq == s->ack_seg && f->bytes > s->ack_off)
-			lag_bytes += f->bytes - s->ack_off;
+		if (!s->ack_valid || f->seq > s->ack_seg) {
+			lag_bytes += f->bytes > RINGLOG_SEG_HEADER_SIZE ? f->bytes - RINGLOG_SEG_HEADER_SIZE : 0;
+			lag_chunks += f->chunks;
+		} else if (f->seq == s->ack_seg) {
+			lag_bytes += f->bytes > s->ack_off ? f->bytes - s->ack_off : 0;
+			lag_chunks += f->chunks > s->ack_chunk + 1 ? f->chunks - s->ack_chunk - 1 : 0;
+		}
 	}
-	lag_chunks = s->sealed_chunks > s->acked_chunks ? s->sealed_chunks - s->acked_chunks : 0;
 	if (lag_chunks && s->ack_real_ns && now > s->ack_real_ns)
 		lag_s = (double)(now - s->ack_real_ns) / 1e9;
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
