@@ -221,6 +221,16 @@ static json_t *ship_status(const struct live *e)
 	return ship;
 }
 
+static void log_status(const struct live *e)
+{
+	json_t *s = ship_status(e);
+	char *t = s ? json_dumps(s, JSON_COMPACT) : NULL;
+
+	cr_log_info("ship status: %s", t ? t : "none");
+	free(t);
+	json_decref(s);
+}
+
 /* Wait until everything stored is acknowledged by the cluster. */
 static void wait_shipped(const struct live *e, int seconds)
 {
@@ -238,9 +248,8 @@ static void wait_shipped(const struct live *e, int seconds)
 		s = NULL;
 		sleep_ms(100);
 	}
-	s = ship_status(e);
-	cr_assert_fail("not everything was shipped within %d s: %s", seconds,
-		       s ? json_dumps(s, JSON_COMPACT) : "no status");
+	log_status(e);
+	cr_assert_fail("not everything was shipped within %d s", seconds);
 }
 
 /* Wait until the daemon's ship state says something containing want. */
@@ -255,12 +264,8 @@ static json_t *wait_ship_error(const struct live *e, const char *want)
 		json_decref(s);
 		sleep_ms(100);
 	}
-	{
-		json_t *s = ship_status(e);
-
-		cr_assert_fail("ship status never said \"%s\": %s", want,
-			       s ? json_dumps(s, JSON_COMPACT) : "no status");
-	}
+	log_status(e);
+	cr_assert_fail("ship status never said \"%s\"", want);
 	return NULL;
 }
 
@@ -388,7 +393,6 @@ Test(ship, cluster_faults, .timeout = 600)
 	char conf[400], out[4][400];
 	pid_t d, em[4];
 	uint64_t emitted = 0;
-	json_t *s;
 
 	need_nats();
 	live_init(&e);
@@ -424,9 +428,7 @@ Test(ship, cluster_faults, .timeout = 600)
 		node_start(&c, i);
 	live_wait_ok(em[3], "emitter");
 	wait_shipped(&e, 180);
-	s = ship_status(&e);
-	cr_log_info("ship status: %s", json_dumps(s, JSON_COMPACT));
-	json_decref(s);
+	log_status(&e);
 	live_daemon_stop(d);
 
 	read_fleet(&e, &c, "", &f);
@@ -563,7 +565,6 @@ static void expect_error(json_t *s, const char *want)
 
 	cr_expect(err && strstr(err, want), "ship error \"%s\" does not say \"%s\"",
 		  err ? err : "", want);
-	cr_log_info("ship status: %s", json_dumps(s, JSON_COMPACT));
 }
 
 /* A stream that does not exist, without create_stream: refused, named,

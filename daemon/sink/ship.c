@@ -288,6 +288,12 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 		if (p->seg != seg || p->chunk != chunk || p->part != part || p->state != P_SENT)
 			continue;
 		if (pa) {
+			/* acknowledged again after a failure: back to normal */
+			if (!s->failed && !strcmp(s->state, "retrying")) {
+				snprintf(s->state, sizeof(s->state), "connected");
+				s->error[0] = '\0';
+				say(s, LOG_NOTICE, "ship: the stream acknowledges again");
+			}
 			p->state = P_ACKED;
 			s->acked_msgs++;
 			s->last_ack_real_ns = d_now(CLOCK_REALTIME);
