@@ -75,7 +75,7 @@ static const struct { const char *json, *err; } bad[] = {
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, flush_interval, "
 	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
 	  "providers, "
-	  "forward, limits" },
+	  "forward, limits, ship" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
 	  "\"1M\" or \"4M\"" },
