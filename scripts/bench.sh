@@ -4,6 +4,8 @@
 # same workload through LTTng-UST 2.13 (installed when run as root).
 #   scripts/bench.sh           full run (3 runs of each figure, ~5 minutes)
 #   scripts/bench.sh --quick   one short run of each, for development
+#   scripts/bench.sh --ship    only shipping to a 3-node NATS JetStream
+#                              cluster (scripts/bench-ship.sh, ~1 minute)
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
 # Results also go to bench-results/: table.md and emit-latency.png (gnuplot).
@@ -17,8 +19,15 @@ docs=0
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
 	--docs) docs=1 ;;
+	--ship)
+		ensure_packages $RINGLOG_BUILD_PACKAGES
+		ensure_optional_packages nats-server libnats-dev
+		configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
+		out=bench-results
+		mkdir -p "$out"
+		out=$out exec scripts/bench-ship.sh build-release "${2:-}" ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs | --ship [--quick]]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
 ensure_optional_packages $RINGLOG_BENCH_PACKAGES
@@ -88,6 +97,9 @@ else
 	echo "(no gnuplot: apt-get install gnuplot-nox for the latency plot)"
 fi
 
+# Shipping to a 3-node NATS JetStream cluster (skips without nats-server).
+out=$out scripts/bench-ship.sh build-release $([ "${emit_args[0]}" = --quick ] && echo --quick)
+
 if [ $docs -eq 1 ]; then
 	{
 		echo "# Performance"
@@ -102,6 +114,7 @@ if [ $docs -eq 1 ]; then
 		echo
 		sed 's/^## /### /' "$out/floor.md"
 		echo
+		[ -s "$out/ship.md" ] && sed 's/^## /### /' "$out/ship.md" && echo
 		echo "![emit cost distributions](emit-latency.png)"
 	} > docs/PERFORMANCE.md
 	cp "$out/emit-latency.png" docs/emit-latency.png 2>/dev/null
