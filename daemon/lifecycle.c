@@ -234,6 +234,7 @@ static void wire(struct daemon *d)
 	d->st.sinks = d->sinks;
 	d->st.room = drain_start;
 	d->st.deleting = ship_seg_deleting;
+	d->st.keep = ship_seg_keep;
 }
 
 int daemon_start(struct daemon *d)

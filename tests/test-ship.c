@@ -281,6 +281,7 @@ struct fleet {
 	} w[MAXW];
 	int nw;
 	uint64_t events, lost, disorder, lines;
+	uint64_t not_shipped;    /* loss lines of cause ship_* */
 };
 
 static int writer(struct fleet *f, const char *host, uint32_t pid)
@@ -324,8 +325,12 @@ static void read_fleet(const struct live *e, const struct cluster *c, const char
 		if (type && !strcmp(type, "loss")) {
 			uint64_t n = (uint64_t)json_integer_value(json_object_get(j, "lost"));
 
+			const char *cause = json_string_value(json_object_get(j, "cause"));
+
 			f->w[w].lost += n;
 			f->lost += n;
+			if (cause && !strncmp(cause, "ship_", 5))
+				f->not_shipped += n;
 		} else if ((fields = json_object_get(j, "fields")) &&
 			   json_object_get(fields, "seq")) {
 			unsigned th = (unsigned)json_integer_value(json_object_get(fields, "thread"));
@@ -541,6 +546,65 @@ Test(ship, two_hosts, .timeout = 300)
 	cluster_stop(&c);
 	live_cleanup(&b);
 	live_cleanup(&a);
+}
+
+/* The disk budget deletes segments while the cluster is away: what they
+ * held is counted "not shipped" in status and reaches the stream as a loss
+ * line once shipping resumes, so that in the stream + counted lost ==
+ * emitted. */
+Test(ship, budget_deletes_before_shipping, .timeout = 300)
+{
+	struct live e;
+	struct cluster c = { .n = 1 };
+	struct fleet f;
+	char conf[400], out[400], urls[300], text[1500];
+	pid_t d, em;
+	uint64_t ns = 0;
+
+	need_nats();
+	live_init(&e);
+	snprintf(c.dir, sizeof(c.dir), "%s/nats", e.dir);
+	mkdir(c.dir, 0700);
+	c.node[0].port = free_port();
+	snprintf(c.urls, sizeof(c.urls), "nats://127.0.0.1:%d", c.node[0].port);
+	node_conf(&c, 0, NULL); /* not started yet */
+	urls_json(&c, urls, sizeof(urls));
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
+	snprintf(text, sizeof(text),
+		 "{ \"max_disk\": \"4M\", \"max_segment_size\": \"1M\", \"min_free\": \"1%%\",\n"
+		 "  \"flush_interval\": \"200ms\", \"forward\": { \"user_events\": false, \"etw\": false },\n"
+		 "  \"ship\": { \"servers\": %s, \"stream\": \"RLTEST\", \"host\": \"alpha\",\n"
+		 "            \"create_stream\": true, \"replicas\": 1 } }\n", urls);
+	live_write_file(conf, text);
+	d = live_daemon(&e, "--config", conf, NULL);
+	em = emitter(&e, "1", "300000", "2000", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	for (int i = 0; i < 100 && !ns; i++) {
+		json_t *s = ship_status(&e);
+
+		ns = (uint64_t)json_integer_value(json_object_get(s, "not_shipped"));
+		json_decref(s);
+		if (!ns)
+			sleep_ms(100);
+	}
+	cr_assert_gt(ns, 0, "the budget deleted nothing unshipped (or it was not counted)");
+	node_start(&c, 0);
+	wait_shipped(&e, 120);
+	log_status(&e);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	fprintf(stderr, "ship: budget: %llu emitted, %llu in the stream, %llu counted lost (%llu not "
+		"shipped, %llu in status)\n", (unsigned long long)emitted_of(out),
+		(unsigned long long)f.events, (unsigned long long)f.lost,
+		(unsigned long long)f.not_shipped, (unsigned long long)ns);
+	cr_expect_geq(f.not_shipped, ns, "the stream says %llu not shipped, status %llu",
+		      (unsigned long long)f.not_shipped, (unsigned long long)ns);
+	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	node_kill(&c, 0, SIGTERM);
+	live_cleanup(&e);
 }
 
 /* Emit n events into daemon d at e, stop it and read its local store:

@@ -32,6 +32,13 @@ void ship_seg_deleting(struct daemon *d, const struct segfile *s)
 	(void)s;
 }
 
+bool ship_seg_keep(struct daemon *d, const struct segfile *s)
+{
+	(void)d;
+	(void)s;
+	return false;
+}
+
 json_t *ship_status(struct daemon *d)
 {
 	if (!d->cfg.ship.servers[0])

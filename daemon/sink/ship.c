@@ -1059,6 +1059,27 @@ void ship_seg_deleting(struct daemon *d, const struct segfile *seg)
 	pthread_mutex_unlock(&s->mu);
 }
 
+bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
+{
+	struct ship *s = g;
+	uint64_t unshipped = 0;
+	bool keep;
+
+	if (!s)
+		return false;
+	pthread_mutex_lock(&s->mu);
+	keep = !s->ack_valid || seg->seq > s->ack_seg ||
+	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes);
+	if (keep) {
+		for (struct segfile *f = d->st.segs; f; f = f->next)
+			if (!s->ack_valid || f->seq >= s->ack_seg)
+				unshipped += f->bytes;
+		keep = unshipped <= s->max_backlog;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return keep;
+}
+
 json_t *ship_status(struct daemon *d)
 {
 	struct ship *s = g;

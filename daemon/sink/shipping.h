@@ -34,6 +34,10 @@ bool ship_tick(struct daemon *d);
 /* The store is about to delete a segment (st.deleting): what it holds and
  * was not acknowledged is counted "not shipped". */
 void ship_seg_deleting(struct daemon *d, const struct segfile *s);
+/* st.keep: a segment not yet acknowledged stays when only age or a vacuum
+ * would delete it, while the un-shipped bytes are within ship.max_backlog
+ * (the budget itself deletes it all the same, counted above). */
+bool ship_seg_keep(struct daemon *d, const struct segfile *s);
 /* STATUS: the "ship" object (NULL: shipping off). */
 json_t *ship_status(struct daemon *d);
 /* Stop the thread, waiting at most a moment for outstanding acks. */

@@ -105,7 +105,7 @@ unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
 
 	for (struct segfile *s = d->st.segs, *next; s && d->st.used_bytes > keep_bytes; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight)
+		if (!s->closed || s->current || s->inflight || (d->st.keep && d->st.keep(d, s)))
 			continue;
 		if (each)
 			each(ctx, s);
@@ -114,7 +114,8 @@ unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
 	}
 	for (struct segfile *s = before_ns ? d->st.segs : NULL, *next; s; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns)
+		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns ||
+		    (d->st.keep && d->st.keep(d, s)))
 			continue;
 		if (each)
 			each(ctx, s);

@@ -139,6 +139,10 @@ struct store {
 	/* A segment file is about to be deleted (budget, vacuum, age): set
 	 * by lifecycle.c (shipping counts what goes unshipped), may be NULL. */
 	void (*deleting)(struct daemon *d, const struct segfile *s);
+	/* Should a segment the budget does not force out stay (vacuum,
+	 * max_retention)? Shipping keeps what is not yet acknowledged, up to
+	 * ship.max_backlog. NULL: nothing is kept. */
+	bool (*keep)(struct daemon *d, const struct segfile *s);
 
 	struct io *io;
 	const char *io_name;
@@ -242,7 +246,7 @@ void ret_add(struct daemon *d, struct segfile *s);
 /* Delete the oldest segments until `bytes` more fit the budget. */
 enum store_room ret_make_room(struct daemon *d, uint64_t bytes);
 /* Delete sealed segments (never the one being written, nor one with writes
- * in flight), oldest first, until the store takes at most keep_bytes; then
+ * in flight, nor one st.keep keeps), oldest first, until the store takes at most keep_bytes; then
  * those whose newest event is older than before_ns (0: no age limit). each
  * (may be NULL) sees each one before it goes. Returns how many went. */
 unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
