@@ -68,19 +68,28 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* A loopback port nobody listens on now. */
+/* A loopback port nobody listens on now. Each test process takes its own
+ * range (by pid): the kernel's "any free port" handed two tests running in
+ * parallel the same one, and a daemon then met the other test's server. */
 static int free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	static int next;
 
-	cr_assert(fd >= 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
+	for (int tries = 0; tries < 1000; tries++) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int port = 20000 + (int)(getpid() % 1500) * 20 + next++ % 20, fd, ok;
+
+		a.sin_port = htons((uint16_t)port);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(fd >= 0);
+		ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return port;
+	}
+	cr_assert_fail("no free loopback port");
+	return -1;
 }
 
 static bool port_open(int port)
