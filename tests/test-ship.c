@@ -616,6 +616,47 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 	live_cleanup(&e);
 }
 
+/* ship.state lost (a crash before it was written): the daemon sends its
+ * chunks again, JetStream discards them by Nats-Msg-Id, and the stream
+ * still holds every event once. */
+Test(ship, resent_chunks_are_discarded, .timeout = 300)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[400], state[400];
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "2", "20000", "100", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	live_daemon_stop(d);
+	snprintf(state, sizeof(state), "%s/ship.state", e.store);
+	cr_assert_eq(access(state, R_OK), 0, "no %s", state);
+	cr_assert_eq(unlink(state), 0);
+	d = live_daemon(&e, "--config", conf, NULL);
+	wait_shipped(&e, 60);
+	s = ship_status(&e);
+	/* the stream itself discarded them (read --nats would hide a
+	 * duplicate the stream kept) */
+	cr_expect_gt(json_integer_value(json_object_get(s, "deduplicated")), 0,
+		     "nothing was discarded as a duplicate");
+	json_decref(s);
+	log_status(&e);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* Emit n events into daemon d at e, stop it and read its local store:
  * every one is there, whatever the cluster said. */
 static void stores_locally(const struct live *e, pid_t d, const char *n)
