@@ -1,6 +1,7 @@
 /* daemon/sink/ship-none.c - a ringlogd built without libnats (Windows, or
  * Linux without libnats-dev): a ship section is accepted, and the daemon
  * says, once and in status, that shipping is unavailable in this build. */
+#define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
 #include "sink/shipping.h"
