@@ -89,7 +89,7 @@ static int conn_open(const struct query *q, struct conn *c, bool from_now)
 	if (st == NATS_OK)
 		st = natsOptions_SetTimeout(o, 3000);
 	if (st == NATS_OK)
-		st = natsOptions_SetMaxReconnect(o, from_now ? -1 : 10);
+		st = natsOptions_SetMaxReconnect(o, from_now || q->follow ? -1 : 10);
 	if (st == NATS_OK)
 		st = natsConnection_Connect(&c->nc, o);
 	natsOptions_Destroy(o);
@@ -247,6 +247,9 @@ static bool join(struct nmsg *x, const struct nmsg *y)
 	return true;
 }
 
+struct follow_host;
+static int follow(struct query *q, struct conn *c);
+
 int nats_read(struct query *q)
 {
 	struct conn c;
@@ -300,7 +303,8 @@ int nats_read(struct query *q)
 		if (!pending)
 			break;
 	}
-	conn_close(&c);
+	if (!q->follow)
+		conn_close(&c);
 	if (n)
 		qsort(msgs, n, sizeof(*msgs), cmp_msg);
 	r = read_open(q);
@@ -351,11 +355,18 @@ int nats_read(struct query *q)
 		free(msgs[i].data);
 	free(msgs);
 	if (r) {
-		int prc = read_close(r, true);
+		int prc = read_close(r, !q->follow);
 
 		if (!rc)
 			rc = prc;
 	}
+	/* read -f: the same consumer goes on with what comes next */
+	if (q->follow && (!rc || rc == EXIT_DAMAGED)) {
+		fflush(stdout);
+		return follow(q, &c);
+	}
+	if (q->follow)
+		conn_close(&c);
 	return rc;
 }
 
@@ -369,22 +380,19 @@ struct follow_host {
 	struct nmsg whole;
 };
 
-int nats_tail(struct query *q)
+/* Print what arrives on c's subscription, each message as it comes, until
+ * an error; closes c. */
+static int follow(struct query *q, struct conn *c)
 {
-	struct conn c;
 	struct follow_host *hosts = NULL;
 	size_t nh = 0;
-	int rc = conn_open(q, &c, true);
+	int rc = 0;
 
-	if (rc) {
-		conn_close(&c);
-		return rc;
-	}
 	q->lines = -1; /* each message's events, all of them */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
 		natsMsg *m = NULL;
-		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 1000);
+		natsStatus st = natsSubscription_NextMsg(&m, c->sub, 1000);
 		struct follow_host *fh = NULL;
 		struct nmsg x;
 		struct rd *r;
@@ -459,6 +467,18 @@ int nats_tail(struct query *q)
 		free(hosts[i].whole.data);
 	}
 	free(hosts);
-	conn_close(&c);
+	conn_close(c);
 	return rc;
+}
+
+int nats_tail(struct query *q)
+{
+	struct conn c;
+	int rc = conn_open(q, &c, true);
+
+	if (rc) {
+		conn_close(&c);
+		return rc;
+	}
+	return follow(q, &c);
 }

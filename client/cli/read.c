@@ -532,7 +532,7 @@ int cmd_read(int argc, char **argv)
 	}
 	if (q.nats) {
 		q.out.color = out_color(q.color, 1);
-		rc = q.follow ? nats_tail(&q) : nats_read(&q);
+		rc = nats_read(&q); /* with -f, then what comes next */
 		query_free(&q);
 		return rc;
 	}

@@ -61,6 +61,7 @@ struct ship {
 	/* configuration, copied at start (the thread never reads d->cfg) */
 	char dir[1024], host[RINGLOG_SHIP_HOST_MAX], subject[300], stream[64];
 	char servers[RINGLOG_SHIP_SERVERS_MAX];
+	char shown[RINGLOG_SHIP_SERVERS_MAX]; /* the same without "user:pass@" */
 	struct ringlog_config cfgcopy; /* credentials, stream creation */
 	unsigned max_pending;
 	uint64_t max_backlog, interval_ns;
@@ -463,7 +464,7 @@ static int connect_cluster(struct ship *s)
 	if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
 		why = nats_GetLastError(NULL);
 		pthread_mutex_lock(&s->mu);
-		set_error(s, "refused", "cannot connect to %s: %s%s", s->servers,
+		set_error(s, "refused", "cannot connect to %s: %s%s", s->shown,
 			  why ? why : natsStatus_GetText(st),
 			  st == NATS_NOT_PERMITTED || (why && strstr(why, "uthoriz")) ?
 			  " (check ship.creds, ship.user and ship.password_file)" : "");
@@ -487,7 +488,7 @@ static int connect_cluster(struct ship *s)
 fail:
 	why = nats_GetLastError(NULL);
 	pthread_mutex_lock(&s->mu);
-	set_error(s, "refused", "JetStream on %s: %s", s->servers, why ? why : natsStatus_GetText(st));
+	set_error(s, "refused", "JetStream on %s: %s", s->shown, why ? why : natsStatus_GetText(st));
 	pthread_mutex_unlock(&s->mu);
 	return -EIO;
 }
@@ -508,7 +509,7 @@ static int check_stream(struct ship *s)
 
 		pthread_mutex_lock(&s->mu);
 		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
-			  "storing locally meanwhile%s", s->servers, last && *last ? " (" : "",
+			  "storing locally meanwhile%s", s->shown, last && *last ? " (" : "",
 			  last && *last ? last : "", last && *last ? ")" : "",
 			  auth ? "; check ship.creds, ship.user and ship.password_file" : "");
 		pthread_mutex_unlock(&s->mu);
@@ -991,6 +992,19 @@ int ship_start(struct daemon *d)
 		snprintf(s->subject, sizeof(s->subject), "ringlog.%s", s->host);
 	snprintf(s->stream, sizeof(s->stream), "%s", c->ship.stream);
 	snprintf(s->servers, sizeof(s->servers), "%s", c->ship.servers);
+	{
+		char list[RINGLOG_SHIP_SERVERS_MAX], *save = NULL;
+		size_t used = 0;
+
+		snprintf(list, sizeof(list), "%s", c->ship.servers);
+		for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+			strip_userinfo(u);
+			used += (size_t)snprintf(s->shown + used, sizeof(s->shown) - used, "%s%s",
+						 used ? "," : "", u);
+			if (used >= sizeof(s->shown))
+				break;
+		}
+	}
 	s->max_pending = c->ship.max_pending;
 	s->max_backlog = c->ship.max_backlog < c->max_disk ? c->ship.max_backlog : c->max_disk;
 	s->interval_ns = c->ship.interval_ns;
@@ -1009,7 +1023,7 @@ int ship_start(struct daemon *d)
 		return -err;
 	}
 	s->started = true;
-	d_log(LOG_INFO, "ship: to stream \"%s\" at %s as %s", s->stream, s->servers, s->host);
+	d_log(LOG_INFO, "ship: to stream \"%s\" at %s as %s", s->stream, s->shown, s->host);
 	return 0;
 }
 
