@@ -29,7 +29,7 @@ if [ -f "$build/CMakeCache.txt" ]; then
 else
 	configure_and_build "$build" -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 fi
-ldd "$build/daemon/ringlogd" | grep -q libnats ||
+ldd "$build/daemon/ringlogd" | grep libnats >/dev/null ||
 	{ echo "($build has no libnats: apt-get install libnats-dev for the shipping rows)"; exit 0; }
 
 events=4000000

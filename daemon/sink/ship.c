@@ -800,16 +800,20 @@ static void *ship_main(void *arg)
 		}
 		{
 			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
+			uint64_t aseg = s->ack_valid ? s->ack_seg : 0, achunk = s->ack_chunk;
+			bool ackv = s->ack_valid;
 			struct ship_part msg;
 			int got;
 
 			pthread_mutex_unlock(&s->mu);
 			if (!r->open) {
-				uint64_t seg = shipr_next_seq(s->dir, UINT64_MAX);
+				/* the oldest segment not acknowledged in full, never
+				 * one before the acknowledged position */
+				uint64_t seg = shipr_next_seq(s->dir, ackv && aseg ? aseg - 1 : UINT64_MAX);
 
 				if (seg != UINT64_MAX && seg <= front && shipr_open(r, seg) == 0) {
 					last = -1;
-					min_chunk = 0;
+					min_chunk = ackv && seg == aseg ? achunk + 1 : 0;
 				}
 				pthread_mutex_lock(&s->mu);
 				s->reading_seg = r->open ? r->seg : UINT64_MAX;
