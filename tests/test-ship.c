@@ -550,6 +550,49 @@ Test(ship, two_hosts, .timeout = 300)
 		     (unsigned long long)seen_a);
 	cr_expect_eq(seen_b, emitted_of(out[1]), "tail --nats: %llu of beta's events",
 		     (unsigned long long)seen_b);
+
+	/* read -f --nats: the newest 5 of alpha's, then what alpha ships next
+	 * (beta's are not selected) */
+	{
+		char follow_out[400], hostarg[] = "alpha";
+		const char *fargv[] = { RINGLOG_CLI_PATH, "read", "-f", "--nats", c.urls, "--stream",
+					"RLTEST", "--host", hostarg, "-n", "5", "--json", NULL };
+		uint64_t n = 0, beta = 0;
+		pid_t rf, e2, e3;
+
+		snprintf(follow_out, sizeof(follow_out), "%s/follow.json", a.dir);
+		rf = live_spawn(fargv, NULL, follow_out);
+		for (int i = 0; i < 300 && n < 5; i++) {
+			n = 0;
+			in = fopen(follow_out, "r");
+			while (in && fgets(line, sizeof(line), in))
+				n++;
+			if (in)
+				fclose(in);
+			sleep_ms(50);
+		}
+		cr_expect_eq(n, 5, "read -f --nats -n 5: %llu lines of history", (unsigned long long)n);
+		e2 = emitter(&a, "1", "100", "0", out[0], sizeof(out[0]), 2);
+		e3 = emitter(&b, "1", "100", "0", out[1], sizeof(out[1]), 3);
+		live_wait_ok(e2, "emitter alpha");
+		live_wait_ok(e3, "emitter beta");
+		for (int i = 0; i < 300 && n < 105; i++) {
+			n = beta = 0;
+			in = fopen(follow_out, "r");
+			while (in && fgets(line, sizeof(line), in)) {
+				n++;
+				beta += strstr(line, "\"host\":\"beta\"") != NULL;
+			}
+			if (in)
+				fclose(in);
+			sleep_ms(100);
+		}
+		kill(rf, SIGTERM);
+		waitpid(rf, NULL, 0);
+		cr_expect_eq(n, 105, "read -f --nats: %llu lines, 5 + 100 expected",
+			     (unsigned long long)n);
+		cr_expect_eq(beta, 0, "--host alpha printed beta's events");
+	}
 	live_daemon_stop(da);
 	live_daemon_stop(db);
 	cluster_stop(&c);
