@@ -4,7 +4,7 @@
 # with its own directories), one ringlogd shipping to it.
 #   catch-up   events stored while the cluster was down, then shipped from
 #              disk: shipping's own rate (events/s, MB/s of chunks)
-#   sustained  the cluster up, one thread emitting at 250, 500, 1000
+#   sustained  the cluster up, one thread emitting at 250, 500, 1000, 2000
 #              events/ms: the best rate from the first emit to the last
 #              acknowledgement with nothing lost or left unshipped
 #   delay      emit -> `ringlog tail --nats` (p50/p99 of 90 % of the events
@@ -111,7 +111,7 @@ lost_total() {
 		sed -n 's/.*"total": *\([0-9]*\).*/\1/p' | head -1
 }
 sustained="-" sustained_pace="-"
-paces="250 500 1000"
+paces="250 500 1000 2000"
 [ $quick -eq 1 ] && paces="250 500"
 for pace in $paces; do
 	step "bench: shipping sustained, $events events at $pace events/ms"

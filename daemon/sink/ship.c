@@ -1107,8 +1107,9 @@ json_t *ship_status(struct daemon *d)
 
 	if (!d->cfg.ship.servers[0])
 		return NULL;
-	if (!s)
-		return json_pack("{s:s}", "state", "off");
+	if (!s) /* servers set by a reload: shipping starts with the daemon */
+		return json_pack("{s:s,s:s}", "state", "off",
+				 "error", "ship.servers was set by a reload: restart ringlogd to ship");
 	pthread_mutex_lock(&s->mu);
 	/* lag from the index: the chunks after the acknowledged one, and
 	 * their bytes (a segment's header is not shipped) */
