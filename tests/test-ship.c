@@ -659,6 +659,33 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 	live_cleanup(&e);
 }
 
+/* SIGTERM right after the events: the daemon drains them, writes the last
+ * chunk and ships it before it exits (the cluster answering). */
+Test(ship, stop_ships_the_last_chunk, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[400];
+	pid_t d, em;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	wait_shipped(&e, 60); /* connected, the stream made */
+	em = emitter(&e, "1", "3000", "0", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out));
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* ship.state lost (a crash before it was written): the daemon sends its
  * chunks again, JetStream discards them by Nats-Msg-Id, and the stream
  * still holds every event once. */

@@ -56,7 +56,7 @@ struct ship {
 	bool started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop;
+	uint64_t stop_by_ns;   /* shutdown: ship what is on disk until then */
 
 	/* configuration, copied at start (the thread never reads d->cfg) */
 	char dir[1024], host[RINGLOG_SHIP_HOST_MAX], subject[300], stream[64];
@@ -706,7 +706,13 @@ static void *ship_main(void *arg)
 		return NULL;
 	snprintf(r->dir, sizeof(r->dir), "%s", s->dir);
 	pthread_mutex_lock(&s->mu);
-	while (!s->stop) {
+	for (;;) {
+		/* Shutdown: the last chunks go too while the cluster answers,
+		 * for at most a moment; the rest goes after the next start. */
+		if (s->stop_by_ns && (!connected || s->failed ||
+				      d_now(CLOCK_MONOTONIC) >= s->stop_by_ns ||
+				      (!s->n && !more_on_disk(s, r, last))))
+			break;
 		/* Persist the acknowledged position, off the lock. */
 		if (s->dirty) {
 			uint64_t a = s->ack_seg, b = s->ack_chunk, c = s->ack_off;
@@ -1149,7 +1155,7 @@ void ship_stop(struct daemon *d)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->mu);
-	s->stop = true;
+	s->stop_by_ns = d_now(CLOCK_MONOTONIC) + 2000000000ull;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	if (s->started)
