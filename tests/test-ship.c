@@ -600,11 +600,13 @@ Test(ship, two_hosts, .timeout = 300)
 	live_cleanup(&a);
 }
 
-/* The disk budget deletes segments while the cluster is away: what they
- * held is counted "not shipped" in status and reaches the stream as a loss
- * line once shipping resumes, so that in the stream + counted lost ==
- * emitted. */
-Test(ship, budget_deletes_before_shipping, .timeout = 300)
+/* The cluster is away while events are stored under the daemon's
+ * configuration keys (budget and ship.max_backlog in config); then it comes
+ * back. What could not be shipped is counted "not shipped" in status (by
+ * ns_key) and reaches the stream as a loss line once shipping resumes, so
+ * that in the stream + counted lost == emitted. */
+static void not_shipped_case(const char *config, const char *ship_extra, const char *ns_key,
+			     bool before_start)
 {
 	struct live e;
 	struct cluster c = { .n = 1 };
@@ -613,7 +615,6 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 	pid_t d, em;
 	uint64_t ns = 0;
 
-	need_nats();
 	live_init(&e);
 	snprintf(c.dir, sizeof(c.dir), "%s/nats", e.dir);
 	mkdir(c.dir, 0700);
@@ -623,30 +624,43 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 	urls_json(&c, urls, sizeof(urls));
 	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
 	snprintf(text, sizeof(text),
-		 "{ \"max_disk\": \"4M\", \"max_segment_size\": \"1M\", \"min_free\": \"1%%\",\n"
+		 "{ %s, \"min_free\": \"1%%\",\n"
 		 "  \"flush_interval\": \"200ms\", \"forward\": { \"user_events\": false, \"etw\": false },\n"
 		 "  \"ship\": { \"servers\": %s, \"stream\": \"RLTEST\", \"host\": \"alpha\",\n"
-		 "            \"create_stream\": true, \"replicas\": 1 } }\n", urls);
+		 "            \"create_stream\": true, \"replicas\": 1%s%s } }\n", config, urls,
+		 *ship_extra ? ", " : "", ship_extra);
 	live_write_file(conf, text);
 	d = live_daemon(&e, "--config", conf, NULL);
 	em = emitter(&e, "1", "300000", "2000", out, sizeof(out), 0);
 	live_wait_ok(em, "emitter");
-	for (int i = 0; i < 100 && !ns; i++) {
-		json_t *s = ship_status(&e);
+	if (before_start) {
+		for (int i = 0; i < 100 && !ns; i++) {
+			json_t *s = ship_status(&e);
 
-		ns = (uint64_t)json_integer_value(json_object_get(s, "not_shipped"));
-		json_decref(s);
-		if (!ns)
-			sleep_ms(100);
+			ns = (uint64_t)json_integer_value(json_object_get(
+				json_object_get(s, "not_shipped_by"), ns_key));
+			json_decref(s);
+			if (!ns)
+				sleep_ms(100);
+		}
+		cr_assert_gt(ns, 0, "nothing counted not shipped (%s) while the cluster was away",
+			     ns_key);
 	}
-	cr_assert_gt(ns, 0, "the budget deleted nothing unshipped (or it was not counted)");
 	node_start(&c, 0);
 	wait_shipped(&e, 120);
+	{
+		json_t *s = ship_status(&e);
+
+		ns = (uint64_t)json_integer_value(json_object_get(json_object_get(s, "not_shipped_by"),
+								  ns_key));
+		json_decref(s);
+	}
+	cr_expect_gt(ns, 0, "nothing counted not shipped (%s)", ns_key);
 	log_status(&e);
 	live_daemon_stop(d);
 	read_fleet(&e, &c, "", &f);
-	fprintf(stderr, "ship: budget: %llu emitted, %llu in the stream, %llu counted lost (%llu not "
-		"shipped, %llu in status)\n", (unsigned long long)emitted_of(out),
+	fprintf(stderr, "ship: %s: %llu emitted, %llu in the stream, %llu counted lost (%llu not "
+		"shipped, %llu in status)\n", ns_key, (unsigned long long)emitted_of(out),
 		(unsigned long long)f.events, (unsigned long long)f.lost,
 		(unsigned long long)f.not_shipped, (unsigned long long)ns);
 	cr_expect_geq(f.not_shipped, ns, "the stream says %llu not shipped, status %llu",
@@ -657,6 +671,23 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 	cr_expect_eq(f.disorder, 0);
 	node_kill(&c, 0, SIGTERM);
 	live_cleanup(&e);
+}
+
+/* The disk budget deletes segments while the cluster is away. */
+Test(ship, budget_deletes_before_shipping, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 true);
+}
+
+/* More un-shipped bytes than ship.max_backlog when the cluster comes back:
+ * the oldest segments beyond it are given up. */
+Test(ship, backlog_over_max_backlog, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"64M\", \"max_segment_size\": \"1M\"",
+			 "\"max_backlog\": \"2M\"", "backlog", false);
 }
 
 /* SIGTERM right after the events: the daemon drains them, writes the last
