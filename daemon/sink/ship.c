@@ -511,7 +511,10 @@ static int check_stream(struct ship *s)
 		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
 			  "storing locally meanwhile%s", s->shown, last && *last ? " (" : "",
 			  last && *last ? last : "", last && *last ? ")" : "",
-			  auth ? "; check ship.creds, ship.user and ship.password_file" : "");
+			  auth ? "; check ship.creds, ship.user and ship.password_file" :
+			  /* the shipped unit denies the network (ringlogd(8)) */
+			  getenv("INVOCATION_ID") ? "; under systemd, the shipped unit allows no "
+			  "network: add the drop-in of ringlogd(8) SHIPPING" : "");
 		pthread_mutex_unlock(&s->mu);
 		return -EAGAIN;
 	}
