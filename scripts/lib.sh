@@ -4,8 +4,9 @@
 RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
 # babeltrace2: test-export checks `ringlog export --format ctf` with it (skips without).
 # nats-server, libnats-dev: test-ship runs a JetStream cluster (skips without the
-# server; without the library ringlogd and ringlog build without shipping).
-RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev"
+# server; without the library ringlogd and ringlog build without shipping);
+# openssl makes its TLS certificates.
+RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev openssl"
 # Optional: without them the kernel tests (user_events, slow disk) skip, saying why.
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"

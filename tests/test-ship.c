@@ -892,6 +892,54 @@ Test(ship, small_max_payload, .timeout = 180)
 	live_cleanup(&e);
 }
 
+/* TLS both ways: a server that asks for a client certificate, ringlogd
+ * with ship.tls_ca, tls_cert and tls_key. Certificates made here with
+ * openssl (skips without it). */
+Test(ship, mutual_tls, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], cmd[4096], out[4096], extra[1500], tls[1200], d_[300];
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	if (access("/usr/bin/openssl", X_OK) != 0)
+		cr_skip("openssl is not installed: TLS certificates cannot be made");
+	live_init(&e);
+	snprintf(d_, sizeof(d_), "%s", e.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && "
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout ca.key -out ca.pem -days 2 -subj /CN=ringlog-test-ca && "
+		 "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+		 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
+		 "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		 "-out server.pem -days 2 -extfile san.ext && "
+		 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout client.key -out client.csr -subj /CN=ringlogd && "
+		 "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		 "-out client.pem -days 2 2>&1", d_);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "openssl: %s", out);
+	snprintf(tls, sizeof(tls), "tls { cert_file: \"%s/server.pem\", key_file: \"%s/server.key\", "
+		 "ca_file: \"%s/ca.pem\", verify: true, timeout: 2 }", d_, d_, d_);
+	cluster_start(&c, &e, 1, tls);
+	snprintf(extra, sizeof(extra), "\"create_stream\": true, \"replicas\": 1, \"tls_ca\": "
+		 "\"%s/ca.pem\", \"tls_cert\": \"%s/client.pem\", \"tls_key\": \"%s/client.key\"",
+		 d_, d_, d_);
+	d = ship_daemon(&e, &c, "alpha", extra, conf, sizeof(conf));
+	em = emitter(&e, "1", "5000", "0", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	s = ship_status(&e);
+	cr_expect_geq(json_integer_value(json_object_get(s, "shipped_events")), 5000);
+	json_decref(s);
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* --check-config names the ship key and the value. */
 Test(ship, check_config)
 {
