@@ -40,6 +40,7 @@ struct conn {
 	jsCtx *js;
 	natsSubscription *sub;
 	char subject[256];
+	uint64_t last_seq;        /* the stream's last message when we began */
 };
 
 static const char *stream_of(const struct query *q)
@@ -64,10 +65,17 @@ static int nats_fail(const struct query *q, const char *what, natsStatus st)
 	return EXIT_FAIL;
 }
 
-/* Connect, find the stream, subscribe: from the start (read) or from
- * now on (tail). 0 or an exit code after a message. */
-static int conn_open(const struct query *q, struct conn *c, bool from_now)
+/* How far back a consumer starts: the stream's start, now, or its last
+ * `back` messages. */
+#define FROM_START UINT64_MAX
+#define FROM_NOW 0
+
+/* Connect, find the stream, subscribe from where back says. 0 or an exit
+ * code after a message. */
+static int conn_open(const struct query *q, struct conn *c, uint64_t back)
 {
+	bool from_now = back == FROM_NOW;
+	uint64_t last = 0;
 	natsOptions *o = NULL;
 	jsStreamInfo *si = NULL;
 	jsSubOptions so;
@@ -113,10 +121,15 @@ static int conn_open(const struct query *q, struct conn *c, bool from_now)
 		snprintf(c->subject, sizeof(c->subject), "%s", si->Config->Subjects[0]);
 	else
 		snprintf(c->subject, sizeof(c->subject), ">");
+	last = c->last_seq = si->State.LastSeq;
 	jsStreamInfo_Destroy(si);
 	jsSubOptions_Init(&so);
 	so.Stream = stream_of(q);
 	so.Config.DeliverPolicy = from_now ? js_DeliverNew : js_DeliverAll;
+	if (back != FROM_START && back != FROM_NOW && last > back) {
+		so.Config.DeliverPolicy = js_DeliverByStartSequence;
+		so.Config.OptStartSeq = last - back + 1;
+	}
 	if (q->durable) {
 		so.Config.Durable = q->durable;
 		so.Config.AckPolicy = js_AckExplicit;
@@ -250,22 +263,26 @@ static bool join(struct nmsg *x, const struct nmsg *y)
 struct follow_host;
 static int follow(struct query *q, struct conn *c);
 
-int nats_read(struct query *q)
+/* The stream's messages from where back says up to its end as it was
+ * when we began, put in order, decoded once and printed as `read` prints a
+ * store; with then_follow, then what comes next on the same consumer. */
+static int read_stream(struct query *q, uint64_t back, bool then_follow)
 {
 	struct conn c;
 	struct nmsg *msgs = NULL;
 	size_t n = 0, cap = 0;
 	struct rd *r;
-	int rc = conn_open(q, &c, false);
+	int rc = conn_open(q, &c, back);
 
 	if (rc) {
 		conn_close(&c);
 		return rc;
 	}
-	for (;;) {
+	/* The history ends at the stream's last message when we began: what
+	 * comes after is for the follow (an empty stream has none). */
+	for (bool more = c.last_seq > 0; more;) {
 		natsMsg *m = NULL;
 		jsMsgMetaData *meta = NULL;
-		uint64_t pending = 1;
 		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 3000);
 		struct nmsg x;
 
@@ -276,7 +293,7 @@ int nats_read(struct query *q)
 			break;
 		}
 		if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-			pending = meta->NumPending;
+			more = meta->NumPending && meta->Sequence.Stream < c.last_seq;
 			jsMsgMetaData_Destroy(meta);
 		}
 		if (take_msg(m, &x, q->cmd)) {
@@ -300,10 +317,8 @@ int nats_read(struct query *q)
 		if (q->durable)
 			natsMsg_Ack(m, NULL);
 		natsMsg_Destroy(m);
-		if (!pending)
-			break;
 	}
-	if (!q->follow)
+	if (!then_follow)
 		conn_close(&c);
 	if (n)
 		qsort(msgs, n, sizeof(*msgs), cmp_msg);
@@ -355,19 +370,24 @@ int nats_read(struct query *q)
 		free(msgs[i].data);
 	free(msgs);
 	if (r) {
-		int prc = read_close(r, !q->follow);
+		int prc = read_close(r, !then_follow);
 
 		if (!rc)
 			rc = prc;
 	}
-	/* read -f: the same consumer goes on with what comes next */
-	if (q->follow && (!rc || rc == EXIT_DAMAGED)) {
+	/* read -f, tail: the same consumer goes on with what comes next */
+	if (then_follow && (!rc || rc == EXIT_DAMAGED)) {
 		fflush(stdout);
 		return follow(q, &c);
 	}
-	if (q->follow)
+	if (then_follow)
 		conn_close(&c);
 	return rc;
+}
+
+int nats_read(struct query *q)
+{
+	return read_stream(q, FROM_START, q->follow);
 }
 
 /* Per host: its ring-position dedup, the newest id printed, and the
@@ -471,11 +491,18 @@ static int follow(struct query *q, struct conn *c)
 	return rc;
 }
 
+/* tail -n N: the newest N events of the stream's last messages (at least
+ * 64 of them: a chunk holds many events, so this nearly always has N, but
+ * with filters that few messages match it may show fewer), then what
+ * comes next. */
 int nats_tail(struct query *q)
 {
 	struct conn c;
-	int rc = conn_open(q, &c, true);
+	int rc;
 
+	if (q->lines > 0)
+		return read_stream(q, (uint64_t)q->lines > 64 ? (uint64_t)q->lines : 64, true);
+	rc = conn_open(q, &c, FROM_NOW);
 	if (rc) {
 		conn_close(&c);
 		return rc;

@@ -65,9 +65,8 @@ static void tail_help(void)
 	       "  -o, --output MODE      %s\n"
 	       "      --json --utc --color[=WHEN]\n"
 	       "      --socket PATH      ringlogd's socket\n"
-	       "      --nats URL[,URL...] follow a NATS JetStream cluster that ringlogd ships to:\n"
-	       "                         what arrives from now on (-n does not apply; for the\n"
-	       "                         history too: ringlog read -f --nats)\n"
+	       "      --nats URL[,URL...] follow a NATS JetStream cluster that ringlogd ships to\n"
+	       "                         (-n: the newest of its last messages, at least 64)\n"
 	       "      --stream S         the stream (default: ringlog)\n"
 	       "      --host GLOB        events of these hosts only (repeat: alternatives)\n"
 	       "      --durable NAME     a named consumer, resumed by the next run\n",
