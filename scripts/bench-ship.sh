@@ -130,8 +130,10 @@ for pace in $paces; do
 	rate=$(awk -v e="$((events - (lost1 - lost0)))" -v t0="$t0" -v t1="$t1" \
 		'BEGIN { printf "%.0f", e / (t1 - t0) }')
 	echo "  $pace events/ms: $rate events/s stored and shipped, $((lost1 - lost0)) lost in the daemon"
-	[ "$((lost1 - lost0))" -eq 0 ] && [ "$(status_num shipped_events)" -ge "$target" ] &&
+	if [ "$((lost1 - lost0))" -eq 0 ] && [ "$(status_num shipped_events)" -ge "$target" ] &&
+		{ [ "$sustained" = - ] || [ "$rate" -gt "$sustained" ]; }; then
 		sustained=$rate sustained_pace=$pace
+	fi
 done
 notshipped=$(status_num not_shipped)
 
@@ -139,6 +141,7 @@ notshipped=$(status_num not_shipped)
 step "bench: delay from emit to ringlog tail --nats (ship.live, interval 200 ms)"
 n=20000
 [ $quick -eq 1 ] && n=6000
+sleep 2 # the replicas settle after the ladder
 mkfifo "$dir/tail.fifo"
 "$build/client/ringlog" tail --nats "$urls" --stream BENCH --json >"$dir/tail.fifo" &
 tailpid=$!
