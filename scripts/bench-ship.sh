@@ -143,7 +143,7 @@ n=20000
 [ $quick -eq 1 ] && n=6000
 sleep 2 # the replicas settle after the ladder
 mkfifo "$dir/tail.fifo"
-"$build/client/ringlog" tail --nats "$urls" --stream BENCH --json >"$dir/tail.fifo" &
+"$build/client/ringlog" tail -n 0 --nats "$urls" --stream BENCH --json >"$dir/tail.fifo" &
 tailpid=$!
 pids+=($tailpid)
 "$build/bench/ship-latency" "$((n * 9 / 10))" <"$dir/tail.fifo" >"$dir/delay.txt" &
