@@ -801,6 +801,16 @@ Test(ship, unknown_stream, .timeout = 120)
 	expect_error(s, "ship.create_stream");
 	cr_expect_str_eq(json_string_value(json_object_get(s, "state")), "refused");
 	json_decref(s);
+	{
+		/* and `ringlog status` says it to people */
+		char cmd[600], text[16384];
+
+		snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET=%s " RINGLOG_CLI_PATH " status", e.sock);
+		cr_expect_eq(live_run(cmd, text, sizeof(text)), 0);
+		cr_expect(strstr(text, "shipping") && strstr(text, "refused: stream RLTEST") &&
+			  strstr(text, "does not exist") && strstr(text, "ship lag"),
+			  "status: %s", text);
+	}
 	stores_locally(&e, d, "5000");
 	cluster_stop(&c);
 	live_cleanup(&e);
