@@ -690,6 +690,39 @@ Test(ship, backlog_over_max_backlog, .timeout = 300)
 			 "\"max_backlog\": \"2M\"", "backlog", false);
 }
 
+/* read --durable: a job that reads again goes on after what it read. */
+Test(ship, durable_reader_resumes, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[2][400];
+	pid_t d, em;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "1", "1000", "0", out[0], sizeof(out[0]), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	read_fleet(&e, &c, "--durable job1", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]), "first run: %llu",
+		     (unsigned long long)f.events);
+	em = emitter(&e, "1", "500", "0", out[1], sizeof(out[1]), 1);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	read_fleet(&e, &c, "--durable job1", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[1]), "second run: %llu, only the new %llu "
+		     "expected", (unsigned long long)f.events, (unsigned long long)emitted_of(out[1]));
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]));
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* SIGTERM right after the events: the daemon drains them, writes the last
  * chunk and ships it before it exits (the cluster answering). */
 Test(ship, stop_ships_the_last_chunk, .timeout = 120)

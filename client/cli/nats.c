@@ -50,6 +50,10 @@ static const char *stream_of(const struct query *q)
 
 static void conn_close(struct conn *c)
 {
+	/* the acknowledgements of a durable consumer reach the server before
+	 * we go: the next run resumes after them */
+	if (c->nc)
+		natsConnection_FlushTimeout(c->nc, 2000);
 	natsSubscription_Destroy(c->sub);
 	jsCtx_Destroy(c->js);
 	natsConnection_Destroy(c->nc);
