@@ -93,6 +93,7 @@ struct ship {
 	char state[64];        /* "connecting", "connected", "refused", ... */
 	char error[512];       /* the last problem, for status */
 	char server[256];      /* connected URL, without user info */
+	char refusal[128];     /* a server refused our credentials: what it said */
 	struct {               /* lines for the loop to log, oldest first */
 		char text[600];
 		int level;
@@ -332,6 +333,23 @@ static void on_disconnected(natsConnection *nc, void *closure)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* libnats reports what a server refused asynchronously too: a refusal of
+ * our credentials is kept for status (check_stream()). */
+static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
+			   void *closure)
+{
+	struct ship *s = closure;
+	const char *last = NULL;
+
+	(void)sub;
+	natsConnection_GetLastError(nc, &last);
+	if (err != NATS_NOT_PERMITTED && !(last && strstr(last, "uthoriz")))
+		return;
+	pthread_mutex_lock(&s->mu);
+	snprintf(s->refusal, sizeof(s->refusal), "%s", last && *last ? last : "not permitted");
+	pthread_mutex_unlock(&s->mu);
+}
+
 /* The URL without "user:password@": nothing secret in status or logs. */
 static void strip_userinfo(char *url)
 {
@@ -416,6 +434,8 @@ static int make_options(struct ship *s, natsOptions **out)
 		st = natsOptions_SetDisconnectedCB(o, on_disconnected, s);
 	if (st == NATS_OK)
 		st = natsOptions_SetReconnectedCB(o, on_reconnected, s);
+	if (st == NATS_OK)
+		st = natsOptions_SetErrorHandler(o, on_async_error, s);
 	if (st == NATS_OK && c->ship.creds[0])
 		st = natsOptions_SetUserCredentialsFromFiles(o, c->ship.creds, NULL);
 	if (st == NATS_OK && c->ship.user[0]) {
@@ -461,6 +481,20 @@ static int connect_cluster(struct ship *s)
 		return -EINVAL;
 	st = natsConnection_Connect(&s->nc, o);
 	natsOptions_Destroy(o);
+	{
+		/* a refusal of the first attempt, before libnats retries */
+		const char *last = NULL;
+
+		if (s->nc)
+			natsConnection_GetLastError(s->nc, &last);
+		if (!(last && *last))
+			last = nats_GetLastError(NULL);
+		if (last && strstr(last, "uthoriz")) {
+			pthread_mutex_lock(&s->mu);
+			snprintf(s->refusal, sizeof(s->refusal), "%s", last);
+			pthread_mutex_unlock(&s->mu);
+		}
+	}
 	if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
 		why = nats_GetLastError(NULL);
 		pthread_mutex_lock(&s->mu);
@@ -502,12 +536,33 @@ static int check_stream(struct ship *s)
 	jsErrCode jerr = 0;
 	natsStatus st;
 
+	if (natsConnection_Status(s->nc) == NATS_CONN_STATUS_CLOSED) {
+		/* libnats gave up (every server refused): a new connection
+		 * later, so that fixed credentials are taken without a restart */
+		jsCtx_Destroy(s->js);
+		natsConnection_Destroy(s->nc);
+		s->js = NULL;
+		s->nc = NULL;
+		return -ECONNREFUSED;
+	}
 	if (natsConnection_Status(s->nc) != NATS_CONN_STATUS_CONNECTED) {
 		const char *last = NULL;
 		natsStatus ls = natsConnection_GetLastError(s->nc, &last);
 		bool auth = ls == NATS_NOT_PERMITTED || (last && strstr(last, "uthoriz"));
+		char refusal[sizeof(s->refusal)];
 
+		/* libnats's last error alternates between the server's refusal
+		 * and "no server available" as it retries: once refused, say
+		 * that until a connection succeeds */
 		pthread_mutex_lock(&s->mu);
+		if (auth)
+			snprintf(s->refusal, sizeof(s->refusal), "%s", last && *last ? last :
+				 "not permitted");
+		memcpy(refusal, s->refusal, sizeof(refusal));
+		if (!auth && refusal[0]) {
+			auth = true;
+			last = refusal;
+		}
 		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
 			  "storing locally meanwhile%s", s->shown, last && *last ? " (" : "",
 			  last && *last ? last : "", last && *last ? ")" : "",
@@ -518,6 +573,9 @@ static int check_stream(struct ship *s)
 		pthread_mutex_unlock(&s->mu);
 		return -EAGAIN;
 	}
+	pthread_mutex_lock(&s->mu);
+	s->refusal[0] = '\0';
+	pthread_mutex_unlock(&s->mu);
 	note_server(s, s->nc);
 	st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
 	if (st == NATS_OK) {
