@@ -70,7 +70,6 @@ struct ship {
 	 * every chunk of the segments before it (loop -> thread) */
 	uint64_t front_seg;
 	int64_t front_chunk;   /* -1: none of front_seg yet */
-	uint64_t sealed_chunks; /* since start */
 
 	/* acknowledged: every chunk up to ack_chunk of ack_seg */
 	bool ack_valid;
@@ -997,7 +996,6 @@ static void sink_chunk(struct sink *sk, const struct sink_chunk *c)
 			s->front_seg = c->segment;
 		s->front_chunk = (int64_t)h->seq;
 	}
-	s->sealed_chunks++;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
