@@ -7,7 +7,6 @@
  * it was written with (proto/segment.h).
  */
 #define _GNU_SOURCE
-#include "daemon.h"
 #include "clock.h"
 #include "decode.h"
 #include "tsc.h"
@@ -53,40 +52,40 @@ static void sample(uint64_t *tsc, uint64_t *mono, uint64_t *real)
 	}
 }
 
-void clock_calibrate_start(struct daemon *d)
+void clock_calibrate_start(struct d_clock *k)
 {
 	uint64_t t1 = 0, m1 = 0, r1 = 0;
 
 	if (!ringlog_invariant_tsc()) {
-		d->clock.tsc_hz = 0;
-		sample(&d->clock.tsc_ref, &d->clock.mono_ref, &d->clock.real_ref);
+		k->seg.tsc_hz = 0;
+		sample(&k->seg.tsc_ref, &k->seg.mono_ref, &k->seg.real_ref);
 		return;
 	}
-	sample(&d->cal_tsc0, &d->cal_mono0, NULL);
+	sample(&k->cal_tsc0, &k->cal_mono0, NULL);
 	do
 		sample(&t1, &m1, &r1);
-	while (m1 - d->cal_mono0 < 20000000u);
-	d->clock.tsc_hz = (uint64_t)((__int128)(t1 - d->cal_tsc0) * 1000000000 /
-				     (m1 - d->cal_mono0));
-	d->clock.tsc_ref = t1;
-	d->clock.mono_ref = m1;
-	d->clock.real_ref = r1;
+	while (m1 - k->cal_mono0 < 20000000u);
+	k->seg.tsc_hz = (uint64_t)((__int128)(t1 - k->cal_tsc0) * 1000000000 /
+				   (m1 - k->cal_mono0));
+	k->seg.tsc_ref = t1;
+	k->seg.mono_ref = m1;
+	k->seg.real_ref = r1;
 }
 
-void clock_refresh(struct daemon *d)
+void clock_refresh(struct d_clock *k)
 {
 	uint64_t t = 0, m = 0, r = 0;
 
 	sample(&t, &m, &r);
-	if (d->clock.tsc_hz && m > d->cal_mono0)
-		d->clock.tsc_hz = (uint64_t)((__int128)(t - d->cal_tsc0) * 1000000000 /
-					     (m - d->cal_mono0));
-	d->clock.tsc_ref = t;
-	d->clock.mono_ref = m;
-	d->clock.real_ref = r;
+	if (k->seg.tsc_hz && m > k->cal_mono0)
+		k->seg.tsc_hz = (uint64_t)((__int128)(t - k->cal_tsc0) * 1000000000 /
+					   (m - k->cal_mono0));
+	k->seg.tsc_ref = t;
+	k->seg.mono_ref = m;
+	k->seg.real_ref = r;
 }
 
-uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t ts)
+uint64_t clock_real_ns(const struct d_clock *k, uint32_t stream_clock, uint64_t ts)
 {
-	return ringlog_dec_real_ns(&d->clock, stream_clock, ts);
+	return ringlog_dec_real_ns(&k->seg, stream_clock, ts);
 }

@@ -5,15 +5,23 @@
 
 #include <stdint.h>
 
-struct daemon;
+#include "segment.h"
+
+/* The calibration in force (what segments and tails are given) and the
+ * first sample it is measured from. One per daemon (struct daemon); the
+ * store refreshes it at each new segment. */
+struct d_clock {
+	struct ringlog_seg_clock seg;
+	uint64_t cal_tsc0, cal_mono0;
+};
 
 /* clock_gettime(clock_id) in ns. */
 uint64_t d_now(int clock_id);
 /* A first TSC estimate over a 20 ms window (start). */
-void clock_calibrate_start(struct daemon *d);
+void clock_calibrate_start(struct d_clock *k);
 /* Measure again over the whole time since start (each new segment). */
-void clock_refresh(struct daemon *d);
+void clock_refresh(struct d_clock *k);
 /* A stream's raw timestamp (TSC or monotonic, stream_clock) as wall ns. */
-uint64_t clock_real_ns(const struct daemon *d, uint32_t stream_clock, uint64_t ts);
+uint64_t clock_real_ns(const struct d_clock *k, uint32_t stream_clock, uint64_t ts);
 
 #endif /* RINGLOG_DAEMON_CLOCK_H */

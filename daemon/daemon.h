@@ -25,6 +25,7 @@
 #include "segment.h"
 
 #include "access.h"
+#include "clock.h"
 #include "sink/sink.h"
 #include "store/store.h"
 
@@ -33,6 +34,7 @@ struct provider;
 struct tail;
 struct fwd;
 struct ctl_listener;
+struct io;
 
 struct daemon {
 	uv_loop_t *loop;
@@ -50,7 +52,9 @@ struct daemon {
 	 * manager's): daemon_stop_async(). */
 	uv_async_t stop_async;
 	int stop_asked, loop_up;
-	bool sleeping;       /* rings are flagged RINGLOG_CONS_SLEEPING */
+	uint64_t drain_wait_ms; /* the drain timer's last wait (drain.c) */
+	bool drain_woken;       /* a producer woke us since the last pass */
+	bool drain_visit_all;   /* this pass skips no idle ring */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;
@@ -67,14 +71,14 @@ struct daemon {
 	uint32_t next_writer_id, next_stream_id;
 	struct provider *providers;
 
-	/* storage (store/store.h) */
-	struct store st;
+	/* storage (store/store.h): its own object, opened by lifecycle.c on
+	 * the write backend chosen there */
+	struct store *st;
+	struct io *io;
+	const char *io_name;
+	char io_note[160];   /* why the backend is what it is */
 
-	/* clock calibration */
-	struct ringlog_seg_clock clock;
-	uint64_t cal_tsc0, cal_mono0;
-	uint8_t boot_id[16];
-	char host[64];
+	struct d_clock clock; /* the calibration segments and tails are given */
 
 	/* counters */
 	uint64_t lost_ring, lost_corrupt, lost_reader; /* the store counts its own */
@@ -84,18 +88,18 @@ struct daemon {
 	uint64_t start_real_ns;
 
 	struct op_rule *op_rules; /* run-time enablement, newest first (operate.c) */
-	uint64_t op_tick_ns;      /* last max_retention check (CLOCK_MONOTONIC) */
 
 	struct tail *tails;
 	unsigned ntails;
+	uint64_t tail_released; /* chunks the store published (tail.c) */
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */
 	bool notify;         /* $NOTIFY_SOCKET is set */
 	bool fdstore;        /* rings go to the service manager's fd store */
 
 	/* the sinks, in the order they are told: lifecycle.c links them in
-	 * sinks and hands the same list to the store (st.sinks) */
+	 * sinks and hands the same list to the store (store_open()) */
 	struct sink fwd_sink, tail_sink, sync_sink, ship_sink;
-	struct sink *sinks;
+	struct sink_list sinks;
 
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */

@@ -34,9 +34,9 @@
  * handles segments are opened with, and io_uring is Linux's. */
 static void open_backend(struct daemon *d)
 {
-	d->st.io = io_iocp_ops.open(d->loop);
-	d->st.io_name = io_iocp_ops.name;
-	snprintf(d->st.io_note, sizeof(d->st.io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
+	d->io = io_iocp_ops.open(d->loop);
+	d->io_name = io_iocp_ops.name;
+	snprintf(d->io_note, sizeof(d->io_note), "%s", d->cfg.io_backend == RINGLOG_IO_POOL ?
 		 "io_backend pool: Windows writes through IOCP" : "auto");
 }
 #else
@@ -45,21 +45,21 @@ static void open_backend(struct daemon *d)
 	enum ringlog_io_backend want = d->cfg.io_backend;
 
 	if (want != RINGLOG_IO_POOL) {
-		d->st.io = io_uring_ops.open(d->loop);
-		if (d->st.io) {
-			d->st.io_name = io_uring_ops.name;
-			snprintf(d->st.io_note, sizeof(d->st.io_note), "%s",
+		d->io = io_uring_ops.open(d->loop);
+		if (d->io) {
+			d->io_name = io_uring_ops.name;
+			snprintf(d->io_note, sizeof(d->io_note), "%s",
 				 want == RINGLOG_IO_URING ? "forced by configuration" : "auto");
 			return;
 		}
-		snprintf(d->st.io_note, sizeof(d->st.io_note), "io_uring refused (%s): fell back to the thread pool",
+		snprintf(d->io_note, sizeof(d->io_note), "io_uring refused (%s): fell back to the thread pool",
 			 strerror(errno));
-		d_log(LOG_INFO, "%s", d->st.io_note);
+		d_log(LOG_INFO, "%s", d->io_note);
 	} else {
-		snprintf(d->st.io_note, sizeof(d->st.io_note), "forced by configuration");
+		snprintf(d->io_note, sizeof(d->io_note), "forced by configuration");
 	}
-	d->st.io = io_pool_ops.open(d->loop);
-	d->st.io_name = io_pool_ops.name;
+	d->io = io_pool_ops.open(d->loop);
+	d->io_name = io_pool_ops.name;
 }
 #endif
 
@@ -70,8 +70,8 @@ void d_status_notify(struct daemon *d)
 	if (!d->notify)
 		return;
 	snprintf(msg, sizeof(msg), "STATUS=%u clients, %llu events stored, %llu MiB of %llu MiB used",
-		 d->nclients, (unsigned long long)d->st.stored,
-		 (unsigned long long)(d->st.used_bytes >> 20), (unsigned long long)(d->cfg.max_disk >> 20));
+		 d->nclients, (unsigned long long)d->st->stored,
+		 (unsigned long long)(d->st->used_bytes >> 20), (unsigned long long)(d->cfg.max_disk >> 20));
 	sd_notify_send(msg);
 }
 
@@ -80,29 +80,28 @@ static void on_flush_timer(uv_timer_t *t)
 	struct daemon *d = t->data;
 	uint64_t now = d_now(CLOCK_MONOTONIC);
 
-	store_tick(d);
-	op_tick(d); /* max_retention */
+	store_tick(d->st); /* and max_retention */
 	tail_tick(d);
 	if (sync_waiting(d)) {
 		drain_all(d);
-		store_seal(d);
+		store_seal(d->st);
 	}
 	sync_tick(d);
 	fwd_tick(d);
 	if (ship_tick(d) && !d->stopping) {
 		drain_all(d);
-		store_seal(d); /* ship.live: the open chunk, every ship.interval */
+		store_seal(d->st); /* ship.live: the open chunk, every ship.interval */
 	}
 	if (now - d->rate_prev_ns >= 1000000000u) {
 		double s = (double)(now - d->rate_prev_ns) / 1e9;
 
 		/* Smoothed over ~5 s: a user reading status wants the trend. */
 		d->rate_events = (uint64_t)(0.8 * (double)d->rate_events +
-					    0.2 * (double)(d->st.stored - d->rate_prev_events) / s);
+					    0.2 * (double)(d->st->stored - d->rate_prev_events) / s);
 		d->rate_bytes = (uint64_t)(0.8 * (double)d->rate_bytes +
-					   0.2 * (double)(d->st.stored_bytes - d->rate_prev_bytes) / s);
-		d->rate_prev_events = d->st.stored;
-		d->rate_prev_bytes = d->st.stored_bytes;
+					   0.2 * (double)(d->st->stored_bytes - d->rate_prev_bytes) / s);
+		d->rate_prev_events = d->st->stored;
+		d->rate_prev_bytes = d->st->stored_bytes;
 		d->rate_prev_ns = now;
 		d_status_notify(d);
 	}
@@ -123,7 +122,7 @@ static void finish_stop(struct daemon *d)
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
 	uv_signal_stop(&d->sig_hup);
-	store_close_current(d);
+	store_close_current(d->st);
 	uv_stop(d->loop);
 }
 
@@ -135,8 +134,8 @@ static void on_stop_step(uv_timer_t *t)
 	uint64_t moved = drain_all(d);
 
 	if (!moved)
-		store_seal(d);
-	if (!moved && store_idle(d)) {
+		store_seal(d->st);
+	if (!moved && store_idle(d->st)) {
 		finish_stop(d);
 		return;
 	}
@@ -206,7 +205,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
-	store_reload(d);
+	store_reload(d->st, &d->cfg);
 	access_resolve(d);
 	fwd_apply(d);
 	op_reset(d); /* `ringlog enable` rules last until a reload */
@@ -215,26 +214,62 @@ static void on_hup(uv_signal_t *s, int sig)
 }
 #endif
 
+/* A write completed: with no chunk open the drain may have stopped for
+ * want of a buffer; while stopping, the sooner the rings empty the better. */
+static void on_store_written(void *ctx, bool idle)
+{
+	struct daemon *d = ctx;
+
+	if (idle || d->stopping)
+		drain_start(d);
+}
+
+static int on_store_mkdir(void *ctx, const char *dir)
+{
+	(void)dir; /* the daemon's storage_dir, with its read_group */
+	return access_mkdir_store(ctx);
+}
+
+/* Shipping, told of the store's deletions and asked what to keep (the
+ * store knows no sink by name; these are its hooks, like written()). */
+static void on_store_deleting(void *ctx, const struct segfile *s)
+{
+	ship_seg_deleting(ctx, s);
+}
+
+static bool on_store_keep(void *ctx, const struct segfile *s)
+{
+	return ship_seg_keep(ctx, s);
+}
+
 /* The one place that knows who consumes what: the store publishes to
- * this list and asks the drain to resume through st.room, never by name.
- * A new consumer (export, a flight recorder, shipping) is one more node. */
+ * this list and tells the drain to resume through on_store_written(),
+ * never by name. A new consumer (export, a flight recorder, shipping) is
+ * one more node. */
 static void wire(struct daemon *d)
 {
-	struct sink *order[] = { &d->fwd_sink, &d->tail_sink, &d->sync_sink, &d->ship_sink };
-
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
 	d->ship_sink = (struct sink){ .ops = &ship_sink_ops, .ctx = d };
-	d->sinks = NULL;
-	for (size_t i = sizeof(order) / sizeof(order[0]); i-- > 0;) {
-		order[i]->next = d->sinks;
-		d->sinks = order[i];
-	}
-	d->st.sinks = d->sinks;
-	d->st.room = drain_start;
-	d->st.deleting = ship_seg_deleting;
-	d->st.keep = ship_seg_keep;
+	d->sinks = (struct sink_list){ 0 };
+	sink_link(&d->sinks, &d->fwd_sink);
+	sink_link(&d->sinks, &d->tail_sink);
+	sink_link(&d->sinks, &d->sync_sink);
+	sink_link(&d->sinks, &d->ship_sink);
+}
+
+static int open_store(struct daemon *d)
+{
+	struct store_params p = {
+		.dir = d->cfg.storage_dir, .io = d->io, .io_name = d->io_name,
+		.clock = &d->clock, .sinks = &d->sinks, .written = on_store_written,
+		.mkdir = on_store_mkdir, .deleting = on_store_deleting,
+		.keep = on_store_keep, .ctx = d,
+	};
+
+	d->st = store_open(&p, &d->cfg);
+	return d->st ? 0 : -errno;
 }
 
 int daemon_start(struct daemon *d)
@@ -246,18 +281,17 @@ int daemon_start(struct daemon *d)
 	wire(d);
 	fdstore_init(d);
 	d->start_real_ns = d_now(CLOCK_REALTIME);
-	sys_identity(d->boot_id, d->host, sizeof(d->host));
-	clock_calibrate_start(d);
+	clock_calibrate_start(&d->clock);
 	open_backend(d);
-	if (!d->st.io) {
+	if (!d->io) {
 		d_log(LOG_ERR, "no I/O backend could start (%s)", strerror(errno));
 		return -1;
 	}
-	if (d->cfg.io_backend == RINGLOG_IO_URING && strcmp(d->st.io_name, "io_uring")) {
+	if (d->cfg.io_backend == RINGLOG_IO_URING && strcmp(d->io_name, "io_uring")) {
 		d_log(LOG_ERR, "io_backend io_uring is required by the configuration but unavailable");
 		return -1;
 	}
-	access_resolve(d); /* first: a storage_dir store_init() creates gets read_group */
+	access_resolve(d); /* first: a storage_dir store_open() creates gets read_group */
 	/* Timers first: rings adopted from the fd store (ctl_listen) start
 	 * the drain. */
 	uv_timer_init(d->loop, &d->drain_timer);
@@ -265,8 +299,8 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->watchdog_timer);
 	uv_timer_init(d->loop, &d->stop_timer);
 	uv_timer_init(d->loop, &d->accept_timer);
-	ship_init(d); /* before store_init(): its trim counts what was not shipped */
-	if (store_init(d) < 0)
+	ship_init(d); /* before open_store(): its trim counts what was not shipped */
+	if (open_store(d) < 0)
 		return -1;
 	fwd_apply(d);
 	ship_start(d); /* failures are logged: the daemon stores locally */
@@ -313,7 +347,7 @@ int daemon_start(struct daemon *d)
 		}
 	}
 	d_log(LOG_NOTICE, "listening on %s, storing in %s (%s), max_disk %llu bytes", d->cfg.socket_path,
-	      d->cfg.storage_dir, d->st.io_name, (unsigned long long)d->cfg.max_disk);
+	      d->cfg.storage_dir, d->io_name, (unsigned long long)d->cfg.max_disk);
 	sd_notify_send("READY=1\nSTATUS=collecting");
 	__atomic_store_n(&d->loop_up, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&d->stop_asked, __ATOMIC_SEQ_CST))
@@ -331,9 +365,9 @@ void daemon_finish(struct daemon *d)
 			reg_ring_release(c->rings);
 		client_close(c);
 	}
-	sink_publish_shutdown(d->st.sinks);
+	sink_publish_shutdown(&d->sinks);
 	ship_stop(d);
-	d->st.io->ops->close(d->st.io);
+	d->io->ops->close(d->io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);
 	uv_close((uv_handle_t *)&d->flush_timer, NULL);
@@ -346,7 +380,8 @@ void daemon_finish(struct daemon *d)
 	uv_close((uv_handle_t *)&d->stop_async, NULL);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	ctl_fini(d); /* its handles are closed now */
-	store_fini(d);
+	store_close(d->st);
+	d->st = NULL;
 	op_free(d);
 	while (d->providers) {
 		struct provider *p = d->providers;

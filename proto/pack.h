@@ -58,6 +58,26 @@ static inline size_t ringlog_pack_varint(uint8_t *o, uint64_t v)
 	return n;
 }
 
+/* memcpy for a record's payload, inline: most are a few dozen bytes, for
+ * which a call to the C library's memmove cost 5 % of the daemon's time.
+ * Whole 8-byte words, then one more word ending exactly at len
+ * (overlapping the last), so nothing past len is read or written. (At
+ * most 16 KiB: a record's bound, proto/ring.h.) */
+static inline void ringlog_pack_copy(uint8_t *o, const uint8_t *s, size_t len)
+{
+	size_t i = 0;
+
+	if (len < 8) {
+		for (; i < len; i++)
+			o[i] = s[i];
+		return;
+	}
+	for (; i + 8 <= len; i += 8)
+		memcpy(o + i, s + i, 8);
+	if (i < len)
+		memcpy(o + len - 8, s + len - 8, 8);
+}
+
 /* Pack one ring record whose header the consumer validated (type EVENT,
  * EVENT_ACT or LOSS; events have len >= 8). *prev is the previous event's
  * timestamp in this PACK and is updated. Returns the bytes written, at most
@@ -80,7 +100,7 @@ static inline size_t ringlog_pack_rec(uint8_t *o, uint16_t type, uint16_t aux,
 		payload += 8;
 		len -= 8;
 	}
-	memcpy(o + n, payload, len);
+	ringlog_pack_copy(o + n, payload, len);
 	return n + len;
 }
 

@@ -197,8 +197,9 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
 	/* Never in files: what a reader of a cluster (`read --nats`) shows
 	 * for a shipped message's not_shipped count (proto/ship.h), by its
-	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1 */
-	RINGLOG_LOSS_SHIP = 6,
+	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1. Not 6:
+	 * the flight recorder's snapshots (branch h26) have it for OVERWRITTEN. */
+	RINGLOG_LOSS_SHIP = 7,
 };
 
 /* 24 bytes in files from before provider and first_ts, which readers

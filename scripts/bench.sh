@@ -8,7 +8,15 @@
 #                              cluster (scripts/bench-ship.sh, ~1 minute)
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
-# Results also go to bench-results/: table.md and emit-latency.png (gnuplot).
+#   scripts/bench.sh --scale   only the scale rows (1 to 1,000 writers; idle
+#                              rings), ~1 minute
+#   scripts/bench.sh --export  only `ringlog export`: a store of 10.5 M events
+#                              (RINGLOG_BENCH_EXPORT_EVENTS) exported to CTF
+#                              and to Perfetto; events/s, bytes per event and
+#                              max RSS, on half the store and on all of it
+#                              (flat memory: the two RSS agree)
+# Results also go to bench-results/: table.md and emit-latency.png (gnuplot),
+# export.md, scale.md.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
@@ -16,6 +24,8 @@ cd "$(dirname "$0")/.." || exit 1
 records=20000000
 emit_args=(--runs 3)
 docs=0
+only=
+export_only=0
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
 	--docs) docs=1 ;;
@@ -26,15 +36,95 @@ case "${1:-}" in
 		out=bench-results
 		mkdir -p "$out"
 		out=$out exec scripts/bench-ship.sh build-release "${2:-}" ;;
+	--scale) only=scale ;;
+	--export) export_only=1 ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs | --ship [--quick]]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale | --export | --ship [--quick]]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
 ensure_optional_packages $RINGLOG_BENCH_PACKAGES
 step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 out=bench-results
+
+# `ringlog export` to CTF and to Perfetto: ringlogd stores at least N
+# standard events (bench/job.h: three u64 and a 15-character string) from 2
+# threads, in rounds until it holds N (a loaded machine loses some), then
+# each format exports half of the segments, then all of them. Memory must
+# not grow with the store: the max RSS of the two runs agree.
+bench_export() {
+	local n=${RINGLOG_BENCH_EXPORT_EVENTS:-10500000} dir bin=build-release stored=0 round
+	dir=$(mktemp -d -p "${TMPDIR:-/tmp}" ringlog-bench-export.XXXXXX)
+	printf '{ "max_disk": "16G", "min_free": "1G" }\n' > "$dir/ringlogd.json"
+	for round in 1 2 3 4; do
+		"$bin/daemon/ringlogd" --config "$dir/ringlogd.json" --storage "$dir/store" \
+			--socket "$dir/sock" 2>>"$dir/ringlogd.log" &
+		local dpid=$!
+		for _ in $(seq 100); do [ -S "$dir/sock" ] && break; sleep 0.05; done
+		# 2 threads x 800 events/ms: about what ringlogd stores here
+		# without loss when the machine is shared
+		RINGLOG_SOCKET="$dir/sock" "$bin/bench/job-ringlog" 2 $(( (n - stored) / 2 + 1000 )) 800 \
+			0 0 1 >/dev/null || echo "job-ringlog failed" >&2
+		kill -TERM "$dpid" && wait "$dpid"
+		stored=$(RINGLOG_SOCKET="$dir/none" "$bin/client/ringlog" status --dir "$dir/store" 2>/dev/null |
+			sed -n 's/^store holds *\([0-9]*\) events stored.*/\1/p')
+		stored=${stored:-0}
+		[ "$stored" -ge "$n" ] && break
+	done
+	local segs half
+	mapfile -t segs < <(ls "$dir"/store/*.rlseg)
+	half=$(( (${#segs[@]} + 1) / 2 ))
+	{
+		echo "## Export (\`ringlog export\`, $(nproc) CPUs, the store on $(df --output=fstype "$dir" | tail -1))"
+		echo
+		echo "| format | segments | events | wall s | CPU s | M events/s (wall) | M events/s (CPU) | bytes/event | max RSS (MiB) |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		local fmt part files res ev by el us sy rss lost
+		for fmt in ctf perfetto; do
+			for part in half all; do
+				if [ $part = half ]; then files=("${segs[@]:0:$half}"); else files=("${segs[@]}"); fi
+				rm -rf "$dir/out"
+				res=$( { /usr/bin/time -f "TIME %e %U %S %M" "$bin/client/ringlog" export \
+					--format "$fmt" --output "$dir/out" "${files[@]}" >/dev/null; } 2>&1 )
+				ev=$(sed -n 's/^ringlog export: \([0-9]*\) events.*/\1/p' <<<"$res")
+				lost=$(sed -n 's/.* events, \([0-9]*\) lost events.*/\1/p' <<<"$res")
+				by=$(sed -n 's/.* \([0-9]*\) bytes to .*/\1/p' <<<"$res")
+				read -r el us sy rss < <(sed -n 's/^TIME //p' <<<"$res")
+				# CPU: user + system, what the machine's other load does
+				# not stretch (wall time does, on a shared machine)
+				awk -v f="$fmt" -v s="${#files[@]}" -v e="$ev" -v b="$by" -v t="$el" \
+					-v c="$(awk -v u="$us" -v y="$sy" 'BEGIN { print u + y }')" -v r="$rss" \
+					'BEGIN { printf "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f |\n",
+						f, s, e, t, c, e / t / 1e6, e / c / 1e6, b / e, r / 1024 }'
+			done
+		done
+		echo
+		echo "Lost while the store was written (the daemon's counts, exported too): $lost."
+	} | tee "$out/export.md"
+	rm -rf "$dir"
+}
+
+if [ $export_only -eq 1 ]; then
+	mkdir -p "$out"
+	step "bench: ringlog export (CTF, Perfetto)"
+	echo
+	bench_export
+	exit 0
+fi
 rm -rf "$out" && mkdir -p "$out"
+
+# Scale: the same total rate from 1 to 1,000 writers, and idle rings.
+scale() {
+	step "bench: scale, 1 to 1,000 writers (ringlog)"
+	echo
+	./build-release/bench/bench-scale build-release/daemon/ringlogd build-release/client/ringlog \
+		$([ "${emit_args[0]}" = --quick ] && echo --quick) --out "$out"
+	echo
+}
+if [ "$only" = scale ]; then
+	scale
+	exit 0
+fi
 
 step "bench: ring producer"
 echo
@@ -45,11 +135,18 @@ echo
 ./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
 	"${emit_args[@]}" --out "$out"
 
+scale
+
 # What the disk alone costs in CPU on this machine: the kernel's time to
 # write 2 GiB with O_DIRECT in 16 MiB requests, with no daemon and no
 # checksums, per 64 bytes (one stored standard event). The daemon's CPU per
 # event includes this, so it bounds from below what any collector that
 # writes its events to this disk can reach.
+step "bench: ringlog export (CTF, Perfetto)"
+echo
+bench_export
+echo
+
 step "bench: the disk's floor (kernel CPU to write the bytes; no collector)"
 floor=$(mktemp -p "${TMPDIR:-/tmp}" ringlog-floor.XXXXXX)
 TIMEFORMAT="%S %R"
@@ -113,6 +210,10 @@ if [ $docs -eq 1 ]; then
 		sed 's/^## /### /' "$out/table.md"
 		echo
 		sed 's/^## /### /' "$out/floor.md"
+		echo
+		sed 's/^## /### /' "$out/scale.md"
+		echo
+		sed 's/^## /### /' "$out/export.md"
 		echo
 		[ -s "$out/ship.md" ] && sed 's/^## /### /' "$out/ship.md" && echo
 		echo "![emit cost distributions](emit-latency.png)"

@@ -6,10 +6,12 @@ RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjan
 # nats-server, libnats-dev: test-ship runs a JetStream cluster (skips without the
 # server; without the library ringlogd and ringlog build without shipping);
 # openssl makes its TLS certificates.
-RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev openssl"
+# protobuf-compiler: test-export-perfetto decodes `--format perfetto` with protoc.
+RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev openssl protobuf-compiler"
 # Optional: without them the kernel tests (user_events, slow disk) skip, saying why.
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
-RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox"
+# time: GNU time's max RSS for the export row (scripts/bench.sh --export).
+RINGLOG_BENCH_PACKAGES="lttng-tools liblttng-ust-dev babeltrace2 gnuplot-nox time"
 RINGLOG_FUZZ_PACKAGES="clang libclang-rt-14-dev"
 # Optional: the Windows cross-build (scripts/win-build.sh) and Wine to run it.
 RINGLOG_WIN_PACKAGES="gcc-mingw-w64-x86-64 dpkg-dev wine wine64"

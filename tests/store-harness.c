@@ -85,28 +85,33 @@ static void add_writer(struct harness *h)
 	h->r = r;
 }
 
-static void start_daemon(struct harness *h)
+/* The store is opened as lifecycle.c opens it, with nothing of a daemon;
+ * the daemon struct is only the drain's (its clients and their rings). */
+static void start_store(struct harness *h)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
+	struct store_params p = { .dir = h->dir, .io_name = io_pool_ops.name, .clock = &h->clock,
+				  .sinks = &h->sinks };
 
 	cr_assert(d);
 	h->d = d;
-	ringlog_config_defaults(&d->cfg);
-	snprintf(d->cfg.storage_dir, sizeof(d->cfg.storage_dir), "%s", h->dir);
-	d->cfg.max_disk = 64u << 20;
-	d->cfg.max_segment_size = 1u << 20;
-	d->cfg.min_free_bytes = 0;
-	d->cfg.min_free_percent = 0;
+	ringlog_config_defaults(&h->cfg);
+	snprintf(h->cfg.storage_dir, sizeof(h->cfg.storage_dir), "%s", h->dir);
+	h->cfg.max_disk = 64u << 20;
+	h->cfg.max_segment_size = 1u << 20;
+	h->cfg.min_free_bytes = 0;
+	h->cfg.min_free_percent = 0;
 	if (h_cfg)
-		h_cfg(&d->cfg);
-	d->loop = calloc(1, sizeof(*d->loop));
-	cr_assert(d->loop && uv_loop_init(d->loop) == 0);
-	sys_identity(d->boot_id, d->host, sizeof(d->host));
-	clock_calibrate_start(d);
-	d->st.io = io_pool_ops.open(d->loop);
-	d->st.io_name = io_pool_ops.name;
-	cr_assert(d->st.io, "thread pool backend: %s", strerror(errno));
-	cr_assert_eq(store_init(d), 0, "store_init on %s", h->dir);
+		h_cfg(&h->cfg);
+	h->loop = calloc(1, sizeof(*h->loop));
+	cr_assert(h->loop && uv_loop_init(h->loop) == 0);
+	d->loop = h->loop; /* the drain's clock (uv_now) for idle rings */
+	clock_calibrate_start(&h->clock);
+	h->io = p.io = io_pool_ops.open(h->loop);
+	cr_assert(h->io, "thread pool backend: %s", strerror(errno));
+	h->st = store_open(&p, &h->cfg);
+	cr_assert(h->st, "store_open on %s: %s", h->dir, strerror(errno));
+	d->st = h->st;
 	add_writer(h);
 }
 
@@ -116,13 +121,13 @@ void h_start(struct harness *h, void (*cfg)(struct ringlog_config *c))
 	snprintf(h->dir, sizeof(h->dir), "/tmp/ringlog-store-XXXXXX");
 	cr_assert(mkdtemp(h->dir));
 	h_cfg = cfg;
-	start_daemon(h);
+	start_store(h);
 }
 
-static bool writes_in_flight(const struct daemon *d)
+static bool writes_in_flight(const struct store *st)
 {
-	for (unsigned i = 0; i < d->st.nchunks; i++)
-		if (d->st.chunks[i].busy)
+	for (unsigned i = 0; i < st->nchunks; i++)
+		if (st->chunks[i].busy)
 			return true;
 	return false;
 }
@@ -132,8 +137,8 @@ static void run_loop(struct harness *h, bool drain)
 	for (int i = 0; i < 20000; i++) {
 		if (drain)
 			drain_all(h->d);
-		uv_run(h->d->loop, UV_RUN_NOWAIT);
-		if ((!drain || !ringlog_cons_pending(&h->r->cons)) && !writes_in_flight(h->d))
+		uv_run(h->loop, UV_RUN_NOWAIT);
+		if ((!drain || !ringlog_cons_pending(&h->r->cons)) && !writes_in_flight(h->st))
 			return;
 		usleep(500);
 	}
@@ -148,7 +153,7 @@ void h_pump(struct harness *h)
 void h_flush(struct harness *h)
 {
 	run_loop(h, true);
-	store_seal(h->d);
+	store_seal(h->st);
 	run_loop(h, false);
 }
 
@@ -186,16 +191,17 @@ void h_stop(struct harness *h)
 	if (!d)
 		return;
 	h_flush(h);
-	store_close_current(d);
-	d->st.io->ops->close(d->st.io);
-	uv_run(d->loop, UV_RUN_DEFAULT);
-	store_fini(d);
+	store_close_current(h->st);
+	h->io->ops->close(h->io);
+	uv_run(h->loop, UV_RUN_DEFAULT);
+	store_close(h->st);
+	h->st = NULL;
 	ringlog_meta_free(&h->c->meta);
 	free(h->r);
 	free(h->c);
 	free(h->mem);
-	cr_assert_eq(uv_loop_close(d->loop), 0);
-	free(d->loop);
+	cr_assert_eq(uv_loop_close(h->loop), 0);
+	free(h->loop);
 	free(d);
 	h->d = NULL;
 }
@@ -204,7 +210,7 @@ void h_restart(struct harness *h)
 {
 	h_stop(h);
 	h->next_value = 0;
-	start_daemon(h);
+	start_store(h);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)

@@ -1,8 +1,9 @@
-/* tests/store-harness.h - the daemon's store, in this process: a struct
- * daemon with a storage directory of its own, the thread-pool backend,
- * one writer with one in-memory ring, and the real drain feeding the
- * store (test-segment.c, test-retention.c). No socket, no lifecycle: what
- * is tested is store/ as the drain and lifecycle.c drive it. */
+/* tests/store-harness.h - the daemon's store, in this process: a store
+ * opened on a storage directory of its own (store_open(), with no daemon),
+ * the thread-pool backend, one writer with one in-memory ring, and the
+ * real drain feeding the store (test-segment.c, test-retention.c). No
+ * socket, no lifecycle: what is tested is store/ as the drain and
+ * lifecycle.c drive it. */
 #ifndef RINGLOG_TEST_STORE_HARNESS_H
 #define RINGLOG_TEST_STORE_HARNESS_H
 
@@ -14,7 +15,13 @@
 #include "ringbuf.h"
 
 struct harness {
-	struct daemon *d;
+	struct store *st;
+	struct ringlog_config cfg;
+	struct sink_list sinks; /* the store's: link a sink here */
+	struct d_clock clock;
+	uv_loop_t *loop;
+	struct io *io;
+	struct daemon *d;       /* the drain's only: its clients and rings */
 	char dir[64];
 	struct client *c;
 	struct ring *r;

@@ -28,11 +28,11 @@ Test(segment, fills_a_chunk_and_seals_it_on_demand)
 	cr_assert_eq(h_emit(&h, 1000), 1000);
 	h_pump(&h);
 	/* In the open chunk, not yet on disk: stored counts sealed chunks. */
-	cr_assert_eq(h.d->st.stored, 0);
-	cr_assert(h.d->st.open && h.d->st.open->events == 1000);
+	cr_assert_eq(h.st->stored, 0);
+	cr_assert(h.st->open && h.st->open->events == 1000);
 	h_flush(&h);
-	cr_assert_eq(h.d->st.stored, 1000);
-	cr_assert_null(h.d->st.open);
+	cr_assert_eq(h.st->stored, 1000);
+	cr_assert_null(h.st->open);
 	disk = h_read_disk(&h);
 	cr_assert_eq(disk.segments, 1);
 	cr_assert_eq(disk.chunks, 1);
@@ -47,14 +47,14 @@ Test(segment, a_full_chunk_is_sealed_and_the_next_one_opened)
 	unsigned total;
 
 	h_start(&h, small_segments);
-	cr_assert_eq(h.d->st.budget.chunk_size, 64u << 10);
+	cr_assert_eq(h.st->budget.chunk_size, 64u << 10);
 	/* 24-byte ring records pack to about 12 bytes: 20,000 events take
 	 * several 64 KiB chunks. */
 	total = h_fill(&h, 4, 5000);
 	disk = h_read_disk(&h);
 	cr_assert_eq(disk.events, total);
 	cr_assert_gt(disk.chunks, 2, "%llu chunks", (unsigned long long)disk.chunks);
-	cr_assert_eq(h.d->st.stored, total);
+	cr_assert_eq(h.st->stored, total);
 	h_cleanup(&h);
 }
 
@@ -68,11 +68,11 @@ Test(segment, rotates_by_size_within_the_segment_limit)
 	disk = h_read_disk(&h);
 	cr_assert_gt(disk.segments, 2, "%u segments", disk.segments);
 	cr_assert_eq(disk.events, total);
-	for (struct segfile *s = h.d->st.segs; s; s = s->next)
-		cr_assert_leq(s->bytes, h.d->st.budget.seg_max,
+	for (struct segfile *s = h.st->segs; s; s = s->next)
+		cr_assert_leq(s->bytes, h.st->budget.seg_max,
 			      "segment %llu: %llu bytes over %llu", (unsigned long long)s->seq,
 			      (unsigned long long)s->bytes,
-			      (unsigned long long)h.d->st.budget.seg_max);
+			      (unsigned long long)h.st->budget.seg_max);
 	h_cleanup(&h);
 }
 
@@ -86,17 +86,17 @@ Test(segment, rotates_by_age_on_the_tick)
 	uint64_t first;
 
 	h_start(&h, young_segments);
-	first = h.d->st.cur->seq;
+	first = h.st->cur->seq;
 	h_emit(&h, 100);
 	h_flush(&h);
-	store_tick(h.d);
-	cr_assert_eq(h.d->st.cur->seq, first, "rotated before its age");
+	store_tick(h.st);
+	cr_assert_eq(h.st->cur->seq, first, "rotated before its age");
 	usleep(60000);
-	store_tick(h.d);
-	cr_assert_null(h.d->st.cur, "not closed at 60 ms");
+	store_tick(h.st);
+	cr_assert_null(h.st->cur, "not closed at 60 ms");
 	h_emit(&h, 100);
 	h_flush(&h);
-	cr_assert_gt(h.d->st.cur->seq, first);
+	cr_assert_gt(h.st->cur->seq, first);
 	cr_assert_eq(h_read_disk(&h).events, 200);
 	h_cleanup(&h);
 }
@@ -119,8 +119,8 @@ Test(segment, a_crashed_segment_is_recovered_up_to_its_damaged_chunk)
 		h_emit(&h, 3000);
 		h_flush(&h); /* one chunk each */
 	}
-	seq = h.d->st.cur->seq;
-	chunks = h.d->st.cur->chunks;
+	seq = h.st->cur->seq;
+	chunks = h.st->cur->chunks;
 	cr_assert_eq(chunks, 3);
 	/* The file as a crash leaves it (header still ONLINE), under the next
 	 * name the store would not use for a while. */
@@ -152,7 +152,7 @@ Test(segment, a_crashed_segment_is_recovered_up_to_its_damaged_chunk)
 		close(out);
 	}
 	h_restart(&h);
-	for (struct segfile *s = h.d->st.segs; s; s = s->next)
+	for (struct segfile *s = h.st->segs; s; s = s->next)
 		if (s->seq == seq + 100)
 			cr_assert_eq(s->chunks, chunks - 1, "recovered %llu chunks",
 				     (unsigned long long)s->chunks);
@@ -208,7 +208,7 @@ Test(segment, a_sink_receives_exactly_the_sealed_chunks)
 	unsigned total;
 
 	h_start(&h, small_segments);
-	h.d->st.sinks = &s;
+	sink_link(&h.sinks, &s);
 	total = h_fill(&h, 10, 7000);
 	disk = h_read_disk(&h);
 	cr_assert_eq(x.records, total);
@@ -217,6 +217,35 @@ Test(segment, a_sink_receives_exactly_the_sealed_chunks)
 	cr_assert_eq(x.events, disk.events);
 	cr_assert_eq(x.bytes_ok, x.chunks, "a chunk's bytes were not the ones written");
 	cr_assert_gt(disk.segments, 1);
-	h.d->st.sinks = NULL;
+	h_cleanup(&h);
+}
+
+/* The store tests one count per record (sink_list.wanting): a sink that
+ * stops wanting records gets none, and still gets every sealed chunk. */
+Test(segment, records_reach_only_the_sinks_that_want_them)
+{
+	struct seen a = { 0 }, b = { 0 };
+	struct sink sa = { .ops = &seen_ops, .ctx = &a }, sb = { .ops = &seen_ops, .ctx = &b };
+	unsigned first, second;
+
+	h_start(&h, small_segments);
+	sink_link(&h.sinks, &sa);
+	sink_link(&h.sinks, &sb);
+	cr_assert_eq(h.sinks.wanting, 0);
+	first = h_fill(&h, 2, 5000);
+	cr_assert_eq(a.records + b.records, 0, "records to sinks that did not want them");
+	cr_assert_gt(a.chunks, 0);
+	sink_want(&h.sinks, &sb, true);
+	sink_want(&h.sinks, &sb, true); /* twice counts once */
+	cr_assert_eq(h.sinks.wanting, 1);
+	second = h_fill(&h, 2, 5000);
+	cr_assert_eq(a.records, 0);
+	cr_assert_eq(b.records, second);
+	sink_want(&h.sinks, &sb, false);
+	cr_assert_eq(h.sinks.wanting, 0);
+	h_fill(&h, 1, 1000);
+	cr_assert_eq(b.records, second);
+	cr_assert_eq(a.chunks, b.chunks);
+	cr_assert_eq(a.events, (uint64_t)first + second + 1000);
 	h_cleanup(&h);
 }

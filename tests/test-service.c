@@ -353,6 +353,40 @@ static void drop_users(void)
 	}
 }
 
+/* The throw-away users: one in neither group, a writer, a reader; made
+ * afresh (a failed run may have left them). Skips when not root. */
+static void make_users(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to create throw-away users and groups");
+	if (!have("useradd") || !have("setpriv"))
+		cr_skip_test("needs useradd (passwd) and setpriv (util-linux)");
+	drop_users();
+	must("groupadd " W_GROUP " && groupadd " R_GROUP " && "
+	     "useradd -M -N -s /bin/sh rltest-none && "
+	     "useradd -M -N -s /bin/sh -G " W_GROUP " rltest-writer && "
+	     "useradd -M -N -s /bin/sh -G " R_GROUP " rltest-reader");
+}
+
+/* The throw-away users and groups (make_users()), and a daemon run by hand
+ * as root on e with a config naming the groups (plus extra, JSON members
+ * or ""). Skips when not root. */
+static pid_t daemon_with_groups(struct live *e, const char *extra)
+{
+	char conf[400];
+	FILE *f;
+
+	make_users();
+	live_init(e);
+	chmod(e->dir, 0755); /* as /run/ringlog and /var/lib: others may look in */
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e->dir);
+	f = fopen(conf, "w");
+	cr_assert(f);
+	fprintf(f, "{\"socket_group\": \"%s\", \"read_group\": \"%s\"%s}\n", W_GROUP, R_GROUP, extra);
+	fclose(f);
+	return live_daemon(e, "--config", conf, NULL);
+}
+
 /* Run the command line ARGS as user, with RINGLOG_SOCKET naming e's daemon;
  * stderr goes with stdout. */
 static int cli_as(const struct live *e, const char *user, const char *args, char *out, size_t cap)
@@ -367,30 +401,12 @@ static int cli_as(const struct live *e, const char *user, const char *args, char
 Test(service, writers_and_readers_are_told_apart_by_their_groups, .timeout = 180)
 {
 	struct live e;
-	char conf[400], cmd[1200], out[8192];
-	FILE *f;
+	char cmd[1200], out[8192];
 	pid_t d;
 	int rc;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to create throw-away users and groups");
-	if (!have("useradd") || !have("setpriv"))
-		cr_skip_test("needs useradd (passwd) and setpriv (util-linux)");
-	drop_users();
-	must("groupadd " W_GROUP " && groupadd " R_GROUP " && "
-	     "useradd -M -N -s /bin/sh rltest-none && "
-	     "useradd -M -N -s /bin/sh -G " W_GROUP " rltest-writer && "
-	     "useradd -M -N -s /bin/sh -G " R_GROUP " rltest-reader");
-
-	live_init(&e);
-	chmod(e.dir, 0755); /* others reach the socket; the daemon decides */
-	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
-	f = fopen(conf, "w");
-	cr_assert(f);
-	fprintf(f, "{\"socket_group\": \"%s\", \"read_group\": \"%s\", \"socket_mode\": \"0666\"}\n",
-		W_GROUP, R_GROUP);
-	fclose(f);
-	d = live_daemon(&e, "--config", conf, NULL);
+	/* others reach the socket; the daemon decides */
+	d = daemon_with_groups(&e, ", \"socket_mode\": \"0666\"");
 
 	/* Nobody in particular: may neither write nor read. */
 	rc = cli_as(&e, "rltest-none", RINGLOG_CLI_PATH " emit Test.Access FromNobody n=1", out,
@@ -434,33 +450,6 @@ Test(service, writers_and_readers_are_told_apart_by_their_groups, .timeout = 180
 		  "store: %s", out);
 	live_cleanup(&e);
 	drop_users();
-}
-
-/* The throw-away users and groups of the tests below, and a daemon run by
- * hand as root on e with a config naming the groups (plus extra, JSON
- * members or ""). Skips when not root. */
-static pid_t daemon_with_groups(struct live *e, const char *extra)
-{
-	char conf[400];
-	FILE *f;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root to create throw-away users and groups");
-	if (!have("useradd") || !have("setpriv"))
-		cr_skip_test("needs useradd (passwd) and setpriv (util-linux)");
-	drop_users();
-	must("groupadd " W_GROUP " && groupadd " R_GROUP " && "
-	     "useradd -M -N -s /bin/sh rltest-none && "
-	     "useradd -M -N -s /bin/sh -G " W_GROUP " rltest-writer && "
-	     "useradd -M -N -s /bin/sh -G " R_GROUP " rltest-reader");
-	live_init(e);
-	chmod(e->dir, 0755); /* as /run/ringlog and /var/lib: others may look in */
-	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e->dir);
-	f = fopen(conf, "w");
-	cr_assert(f);
-	fprintf(f, "{\"socket_group\": \"%s\", \"read_group\": \"%s\"%s}\n", W_GROUP, R_GROUP, extra);
-	fclose(f);
-	return live_daemon(e, "--config", conf, NULL);
 }
 
 /* Issue 20, point 6: with the default socket_mode (the shipped config's, as

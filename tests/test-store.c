@@ -215,28 +215,36 @@ static void small_fs_done(const char *mnt)
 	live_run(cmd, NULL, 0);
 }
 
+/* A daemon storing on a 20 MiB tmpfs (mnt: its mount point) with min_free
+ * 12M, which leaves 8 MiB to the store, less than one max_segment_size
+ * (16M); chunks sealed every 100 ms. Skips without root or mount. */
+static pid_t small_fs_daemon(struct live *e, char *mnt, size_t cap)
+{
+	char cfg[400];
+
+	live_init(e);
+	if (!small_fs(e, "20m", mnt, cap)) {
+		live_cleanup(e);
+		cr_skip_test("needs root and a tmpfs mount for a 20 MiB filesystem");
+	}
+	snprintf(cfg, sizeof(cfg), "%s/floor.json", e->dir);
+	live_write_file(cfg, "{ \"min_free\": \"12M\", \"max_segment_size\": \"16M\", "
+			"\"flush_interval\": \"200ms\" }\n");
+	return live_daemon(e, "--config", cfg, NULL);
+}
+
 Test(store, min_free_with_one_large_segment_never_stops_storing)
 {
 	enum { EVENTS = 400000 }; /* ~19 MB of packed events: the store turns over */
 	struct live e;
 	struct newest nw = { 0 };
 	struct live_read rd = { .ctx = &nw, .on_event = on_newest };
-	char mnt[300], cfg[400];
+	char mnt[300];
 	struct statvfs v;
 	uint64_t fs_free;
 	json_t *st;
-	pid_t d;
+	pid_t d = small_fs_daemon(&e, mnt, sizeof(mnt));
 
-	live_init(&e);
-	if (!small_fs(&e, "20m", mnt, sizeof(mnt))) {
-		live_cleanup(&e);
-		cr_skip_test("needs root and a tmpfs mount for a 20 MiB filesystem");
-	}
-	snprintf(cfg, sizeof(cfg), "%s/minfree.json", e.dir);
-	/* min_free leaves 8 MiB to the store, less than one max_segment_size. */
-	live_write_file(cfg, "{ \"min_free\": \"12M\", \"max_segment_size\": \"16M\", "
-			"\"flush_interval\": \"200ms\" }\n");
-	d = live_daemon(&e, "--config", cfg, NULL);
 	live_wait_ok(emit(1, EVENTS, "16M", "300"), "emitter");
 	sleep_ms(1000);
 	st = status_json();
@@ -403,20 +411,11 @@ Test(store, below_min_free_with_nothing_to_delete_counts_disk_loss_and_recovers)
 	struct live e;
 	struct newest nw = { 0 };
 	struct live_read rd = { .ctx = &nw, .on_event = on_newest };
-	char mnt[300], cfg[400], cmd[800];
+	char mnt[300], cmd[800];
 	json_t *st;
 	uint64_t disk, ring;
-	pid_t d;
+	pid_t d = small_fs_daemon(&e, mnt, sizeof(mnt));
 
-	live_init(&e);
-	if (!small_fs(&e, "20m", mnt, sizeof(mnt))) {
-		live_cleanup(&e);
-		cr_skip_test("needs root and a tmpfs mount for a 20 MiB filesystem");
-	}
-	snprintf(cfg, sizeof(cfg), "%s/floor.json", e.dir);
-	live_write_file(cfg, "{ \"min_free\": \"12M\", \"max_segment_size\": \"16M\", "
-			"\"flush_interval\": \"200ms\" }\n");
-	d = live_daemon(&e, "--config", cfg, NULL);
 	/* Some history first, so that retention has segments of ours to
 	 * delete, and then none. */
 	live_wait_ok(emit(1, 20000, "16M", "100"), "emitter");

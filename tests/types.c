@@ -16,6 +16,10 @@
  *   steady     2 s at about 6 MB/s (100 events per millisecond): the daemon
  *              stays awake draining, nobody needs waking
  *              (both print "wakeups=N dropped=N emitted=N")
+ *   slices     start/stop pairs: nested on the main thread without activity
+ *              ids (Outer{n} > Inner{n}, ended by InnerDone), two activities overlapping (A
+ *              starts, B starts, A stops, B stops), B's stop from a second
+ *              thread, and a stop that closes nothing; waits like types
  *   signal     the main thread emits 300,000 events while a 20 us timer's
  *              handler emits on the same thread, often between the inline
  *              reserve and publish; prints what was emitted and dropped
@@ -65,6 +69,14 @@ static void *one_event(void *arg)
 	return NULL;
 }
 
+/* slices: the second request ends on another thread than it began */
+static void *stop_b(void *arg)
+{
+	RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, (const struct ringlog_activity *)arg,
+			 "Request", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_I32("code", 404));
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -100,6 +112,34 @@ int main(int argc, char **argv)
 			      RINGLOG_BLOB("none", NULL, 0), RINGLOG_BLOB("big", blob, sizeof(blob)));
 		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, &act, "Begin",
 				 RINGLOG_LEVEL_CRITICAL, 0x1, RINGLOG_U32("n", 7));
+		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "slices")) {
+		static struct ringlog_activity a, b;
+		pthread_t th;
+
+		for (int i = 0; i < 16; i++) {
+			a.bytes[i] = (uint8_t)(0x10 + i);
+			b.bytes[i] = (uint8_t)(0x20 + i);
+		}
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, NULL, "Outer",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, NULL, "Inner",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 2));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "InnerDone",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 2), RINGLOG_STR("status", "ok"));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "Outer",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, &a, "Request",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_STR("url", "/a"));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_START, &b, "Request",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_STR("url", "/b"));
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, &a, "Request",
+				 RINGLOG_LEVEL_INFO, 0x1, RINGLOG_I32("code", 200));
+		pthread_create(&th, NULL, stop_b, &b);
+		pthread_join(th, NULL);
+		RINGLOG_EVENT_EX(types_provider, RINGLOG_OPCODE_STOP, NULL, "Stray",
+				 RINGLOG_LEVEL_WARNING, 0x1, RINGLOG_STR("why", "closes nothing"));
 		return ringlog_flush(5000) == 0 ? 0 : 3;
 	}
 	if (!strcmp(mode, "burst") || !strcmp(mode, "steady")) {

@@ -85,7 +85,7 @@ int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
-int cmd_export(int argc, char **argv); /* export.c: CTF 1.8, JSON lines */
+int cmd_export(int argc, char **argv); /* export.c: CTF 1.8, Perfetto, JSON lines */
 /* operate.c: run-time enablement, declared events, deleting old segments */
 int cmd_enable(int argc, char **argv);
 int cmd_disable(int argc, char **argv);

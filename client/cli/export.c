@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "export.h"
 #include "query.h"
 
@@ -132,7 +133,10 @@ static void export_file(struct ex *x, const char *path)
 /* The host and boot id of the first segment that has a sound header. */
 static void store_info(char **files, size_t nf, struct export_info *info)
 {
+	uint64_t max_size = info->max_size;
+
 	memset(info, 0, sizeof(*info));
+	info->max_size = max_size;
 	info->version = RINGLOG_VERSION_STRING;
 	for (size_t i = 0; i < nf; i++) {
 		struct ringlog_seg_file f;
@@ -145,6 +149,8 @@ static void store_info(char **files, size_t nf, struct export_info *info)
 			info->host[sizeof(f.hdr.host)] = 0;
 			for (int k = 0; k < 16; k++)
 				snprintf(info->boot_id + 2 * k, 3, "%02x", f.hdr.boot_id[k]);
+			info->mono_ref = f.hdr.mono_ref;
+			info->real_ref = f.hdr.real_ref;
 			ringlog_seg_close(&f);
 			return;
 		}
@@ -160,10 +166,15 @@ static void export_help(void)
 	       "reported on stderr and skipped, exit code 4 when damage was found.\n"
 	       "\n"
 	       "  -F, --format FORMAT    ctf: a CTF 1.8 directory (babeltrace2, Trace Compass);\n"
-	       "                         json: read --json's objects, one per line, in store\n"
-	       "                         order; perfetto: not yet\n"
+	       "                         perfetto: a trace file of TracePackets (ui.perfetto.dev,\n"
+	       "                         trace_processor); json: read --json's objects, one\n"
+	       "                         per line, in store order\n"
 	       "  -O, --output PATH      ctf: a directory, created (an existing one must be\n"
-	       "                         empty); json: a file, \"-\" for stdout\n"
+	       "                         empty); perfetto, json: a file, \"-\" for stdout\n"
+	       "      --max-size SIZE    perfetto: split the output into files of at most SIZE\n"
+	       "                         (512M, 2G; at least 64K), each one whole by itself,\n"
+	       "                         named PATH with -001, -002... before its extension\n"
+	       "                         (t.pftrace: t-001.pftrace, t-002.pftrace, ...)\n"
 	       "  -D, --dir DIR          the store (default: storage_dir of /etc/ringlog/ringlogd.json)\n"
 	       "      --since T, --until T, -p P, --provider GLOB, --event GLOB, --keyword MASK,\n"
 	       "      --pid PID, --uid UID, -g REGEX, FIELD=VALUE\n"
@@ -173,7 +184,7 @@ static void export_help(void)
 /* Take --format and --output out of argv (read's -o is its output mode,
  * which export has no use for), and refuse read's display options. */
 static int split_args(int argc, char **argv, const char **format, const char **output,
-		      int *nargc)
+		      const char **max_size, int *nargc)
 {
 	static const char *const display[] = { "-o", "--output-mode", "--json", "--utc", "--color",
 		"--colour", "--no-pager", "-n", "--lines", "-r", "--reverse", "-f", "--follow",
@@ -192,6 +203,11 @@ static int split_args(int argc, char **argv, const char **format, const char **o
 			slot = format;
 		} else if (!rest && (!strcmp(a, "--output") || !strcmp(a, "-O"))) {
 			slot = output;
+		} else if (!rest && !strcmp(a, "--max-size")) {
+			slot = max_size;
+		} else if (!rest && !strncmp(a, "--max-size=", (l = 11))) {
+			*max_size = a + l;
+			continue;
 		} else if (!rest && !strncmp(a, "--format=", (l = 9))) {
 			*format = a + l;
 			continue;
@@ -228,8 +244,9 @@ static int split_args(int argc, char **argv, const char **format, const char **o
 
 int cmd_export(int argc, char **argv)
 {
-	static const struct export_ops *const writers[] = { &export_ctf_ops, &export_json_ops };
-	const char *format = NULL, *output = NULL;
+	static const struct export_ops *const writers[] = { &export_ctf_ops, &export_json_ops,
+		&export_perfetto_ops };
+	const char *format = NULL, *output = NULL, *max_size = NULL;
 	const struct export_ops *ops = NULL;
 	struct query q;
 	struct ex x = { .q = &q };
@@ -245,25 +262,31 @@ int cmd_export(int argc, char **argv)
 			export_help();
 			return EXIT_OK;
 		}
-	rc = split_args(argc, argv, &format, &output, &nargc);
+	rc = split_args(argc, argv, &format, &output, &max_size, &nargc);
 	if (rc)
 		return rc;
 	if (!format || !output) {
-		fprintf(stderr, "ringlog export: %s is required: --format ctf|json --output PATH "
-			"(ringlog export --help)\n", !format ? "--format" : "--output");
-		return EXIT_USAGE;
-	}
-	if (!strcmp(format, "perfetto")) {
-		fprintf(stderr, "ringlog export: --format perfetto is not available yet; use "
-			"--format ctf (babeltrace2, Trace Compass) or json\n");
+		fprintf(stderr, "ringlog export: %s is required: --format ctf|perfetto|json "
+			"--output PATH (ringlog export --help)\n", !format ? "--format" : "--output");
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(writers) / sizeof(*writers); i++)
 		if (!strcmp(format, writers[i]->name))
 			ops = writers[i];
 	if (!ops) {
-		fprintf(stderr, "ringlog export: --format \"%s\": expected ctf or json "
-			"(perfetto: not yet)\n", format);
+		fprintf(stderr, "ringlog export: --format \"%s\": expected ctf, perfetto or json\n",
+			format);
+		return EXIT_USAGE;
+	}
+	info.max_size = 0;
+	if (max_size && (ringlog_parse_size(max_size, &info.max_size) < 0 || !info.max_size)) {
+		fprintf(stderr, "ringlog export: --max-size \"%s\": expected a size like 512M or "
+			"2G\n", max_size);
+		return EXIT_USAGE;
+	}
+	if (max_size && ops != &export_perfetto_ops) {
+		fprintf(stderr, "ringlog export: --max-size splits --format perfetto output; "
+			"%s is written whole\n", format);
 		return EXIT_USAGE;
 	}
 	rc = query_parse(&q, "export", Q_FILES, -1, nargc, argv, export_help);

@@ -13,11 +13,16 @@
 
 #include "decode.h"
 
-/* What the store says about itself, from its first readable segment. */
+/* What the store says about itself, from its first readable segment, and
+ * the options a writer takes. */
 struct export_info {
 	char host[65];
 	char boot_id[33];  /* hex; "" when unknown */
 	const char *version;
+	/* the segment's calibration: CLOCK_MONOTONIC mono_ref was wall clock
+	 * real_ref (segment.h); both 0 when unknown */
+	uint64_t mono_ref, real_ref;
+	uint64_t max_size; /* --max-size (perfetto): split past it; 0: never */
 };
 
 struct export_writer;
@@ -38,5 +43,6 @@ struct export_ops {
 
 extern const struct export_ops export_ctf_ops;
 extern const struct export_ops export_json_ops;
+extern const struct export_ops export_perfetto_ops;
 
 #endif /* RINGLOG_CLI_EXPORT_H */

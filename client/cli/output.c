@@ -538,16 +538,25 @@ char *out_event(const struct output *o, const struct ringlog_dec_event *e)
 	return sb_done(&b);
 }
 
-char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
+const char *out_loss_why(unsigned reason, const char **cause)
 {
 	static const char *const why[] = { "?", "ring overflow in the program",
 		"disk full or write error in ringlogd", "this reader was too slow",
 		"corrupt ring detached", "counted at exit",
+		"overwritten in the flight buffer before this snapshot",
 		"not shipped: the disk budget deleted them first",
 		"not shipped: over ship.max_backlog" };
 	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
-		"ship_retention", "ship_backlog" };
-	const char *w = l->reason <= 7 ? why[l->reason] : "?";
+					   "overwritten", "ship_retention", "ship_backlog" };
+
+	if (cause)
+		*cause = reason <= 8 ? key[reason] : "?";
+	return reason <= 8 ? why[reason] : "?";
+}
+
+char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
+{
+	const char *cause, *w = out_loss_why(l->reason, &cause);
 	struct sb b = { 0 };
 
 	if (o->mode == OUT_JSON || o->mode == OUT_JSON_PRETTY) {
@@ -555,7 +564,7 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		 * jq filter reads both; "type" tells them apart. */
 		sb_printf(&b, "{\"type\":\"loss\",\"time_ns\":%llu,\"lost\":%llu,\"reason\":\"%s\","
 			  "\"cause\":\"%s\"", (unsigned long long)l->real_ns,
-			  (unsigned long long)l->records, w, l->reason <= 7 ? key[l->reason] : "?");
+			  (unsigned long long)l->records, w, cause);
 		if (l->provider) {
 			sb_puts(&b, ",\"provider\":");
 			put_json_cstr(&b, l->provider);

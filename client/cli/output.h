@@ -45,6 +45,9 @@ bool out_color(enum out_when w, int fd);
  * (NULL when out of memory). */
 char *out_event(const struct output *o, const struct ringlog_dec_event *e);
 char *out_loss(const struct output *o, const struct ringlog_dec_loss *l);
+/* Why a loss happened, as read shows it ("ring overflow in the program"),
+ * and *cause (when not NULL) its one-word key ("ring"). */
+const char *out_loss_why(unsigned reason, const char **cause);
 /* The short line without colour, no newline: what --grep matches. */
 char *out_short_plain(const struct ringlog_dec_event *e);
 /* "2026-11-23 10:00:00" in the output's zone, for header lines. */

@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "meta.h"
+#include "store/stream.h"
 
 struct daemon;
 struct ring;
@@ -69,9 +70,8 @@ struct client {
 	struct ring *rings;
 	uint32_t nrings;
 	uint64_t ring_bytes;
-	uint32_t seg_gen;    /* segment generation that has WRITER + META[..] */
-	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
-	uint64_t stored, lost_ring, lost_disk, lost_corrupt;
+	struct store_writer store; /* the store's (store/stream.h) */
+	uint64_t stored, lost_ring, lost_corrupt;
 	bool refused;
 	uint32_t refusals;   /* REFUSE frames sent: the log gets the first few */
 	bool ghost;          /* adopted from the fd store: no connection */

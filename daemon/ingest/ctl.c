@@ -18,11 +18,8 @@
 #include "access.h"
 #include "ingest/registry.h"
 #include "ingest/drain.h"
-#include "sink/sync.h"
 #include "ingest/status.h"
 #include "ingest/fdstore.h"
-#include "sink/tail.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -111,12 +108,7 @@ void client_close(struct client *c)
 	c->gone = true;
 	c->d->rx_held -= c->rx_len;
 	c->rx_len = 0;
-	sync_free(c);
-	if (c->tail) {
-		tail_free(c->tail);
-		c->tail = NULL;
-		reg_enable_recompute(c->d);
-	}
+	sink_publish_closed(&c->d->sinks, c); /* a tail, SYNC requests */
 	ctl_close(c);
 	free(c->rx);
 	c->rx = NULL;
@@ -139,7 +131,7 @@ void client_maybe_free(struct client *c)
 	if (c->meta_map)
 		ctl_unmap((void *)c->meta_map, c->meta_size);
 	ctl_free(c);
-	fwd_client_free(c);
+	sink_publish_freed(&d->sinks, c); /* forwarding's per-writer state */
 	ringlog_meta_free(&c->meta);
 	free(c->prov);
 	free(c->prov_sent);
@@ -183,6 +175,21 @@ static int deny(struct client *c, unsigned need)
 	return -EACCES;
 }
 
+/* A request a sink answers: first every ring drained and the open chunk
+ * sealed, so that what the peer emitted before is on its way to the disk,
+ * then the request with the store's progress, to the sink that takes it. */
+static int to_sink(struct client *c, uint16_t type, const uint8_t *p, uint32_t len)
+{
+	struct daemon *d = c->d;
+	struct sink_request rq = { .c = c, .type = type, .payload = p, .len = len };
+
+	drain_all(d);
+	store_seal(d->st);
+	rq.sealed = d->st->seal_next;
+	rq.segment = d->st->cur ? d->st->cur->seq : d->st->next_seq;
+	return sink_publish_request(&d->sinks, &rq);
+}
+
 static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint32_t len)
 {
 	unsigned need = frame_needs(type, c->access);
@@ -198,20 +205,18 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
 	case RINGLOG_CTL_SYNC:
 		/* What is there now goes to the disk without waiting for the
-		 * chunk to fill or age; the answer waits for the write. */
-		drain_all(c->d);
-		store_seal(c->d);
-		return sync_request(c, p, len);
+		 * chunk to fill or age; the answer (sink/sync.c) waits for the
+		 * write. */
+		return to_sink(c, type, p, len);
 	case RINGLOG_CTL_STATUS:
 		c->tool = true;
 		return status_reply(c, c->access & ACCESS_READ);
 	case RINGLOG_CTL_TAIL:
 		c->tool = true;
 		/* The backlog: everything emitted before the tail joins goes to
-		 * the segments, which the tail reads itself; then it is live. */
-		drain_all(c->d);
-		store_seal(c->d);
-		return tail_start(c, p, len);
+		 * the segments, which the tail (sink/tail.c) reads itself; then
+		 * it is live. */
+		return to_sink(c, type, p, len);
 	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
 	case RINGLOG_CTL_LIST: return op_list(c, p, len);
 	case RINGLOG_CTL_VACUUM: return op_vacuum(c, p, len);

@@ -1,10 +1,10 @@
 /* daemon/ingest/drain.c - move validated records from every ring into the
  * store (store_event()), which packs them and publishes them to the sinks.
  *
- * Runs on a timer: 1 ms while data flows (sooner when a producer passes
- * its high-water mark), 10 ms when the rings were empty (the rings absorb
- * what arrives in between, so a ring is sized by rate x worst drain
- * delay). Each record is validated by the consumer
+ * Runs on a timer whose interval follows the flow (on_drain_timer): 1 ms
+ * while data flows densely, longer while it trickles or stops, and at once
+ * when a producer passes its high-water mark. The rings absorb what
+ * arrives in between, so a ring is sized by rate x worst drain delay. Each record is validated by the consumer
  * (proto/ringbuf.c) and here against the writer's metadata: an event id
  * that the metadata does not define, or a payload shorter than its fixed
  * fields, detaches the ring as corrupt.
@@ -20,14 +20,41 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DRAIN_BUSY_MS 1
-#define DRAIN_IDLE_MS 10
+#define DRAIN_BUSY_MS 1       /* data flowing densely */
+#define DRAIN_SPARSE_MAX_MS 8 /* data trickling: a few records per ring */
+#define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
+#define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
+#define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
+/* A pass that found at most this many records per ring with data is
+ * sparse: its cost is the visits, so the next one may wait longer. */
+#define DRAIN_SPARSE_RECORDS 16
 
 struct drain_ctx {
 	struct daemon *d;
+	struct store *st;
 	struct ring *r;
 	const char *why;
+	/* A pass sees long runs of one event type: what the last record's
+	 * type and id resolved to is kept, so that the next of the same kind
+	 * skips the metadata lookups (a chain of dependent loads per record),
+	 * and its counts are added up here and given to the client and the
+	 * provider when the kind changes or the pass ends (count_flush()). */
+	uint32_t key;                    /* type << 16 | id; 0: none */
+	uint32_t need;                   /* the payload's least length */
+	const struct ringlog_event_desc *e;
+	struct provider *p;
+	uint64_t stored;                 /* records of e not yet counted */
 };
+
+static void count_flush(struct drain_ctx *x)
+{
+	if (!x->stored)
+		return;
+	x->r->c->stored += x->stored;
+	if (x->p)
+		x->p->stored += x->stored;
+	x->stored = 0;
+}
 
 static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		     uint32_t len)
@@ -39,6 +66,19 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	struct provider *p = NULL;
 	int err;
 
+	if (((uint32_t)type << 16 | aux) == x->key) {
+		/* the same kind as the last record: checked against the same
+		 * description */
+		if (len < x->need) {
+			x->why = "event payload shorter than its fields";
+			return -EBADMSG;
+		}
+		/* STORE_FULL: no room now, the record stays in the ring */
+		if ((err = store_event(x->st, r, type, aux, payload, len, x->e)) != 0)
+			return err;
+		x->stored++;
+		return 0;
+	}
 	if (type == RINGLOG_REC_EVENT || type == RINGLOG_REC_EVENT_ACT) {
 		uint32_t head = RINGLOG_EVENT_HDR_SIZE +
 				(type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
@@ -58,11 +98,14 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
 		/* STORE_FULL: no room now, the record stays in the ring */
-		if ((err = store_event(x->d, r, type, aux, payload, len, e)) != 0)
+		if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
-		c->stored++;
-		if (p)
-			p->stored++;
+		count_flush(x);
+		x->key = (uint32_t)type << 16 | aux;
+		x->need = head + e->min_len;
+		x->e = e;
+		x->p = p;
+		x->stored = 1;
 		return 0;
 	}
 	if (type != RINGLOG_REC_LOSS) {
@@ -85,7 +128,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 				       .provider = p ? aux : 0, .first_ts = l.first_ts };
 
 	/* STORE_FULL: no room now, the record stays in the ring */
-	if ((err = store_ring_loss(x->d, r, aux, &l.l, len, &sl)) != 0)
+	if ((err = store_ring_loss(x->st, r, aux, &l.l, len, &sl)) != 0)
 		return err;
 	c->lost_ring += l.l.records;
 	x->d->lost_ring += l.l.records;
@@ -104,137 +147,207 @@ static void detach_corrupt(struct daemon *d, struct ring *r, const char *why)
 	d->lost_corrupt++;
 	/* The stream says where it broke; the count is unknown, the bytes are
 	 * what was left. */
-	store_loss(d, r, 1, pending, RINGLOG_LOSS_CORRUPT);
+	store_loss(d->st, r, 1, pending, RINGLOG_LOSS_CORRUPT);
 	reg_refuse(r->c, r->handle, "ring corrupt: %s", why);
 	r->dead = true;
 	ctl_unmap(r->mem, r->map_size);
 	r->mem = NULL;
 }
 
-/* A ring nobody will write again: its thread finished, or its process is
- * gone. Loss the producer counted but never reported in-stream is written
- * now, so that stored + lost always adds up. */
-static bool finished(struct ring *r)
+/* A ring nobody will write again (its thread finished, or its process is
+ * gone) is finished here: loss the producer counted but never reported
+ * in-stream is written now, so that stored + lost always adds up, and it
+ * is released once the chunks holding its last records are written
+ * (retire()). false: the ring goes on. */
+static bool finish(struct daemon *d, struct ring *r)
 {
-	if (ringlog_cons_done(&r->cons))
-		return true;
-	return r->c->gone && ringlog_cons_pending(&r->cons) == 0;
-}
+	struct ringlog_rec_loss l;
 
-static void finish(struct daemon *d, struct ring *r)
-{
-	struct ringlog_rec_loss l = ringlog_cons_pending_loss(&r->cons);
-
+	if (!ringlog_cons_done(&r->cons) && !(r->c->gone && ringlog_cons_pending(&r->cons) == 0))
+		return false;
+	l = ringlog_cons_pending_loss(&r->cons);
 	if (l.records) {
-		store_loss(d, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
+		store_loss(d->st, r, l.records, l.bytes, RINGLOG_LOSS_EXIT);
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}
-	/* Released once the chunks holding its last records are written:
-	 * seal now rather than hold a dead thread's ring for a flush interval. */
+	/* Seal now rather than hold a dead thread's ring for a flush
+	 * interval. */
 	r->finishing = true;
-	if (r->held)
-		store_seal(d);
+	if (r->store.held)
+		store_seal(d->st);
+	return true;
 }
 
-/* After a pass over r: with no chunk holding its records, what is left
- * unpublished is PAD only, and goes back at once. With a quarter of the ring
- * waiting for the open chunk, seal it now, so that a ring smaller than a
- * chunk never waits for the chunk to fill. */
-static void give_back(struct daemon *d, struct ring *r)
+/* One pass over a live ring: its records into the store, then what the
+ * pass found (a corrupt ring, a ring nobody writes any more) and its space
+ * back (store_give_back()). Returns the bytes moved; *records: what
+ * ringlog_cons_drain() returned (records delivered, or an error). */
+static uint64_t pass(struct daemon *d, struct ring *r, long *records)
 {
-	struct ringlog_consumer *k = &r->cons;
+	struct drain_ctx x = { .d = d, .st = d->st, .r = r };
+	uint64_t before = r->cons.pos;
+	long n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
 
-	if (!r->held)
-		ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
-	else if (k->pos - k->published >= k->size / 4)
-		store_seal(d);
+	count_flush(&x);
+	*records = n;
+	store_events_end(d->st); /* before anything else writes to the chunk */
+	if (n == -EBADMSG)
+		detach_corrupt(d, r, x.why ? x.why : r->cons.why);
+	else if (!finish(d, r))
+		store_give_back(d->st, r);
+	return r->cons.pos - before;
 }
 
-uint64_t drain_all(struct daemon *d)
+/* A ring drained for good or detached: its disk loss goes into its stream
+ * before it goes (the chunk carrying the report then holds it), and it is
+ * released once no chunk holds its records. */
+static void retire(struct ring *r, struct store *st)
 {
-	uint64_t moved = 0;
+	if (r->store.lost_disk_pending && store_settle_loss(st, r) < 0)
+		return;
+	if ((r->c->gone || r->finishing) && !r->store.held) {
+		/* the client frees a drained ring (a handed over one is the
+		 * new ring's to give back) */
+		if (!r->dead && !r->handed_over)
+			store_give_back(st, r);
+		reg_ring_release(r);
+	}
+}
+
+/* A ring that had nothing for a while is visited less often: a visit to
+ * an idle ring costs a TLB and a cache miss on its header (~400 ns with
+ * 1,000 rings), which a timer must not pay for every ring every pass. It
+ * waits a quarter of its idle time, at most IDLE_VISIT_MAX_MS (or
+ * IDLE_VISIT_TAIL_MS with a tail attached: its first event after a long
+ * silence reaches the tail within that); a burst still wakes us at once
+ * (the high-water mark), and a SYNC, TAIL or STATUS frame or a wake-up
+ * visits every ring (drain_all()). */
+#define IDLE_VISIT_MAX_MS 500
+#define IDLE_VISIT_TAIL_MS 20
+
+static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now)
+{
+	uint64_t wait = (r->last_visit_ms - r->last_data_ms) / 4;
+	uint64_t cap = d->ntails ? IDLE_VISIT_TAIL_MS : IDLE_VISIT_MAX_MS;
+
+	return !d->drain_visit_all && now < r->last_visit_ms + (wait < cap ? wait : cap);
+}
+
+static void visited(struct ring *r, uint64_t now, bool had_data)
+{
+	r->last_visit_ms = now;
+	if (had_data || !r->last_data_ms)
+		r->last_data_ms = now;
+}
+
+/* One pass over every ring. *records and *busy (rings that had data) and
+ * *fill (the most any ring held, in 1/1024 of its wake-up threshold) tell
+ * the timer how dense the flow is. */
+static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, unsigned *fill)
+{
+	uint64_t moved = 0, now = uv_now(d->loop);
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
-			struct drain_ctx x = { .d = d, .r = r };
-			uint64_t before = r->cons.pos;
+			uint64_t got;
 			long n;
 
-			rn = r->next;
+			rn = r->next; /* retire() may free r */
 			if (r->dead || r->finishing) {
-				/* Its disk loss goes into its stream before it goes:
-				 * the chunk carrying the report then holds it. */
-				if (r->lost_disk_pending && store_settle_loss(d, r) < 0)
-					continue;
-				if ((c->gone || r->finishing) && !r->held) {
-					/* the client frees a drained ring (a handed
-					 * over one is the new ring's to give back) */
-					if (!r->dead && !r->handed_over)
-						give_back(d, r);
-					reg_ring_release(r);
-				}
+				retire(r, d->st);
 				continue;
 			}
-			n = ringlog_cons_drain(&r->cons, r->cons.size, on_record, &x);
-			store_events_end(d); /* before anything else writes to the chunk */
-			moved += r->cons.pos - before;
-			if (n == -EBADMSG) {
-				detach_corrupt(d, r, x.why ? x.why : r->cons.why);
+			if (skip_idle(d, r, now))
 				continue;
+			got = pass(d, r, &n);
+
+			if (got) {
+				uint64_t f = got * 2048 / r->cons.size;
+
+				moved += got;
+				*records += n > 0 ? (uint64_t)n : 0;
+				++*busy;
+				if (f > *fill)
+					*fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
 			}
-			if (finished(r))
-				finish(d, r);
-			else
-				give_back(d, r);
+			visited(r, now, got != 0);
 		}
 	}
 	return moved;
 }
 
-/* Flag every ring as asleep or awake. A producer that sees the flag once
- * its ring is past the high-water mark signals the wake object (ctl.c). */
-static void set_sleeping(struct daemon *d, bool on)
+uint64_t drain_all(struct daemon *d)
 {
-	if (d->sleeping == on)
-		return;
-	d->sleeping = on;
-	for (struct client *c = d->clients; c; c = c->next)
-		for (struct ring *r = c->rings; r; r = r->next)
-			if (!r->dead)
-				__atomic_store_n(&r->cons.hdr->consumer_flags,
-						 on ? RINGLOG_CONS_SLEEPING : 0u, __ATOMIC_RELEASE);
+	uint64_t records = 0, moved;
+	unsigned busy = 0, fill = 0;
+
+	d->drain_visit_all = true;
+	moved = drain_pass(d, &records, &busy, &fill);
+	d->drain_visit_all = false;
+	return moved;
 }
 
-/* Two paces. Busy (the last pass moved data): wait DRAIN_BUSY_MS, flagged
- * asleep, so that a ring passing its high-water mark meanwhile wakes us at
- * once; below that rate no producer ever makes a system call. Not a spin:
- * on two cores the loop would take the CPU from the kernel's write
- * workers, whose completions are what give ring space back. Idle: the
- * long interval, flagged; then drain once more, for what came before the
- * flag. */
+/* The next wait, from what the last pass found. Every ring is flagged
+ * RINGLOG_CONS_SLEEPING for good (registry.c), so a ring passing its
+ * high-water mark (half the ring) wakes us whatever the wait; below it no
+ * producer ever makes a system call. Not a spin: on two cores the loop
+ * would take the CPU from the kernel's write workers, whose completions
+ * are what give ring space back.
+ *   - dense flow: DRAIN_BUSY_MS;
+ *   - a trickle (few records per ring with data, every ring far below
+ *     its threshold): twice the last wait, up to DRAIN_SPARSE_MAX_MS, so
+ *     that 1,000 writers of 1,000 events/s each cost visits of a dozen
+ *     records, not of one (bench/bench-scale.c);
+ *   - nothing: DRAIN_IDLE_MS, then twice that each empty pass up to
+ *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
+ *     many there are;
+ * and never over DRAIN_TAIL_MAX_MS while a tail is attached: a live reader
+ * sees an event within a few milliseconds. */
+static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned busy,
+			  unsigned fill)
+{
+	uint64_t ms = d->drain_wait_ms;
+
+	if (!moved)
+		ms = ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS : ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : ms * 2;
+	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)
+		ms = ms >= DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : ms * 2;
+	else
+		ms = DRAIN_BUSY_MS;
+	if (ms > DRAIN_SPARSE_MAX_MS && moved)
+		ms = DRAIN_SPARSE_MAX_MS;
+	if (d->ntails && ms > DRAIN_TAIL_MAX_MS)
+		ms = DRAIN_TAIL_MAX_MS;
+	return d->drain_wait_ms = ms;
+}
+
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
-	uint64_t moved;
+	uint64_t records = 0, moved;
+	unsigned busy = 0, fill = 0;
 
-	set_sleeping(d, false);
-	moved = drain_all(d);
-	set_sleeping(d, true);
-	if (!moved)
-		moved = drain_all(d);
-	uv_timer_start(t, on_drain_timer, moved ? DRAIN_BUSY_MS : DRAIN_IDLE_MS, 0);
+	/* woken by a producer past its high-water mark: which ring is not
+	 * known, so every ring is looked at */
+	d->drain_visit_all = d->drain_woken;
+	d->drain_woken = false;
+	moved = drain_pass(d, &records, &busy, &fill);
+	d->drain_visit_all = false;
+	uv_timer_start(t, on_drain_timer, next_wait(d, moved, records, busy, fill), 0);
 }
 
 void drain_woken(struct daemon *d, uint64_t n)
 {
 	d->wakeups += n;
+	d->drain_woken = true;
 	drain_start(d);
 }
 
 void drain_start(struct daemon *d)
 {
 	d->drain_timer.data = d;
+	d->drain_wait_ms = DRAIN_BUSY_MS; /* something arrived: look closely again */
 	uv_timer_start(&d->drain_timer, on_drain_timer, 0, 0);
 }

@@ -1,8 +1,8 @@
 /* daemon/ingest/operate.c - what an operator changes or asks at run time over the
  * tool channel (proto/ctl.h): enablement rules (`ringlog enable` and
  * `disable`), the providers and events running programs declared
- * (`ringlog list`), deleting old segments now (`ringlog vacuum`), and
- * max_retention on the loop's tick. Every frame here needs read access
+ * (`ringlog list`), deleting old segments now (`ringlog vacuum`; the
+ * store expires max_retention itself). Every frame here needs read access
  * (ctl.c's frame_needs()): a non-reader is refused with the group named.
  *
  * A run-time rule is a provider glob with a level (0: off) and keywords.
@@ -394,38 +394,15 @@ int op_vacuum(struct client *c, const uint8_t *p, uint32_t len)
 		before = (uint64_t)json_integer_value(age) < now ? now - (uint64_t)json_integer_value(age) : 1;
 	json_decref(j);
 	v.deleted = json_array();
-	n = ret_vacuum(d, keep, before, vac_one, &v);
-	for (struct segfile *s = d->st.segs; s; s = s->next)
+	n = ret_vacuum(d->st, keep, before, vac_one, &v);
+	for (struct segfile *s = d->st->segs; s; s = s->next)
 		left++;
 	if (n)
 		d_log(LOG_NOTICE, "pid %u (%s, uid %u): vacuum deleted %u segments (%llu bytes); %u left, "
 		      "%llu bytes", c->pid, c->comm, c->uid, n, (unsigned long long)v.bytes, left,
-		      (unsigned long long)d->st.used_bytes);
+		      (unsigned long long)d->st->used_bytes);
 	return reply(c, RINGLOG_CTL_VACUUM, json_pack("{s:o,s:I,s:I,s:I,s:s,s:I}", "deleted", v.deleted,
-		"freed_bytes", (json_int_t)v.bytes, "used_bytes", (json_int_t)d->st.used_bytes,
+		"freed_bytes", (json_int_t)v.bytes, "used_bytes", (json_int_t)d->st->used_bytes,
 		"segments", (json_int_t)left, "storage_dir", d->cfg.storage_dir,
-		"current", (json_int_t)(d->st.cur ? d->st.cur->seq : 0)));
-}
-
-/* max_retention, at most once a second: sealed segments whose newest event
- * is older go. The segment being written is sealed once its oldest event
- * is that old, so that it may go in turn: nothing outlives max_retention
- * by more than a segment's span. */
-void op_tick(struct daemon *d)
-{
-	uint64_t mono = d_now(CLOCK_MONOTONIC), now, before;
-	struct vac v = { 0 };
-	unsigned n;
-
-	if (!d->cfg.max_retention_ns || mono - d->op_tick_ns < 1000000000ull)
-		return;
-	d->op_tick_ns = mono;
-	now = d_now(CLOCK_REALTIME);
-	if (now <= d->cfg.max_retention_ns)
-		return;
-	before = now - d->cfg.max_retention_ns;
-	if ((n = store_expire(d, before, vac_one, &v)))
-		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
-		      (unsigned long long)v.bytes,
-		      (unsigned long long)(d->cfg.max_retention_ns / 1000000000ull));
+		"current", (json_int_t)(d->st->cur ? d->st->cur->seq : 0)));
 }

@@ -1,7 +1,8 @@
 /* daemon/ingest/operate.h - what operators change at run time
- * (operate.c): proto/ctl.h's ENABLE_SET, LIST and VACUUM frames, and the
- * max_retention tick. Run-time enablement rules come before the
- * configuration's and last until SIGHUP or a restart.
+ * (operate.c): proto/ctl.h's ENABLE_SET, LIST and VACUUM frames
+ * (max_retention is the store's own: store_tick()). Run-time enablement
+ * rules come before the configuration's and last until SIGHUP or a
+ * restart.
  *
  * The frame handlers return 0 (a bad request gets an ERROR frame) or
  * -ENOMEM. */
@@ -21,7 +22,6 @@ int op_vacuum(struct client *c, const uint8_t *json, uint32_t len);
 bool op_rule_kw(const struct daemon *d, const char *name, uint64_t kw[8]);
 struct json_t *op_status(const struct daemon *d); /* the rules, for STATUS */
 void op_reset(struct daemon *d);  /* SIGHUP: back to the configuration */
-void op_tick(struct daemon *d);   /* max_retention */
 void op_free(struct daemon *d);
 
 #endif /* RINGLOG_DAEMON_OPERATE_H */

@@ -15,7 +15,6 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
-#include "sink/forward/forward.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -112,7 +111,7 @@ void reg_enable_recompute(struct daemon *d)
 {
 	for (struct provider *p = d->providers; p; p = p->next) {
 		rule_kw(d, p->name, p->kw);
-		sink_publish_raise(d->sinks, p->name, p->kw);
+		sink_publish_raise(&d->sinks, p->name, p->kw);
 	}
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
@@ -146,7 +145,7 @@ static int map_provider(struct client *c, uint32_t id, const char *name)
 		if (!p)
 			return -ENOMEM;
 		rule_kw(c->d, p->name, p->kw);
-		sink_publish_raise(c->d->sinks, p->name, p->kw);
+		sink_publish_raise(&c->d->sinks, p->name, p->kw);
 		c->prov[id] = p;
 		/* Force a first ENABLE: the client starts from the built-in
 		 * default, not from what we think we sent. */
@@ -198,7 +197,7 @@ int reg_meta_sync(struct client *c)
 				return -ENOMEM;
 		send_enable(c);
 	}
-	fwd_sync_client(c);
+	sink_publish_described(&c->d->sinks, c);
 	return 0;
 }
 
@@ -297,6 +296,11 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	 * worth of time before the producer drops. (Rings are at most 1 GiB,
 	 * checked above, so this fits the u32.) */
 	__atomic_store_n(&r->cons.hdr->wake_bytes, (uint32_t)(r->cons.size / 2), __ATOMIC_RELAXED);
+	/* Flagged asleep for good: the drain's wait follows the flow (drain.c)
+	 * and may be long, so a ring past its threshold must always wake us.
+	 * Flipping the flag around every pass cost a store into every ring's
+	 * consumer line twice per pass, whatever was in it. */
+	__atomic_store_n(&r->cons.hdr->consumer_flags, RINGLOG_CONS_SLEEPING, __ATOMIC_RELEASE);
 	r->next = c->rings;
 	c->rings = r;
 	c->nrings++;

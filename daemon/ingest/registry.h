@@ -16,6 +16,7 @@
 
 #include "ringbuf.h"
 #include "ingest/client.h"
+#include "store/stream.h"
 
 struct daemon;
 
@@ -41,16 +42,15 @@ struct ring {
 	void *mem;
 	size_t map_size;
 	struct ringlog_consumer cons;
-	uint32_t seg_gen;    /* segment generation that has its STREAM record */
-	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
-	uint32_t held;       /* chunk entries (open or in flight) holding its
-	                      * records: their ring space is given back only
-	                      * once the chunk is written (segment.c) */
+	struct store_stream store; /* the store's (store/stream.h) */
 	bool dead;           /* corrupt: detached, mapping released */
 	bool fd_stored;      /* a copy is in the service manager's fd store */
 	bool handed_over;    /* adopted after a restart, then registered again
 	                      * by its live program: the new ring drains it */
 	bool finishing;      /* drained for good; released when held == 0 */
+	/* Idle rings are visited less often (drain.c): the loop's clock (ms)
+	 * when a pass last found data in it, and when one last looked. */
+	uint64_t last_data_ms, last_visit_ms;
 };
 
 int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);

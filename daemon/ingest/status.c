@@ -27,7 +27,7 @@ static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, un
 
 	*oldest = *newest = 0;
 	*n = 0;
-	for (struct segfile *s = d->st.segs; s; s = s->next) {
+	for (struct segfile *s = d->st->segs; s; s = s->next) {
 		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b}",
 			"seq", (json_int_t)s->seq, "path", s->path, "bytes", (json_int_t)s->bytes,
 			"events", (json_int_t)s->events, "lost", (json_int_t)s->lost,
@@ -49,7 +49,7 @@ static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, un
 int status_reply(struct client *c, bool detail)
 {
 	struct daemon *d = c->d;
-	uint64_t oldest, newest, fs_free = ret_fs_free(d), now = d_now(CLOCK_REALTIME);
+	uint64_t oldest, newest, fs_free = ret_fs_free(d->st), now = d_now(CLOCK_REALTIME);
 	unsigned nseg;
 	json_t *store;
 	json_t *segs = segments(d, &oldest, &newest, &nseg, &store);
@@ -69,7 +69,7 @@ int status_reply(struct client *c, bool detail)
 			"uid", (json_int_t)x->uid, "rings", (json_int_t)x->nrings,
 			"connected", !x->gone,
 			"stored", (json_int_t)x->stored, "lost_ring", (json_int_t)x->lost_ring,
-			"lost_disk", (json_int_t)x->lost_disk,
+			"lost_disk", (json_int_t)x->store.lost_disk,
 			"lost_corrupt", (json_int_t)x->lost_corrupt));
 	}
 	for (struct provider *p = d->providers; p; p = p->next) {
@@ -86,8 +86,8 @@ int status_reply(struct client *c, bool detail)
 	/* Until the oldest data goes: what the budget still holds over the
 	 * write rate, plus the time the oldest segment took to fill. */
 	if (d->rate_bytes) {
-		uint64_t cap = d->cfg.max_disk, floor = ret_min_free(d);
-		uint64_t room = cap > d->st.used_bytes ? cap - d->st.used_bytes : 0;
+		uint64_t cap = d->cfg.max_disk, floor = ret_min_free(d->st);
+		uint64_t room = cap > d->st->used_bytes ? cap - d->st->used_bytes : 0;
 
 		if (fs_free != UINT64_MAX && fs_free > floor && fs_free - floor < room)
 			room = fs_free - floor;
@@ -98,8 +98,8 @@ int status_reply(struct client *c, bool detail)
 		"version", "0.1.0",
 		"storage_dir", d->cfg.storage_dir,
 		"max_disk", (json_int_t)d->cfg.max_disk,
-		"min_free", (json_int_t)ret_min_free(d),
-		"used_bytes", (json_int_t)d->st.used_bytes,
+		"min_free", (json_int_t)ret_min_free(d->st),
+		"used_bytes", (json_int_t)d->st->used_bytes,
 		"fs_free_bytes", (json_int_t)(fs_free == UINT64_MAX ? 0 : fs_free),
 		"segment_count", (json_int_t)nseg,
 		"oldest_event_ns", (json_int_t)oldest,
@@ -108,28 +108,28 @@ int status_reply(struct client *c, bool detail)
 		"now_ns", (json_int_t)now,
 		"rate_events_per_s", (json_int_t)d->rate_events,
 		"rate_bytes_per_s", (json_int_t)d->rate_bytes,
-		"stored_events", (json_int_t)d->st.stored,
+		"stored_events", (json_int_t)d->st->stored,
 		"producer_wakeups", (json_int_t)d->wakeups,
 		"seconds_until_oldest_deleted", left,
-		"backend", d->st.io_name,
-		"backend_note", d->st.io_note,
+		"backend", d->io_name,
+		"backend_note", d->io_note,
 		"socket", d->cfg.socket_path,
 		"forwarding", fwd_status(d),
-		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->st.lost_disk,
+		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->st->lost_disk,
 		"reader", (json_int_t)tail_lost_total(d), "corrupt", (json_int_t)d->lost_corrupt,
-		"total", (json_int_t)(d->lost_ring + d->st.lost_disk + d->lost_corrupt),
+		"total", (json_int_t)(d->lost_ring + d->st->lost_disk + d->lost_corrupt),
 		"clients", clients, "providers", providers,
-		"disk_blocked", d->st.disk_blocked, "disk_error", d->st.disk_error);
+		"disk_blocked", d->st->disk_blocked, "disk_error", d->st->disk_error);
 	if (!j)
 		return -ENOMEM;
 	/* The sizes in force (store_configure(): from the budget, at start and at
 	 * each reload). */
-	json_object_set_new(j, "max_segment_bytes", json_integer((json_int_t)d->st.budget.seg_max));
-	json_object_set_new(j, "chunk_bytes", json_integer((json_int_t)d->st.budget.chunk_size));
+	json_object_set_new(j, "max_segment_bytes", json_integer((json_int_t)d->st->budget.seg_max));
+	json_object_set_new(j, "chunk_bytes", json_integer((json_int_t)d->st->budget.chunk_size));
 	/* Stored, then deleted under the daemon (storage_dir removed). */
-	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->st.lost_deleted));
+	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->st->lost_deleted));
 	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
-		d->lost_ring + d->st.lost_disk + d->lost_corrupt + d->st.lost_deleted)));
+		d->lost_ring + d->st->lost_disk + d->lost_corrupt + d->st->lost_deleted)));
 	/* These counters start at 0 with each daemon: say since when. Ring
 	 * overflow the programs did not attribute to one provider (older
 	 * libraries, gaps mixing providers) is in no provider's row. */

@@ -1009,7 +1009,7 @@ static void host_default(const struct daemon *d, char *host, size_t len)
 {
 	size_t n = 0;
 
-	for (const char *p = d->host; *p && n + 1 < len; p++)
+	for (const char *p = d->st->host; *p && n + 1 < len; p++)
 		host[n++] = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-",
 				   *p) ? *p : '_';
 	host[n] = '\0';
@@ -1084,7 +1084,7 @@ int ship_start(struct daemon *d)
 	if (!s->win)
 		return -ENOMEM;
 	/* What is on disk now: every segment before the one being written. */
-	s->front_seg = d->st.cur ? d->st.cur->seq : d->st.next_seq;
+	s->front_seg = d->st->cur ? d->st->cur->seq : d->st->next_seq;
 	s->front_chunk = -1;
 	if ((err = pthread_create(&s->th, NULL, ship_main, s)) != 0) {
 		d_log(LOG_ERR, "ship: cannot start the shipping thread: %s; storing locally only",
@@ -1118,8 +1118,8 @@ bool ship_tick(struct daemon *d)
 	for (int i = 0; i < n; i++)
 		d_log(levels[i], "%s", lines[i]);
 	/* ship.live: the open chunk goes at least every interval */
-	if (d->cfg.ship.live && d->st.open && d->st.open->events &&
-	    d_now(CLOCK_MONOTONIC) - d->st.open->opened_mono_ns >= s->interval_ns)
+	if (d->cfg.ship.live && d->st->open && d->st->open->events &&
+	    d_now(CLOCK_MONOTONIC) - d->st->open->opened_mono_ns >= s->interval_ns)
 		seal = true;
 	return seal;
 }
@@ -1154,7 +1154,7 @@ bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
 	keep = !s->ack_valid || seg->seq > s->ack_seg ||
 	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes);
 	if (keep) {
-		for (struct segfile *f = d->st.segs; f; f = f->next)
+		for (struct segfile *f = d->st->segs; f; f = f->next)
 			if (!s->ack_valid || f->seq >= s->ack_seg)
 				unshipped += f->bytes;
 		keep = unshipped <= s->max_backlog;
@@ -1179,7 +1179,7 @@ json_t *ship_status(struct daemon *d)
 	/* lag from the index: the chunks after the acknowledged one, and
 	 * their bytes (a segment's header is not shipped) */
 	lag_chunks = 0;
-	for (struct segfile *f = d->st.segs; f; f = f->next) {
+	for (struct segfile *f = d->st->segs; f; f = f->next) {
 		if (!s->ack_valid || f->seq > s->ack_seg) {
 			lag_bytes += f->bytes > RINGLOG_SEG_HEADER_SIZE ? f->bytes - RINGLOG_SEG_HEADER_SIZE : 0;
 			lag_chunks += f->chunks;

@@ -22,19 +22,19 @@ struct segfile;
 
 extern const struct sink_ops ship_sink_ops;
 
-/* Before store_init(): read the acknowledged position, so that segments
+/* Before store_open(): read the acknowledged position, so that segments
  * the start-up trim deletes are counted when they were not shipped. */
 void ship_init(struct daemon *d);
-/* After store_init(): start the shipping thread when ship.servers is set.
+/* After store_open(): start the shipping thread when ship.servers is set.
  * 0, or -errno (logged; the daemon stores locally all the same). */
 int ship_start(struct daemon *d);
 /* Periodic, on the loop (lifecycle.c): log what the thread has to say;
  * true when ship.live wants the open chunk sealed now. */
 bool ship_tick(struct daemon *d);
-/* The store is about to delete a segment (st.deleting): what it holds and
+/* The store is about to delete a segment (st->deleting): what it holds and
  * was not acknowledged is counted "not shipped". */
 void ship_seg_deleting(struct daemon *d, const struct segfile *s);
-/* st.keep: a segment not yet acknowledged stays when only age or a vacuum
+/* st->keep: a segment not yet acknowledged stays when only age or a vacuum
  * would delete it, while the un-shipped bytes are within ship.max_backlog
  * (the budget itself deletes it all the same, counted above). */
 bool ship_seg_keep(struct daemon *d, const struct segfile *s);

@@ -9,7 +9,10 @@
  * one ops table and a node in the list lifecycle.c hands the store: the
  * store calls through the table, never a sink by name, so a new consumer
  * (export, a flight recorder, shipping) plugs in here without touching it.
- * The registry asks the same list what enablement the sinks raise.
+ * The registry asks the same list what enablement the sinks raise, and
+ * the control channel hands it the tools' requests a sink answers (TAIL,
+ * SYNC), the news that a peer closed, that a writer described more and
+ * that it is freed: ingest names no sink either.
  *
  * Every op runs on the loop thread and must not call back into the store
  * (no seal, no event): a sink that needs the disk to move (the tail's
@@ -19,6 +22,7 @@
 #ifndef RINGLOG_DAEMON_SINK_H
 #define RINGLOG_DAEMON_SINK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +32,7 @@
 
 struct ring;
 struct sink;
+struct client;
 
 /* One event record the store accepted, valid only during the call: its
  * bytes are in the writer's ring, validated against e by the drain. */
@@ -47,7 +52,21 @@ struct sink_chunk {
 	size_t len;               /* bytes on disk, padding included */
 	uint64_t segment;         /* seq of the segment it went to */
 	uint64_t seal_no;         /* order of sealing, from 0, gap-free */
+	uint64_t next_segment;    /* seq of the segment the store writes next */
 	uint32_t events;
+};
+
+/* A peer's request for a sink (TAIL, SYNC: proto/ctl.h), handed over by
+ * the control channel once it has drained every ring and sealed the open
+ * chunk, with the store's progress at that moment. */
+struct sink_request {
+	struct client *c;
+	uint16_t type;            /* RINGLOG_CTL_* */
+	const uint8_t *payload;
+	uint32_t len;
+	uint64_t sealed;          /* chunks sealed so far: what the peer
+	                           * emitted before is in seal_no < sealed */
+	uint64_t segment;         /* seq of the segment the store writes next */
 };
 
 struct sink_ops {
@@ -62,50 +81,132 @@ struct sink_ops {
 	 * verbose, a tracer session) ORs it into kw[level] for provider name:
 	 * the registry asks every sink whenever enablement is computed. */
 	void (*raise)(struct sink *s, const char *provider, uint64_t kw[8]);
+	/* A request of a type this sink answers: 0, or -errno as a frame
+	 * handler returns it (ingest/ctl.c: -EPROTO closes the connection);
+	 * -ENOTSUP: not this sink's, ask the next. */
+	int (*request)(struct sink *s, const struct sink_request *rq);
+	/* A peer of the control channel closed: forget what it asked. */
+	void (*closed)(struct sink *s, struct client *c);
+	/* A writer's metadata grew (the registry parsed new providers or
+	 * events): c->meta describes more. */
+	void (*described)(struct sink *s, struct client *c);
+	/* A writer is freed (its last ring released): drop what the sink
+	 * keeps for it. */
+	void (*freed)(struct sink *s, struct client *c);
 };
 
 struct sink {
 	const struct sink_ops *ops;
 	struct sink *next;
 	void *ctx;
-	/* Set by the sink: record() and loss() are called only while true,
-	 * so that a sink with nobody listening costs the drain one load. */
+	/* record() and loss() are called only while true; changed through
+	 * sink_want() only, which keeps the list's count. */
 	bool want_records;
 };
 
-/* Fan-out helpers for the store (and shutdown for lifecycle.c). */
-static inline void sink_publish_record(struct sink *list, const struct sink_record *rec)
+/* The sinks in the order they are told (linked by lifecycle.c), and how
+ * many want records: the store tests that count once per record, so that
+ * with no tail and no forwarder the drain pays one predictable branch, not
+ * a walk of the list. */
+struct sink_list {
+	struct sink *head;
+	unsigned wanting;     /* sinks with want_records set */
+};
+
+/* Append s (want_records as set) to the list. */
+static inline void sink_link(struct sink_list *l, struct sink *s)
 {
-	for (struct sink *s = list; s; s = s->next)
+	struct sink **pp = &l->head;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	s->next = NULL;
+	*pp = s;
+	if (s->want_records)
+		l->wanting++;
+}
+
+/* A sink starts or stops wanting records (a tail joins or leaves, a
+ * tracer session opens or closes). */
+static inline void sink_want(struct sink_list *l, struct sink *s, bool on)
+{
+	if (s->want_records == on)
+		return;
+	s->want_records = on;
+	if (on)
+		l->wanting++;
+	else
+		l->wanting--;
+}
+
+/* Fan-out helpers for the store (and shutdown for lifecycle.c). The store
+ * calls the first two only while l->wanting is not 0. */
+static inline void sink_publish_record(const struct sink_list *l, const struct sink_record *rec)
+{
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->record)
 			s->ops->record(s, rec);
 }
 
-static inline void sink_publish_loss(struct sink *list, struct ring *r,
-				     const struct ringlog_seg_loss *l)
+static inline void sink_publish_loss(const struct sink_list *l, struct ring *r,
+				     const struct ringlog_seg_loss *loss)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->loss)
-			s->ops->loss(s, r, l);
+			s->ops->loss(s, r, loss);
 }
 
-static inline void sink_publish_chunk(struct sink *list, const struct sink_chunk *c)
+static inline void sink_publish_chunk(const struct sink_list *l, const struct sink_chunk *c)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->chunk)
 			s->ops->chunk(s, c);
 }
 
-static inline void sink_publish_raise(struct sink *list, const char *provider, uint64_t kw[8])
+static inline void sink_publish_raise(const struct sink_list *l, const char *provider, uint64_t kw[8])
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->raise)
 			s->ops->raise(s, provider, kw);
 }
 
-static inline void sink_publish_shutdown(struct sink *list)
+/* The first sink that answers rq's type takes it: its return, or -EPROTO
+ * when none does (a frame the protocol does not allow here). */
+static inline int sink_publish_request(const struct sink_list *l, const struct sink_request *rq)
 {
-	for (struct sink *s = list; s; s = s->next)
+	for (struct sink *s = l->head; s; s = s->next) {
+		int err = s->ops->request ? s->ops->request(s, rq) : -ENOTSUP;
+
+		if (err != -ENOTSUP)
+			return err;
+	}
+	return -EPROTO;
+}
+
+static inline void sink_publish_closed(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->closed)
+			s->ops->closed(s, c);
+}
+
+static inline void sink_publish_described(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->described)
+			s->ops->described(s, c);
+}
+
+static inline void sink_publish_freed(const struct sink_list *l, struct client *c)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->ops->freed)
+			s->ops->freed(s, c);
+}
+
+static inline void sink_publish_shutdown(const struct sink_list *l)
+{
+	for (struct sink *s = l->head; s; s = s->next)
 		if (s->ops->shutdown)
 			s->ops->shutdown(s);
 }

@@ -55,7 +55,9 @@ static int answer(struct client *c, uint64_t token)
 	return client_send(c, RINGLOG_CTL_SYNC, &token, sizeof(token));
 }
 
-int sync_request(struct client *c, const uint8_t *p, uint32_t len)
+/* A SYNC frame, once the rings are drained and the open chunk sealed
+ * (ingest/ctl.c): 0, -EPROTO (malformed) or -ENOMEM. */
+static int sync_request(struct client *c, const uint8_t *p, uint32_t len)
 {
 	struct daemon *d = c->d;
 	struct sync_wait *w, **pp;
@@ -118,7 +120,7 @@ void sync_tick(struct daemon *d)
 		sync_check(d);
 }
 
-void sync_free(struct client *c)
+static void sync_free(struct client *c)
 {
 	while (c->syncs) {
 		struct sync_wait *w = c->syncs;
@@ -140,4 +142,19 @@ static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 		sync_check(d);
 }
 
-const struct sink_ops sync_sink_ops = { .name = "sync", .chunk = sink_chunk };
+static int on_request(struct sink *s, const struct sink_request *rq)
+{
+	(void)s;
+	if (rq->type != RINGLOG_CTL_SYNC)
+		return -ENOTSUP;
+	return sync_request(rq->c, rq->payload, rq->len);
+}
+
+static void on_closed(struct sink *s, struct client *c)
+{
+	(void)s;
+	sync_free(c);
+}
+
+const struct sink_ops sync_sink_ops = { .name = "sync", .chunk = sink_chunk,
+					.request = on_request, .closed = on_closed };

@@ -50,6 +50,11 @@ struct tail {
 	uint32_t nwriters;
 	uint8_t *stream_sent;   /* by stream id */
 	uint32_t nstreams;
+	/* The selection's verdict on everything but field values, which is
+	 * fixed for a writer's event: by writer id, by event id, VERDICT_*.
+	 * Globs are matched once per event type, not once per record. */
+	struct verdicts { uint8_t *v; uint32_t n; } *verdicts;
+	uint32_t nverdicts;
 	uint64_t dropped;       /* events not sent since the last report */
 	uint8_t *frame;         /* DATA frame being built; until answered,
 	                         * every live record held back */
@@ -57,6 +62,7 @@ struct tail {
 	bool answered;          /* TAIL reply sent */
 	uint64_t answer_after;  /* seal number every chunk before which must be
 	                         * on disk before the reply */
+	uint64_t segment;       /* where the store writes next, as last told */
 	uint64_t start_ns;      /* CLOCK_MONOTONIC */
 	uint64_t held;          /* events in the frame before the reply */
 };
@@ -159,19 +165,36 @@ static int fields_load(struct ringlog_match *m, json_t *o)
 	return 0;
 }
 
+enum { VERDICT_UNKNOWN, VERDICT_YES, VERDICT_NO };
+
 /* The same matcher as `ringlog read`'s. Fields are decoded only for a
- * tail that matches on them, and only once the cheap tests passed. */
-static bool matches(const struct tail *t, const struct ring *r, uint16_t type,
+ * tail that matches on them, and only once the cheap tests passed; the
+ * cheap tests' verdict is kept per writer and event id. */
+static bool matches(struct tail *t, const struct ring *r, uint16_t type, uint16_t aux,
 		    const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e,
 		    const char *provider)
 {
 	struct ringlog_value v[RINGLOG_FIELDS_MAX];
 	size_t head = RINGLOG_EVENT_HDR_SIZE + (type == RINGLOG_REC_EVENT_ACT ? RINGLOG_ACTIVITY_SIZE : 0);
-	struct ringlog_match cheap = t->m;
+	uint32_t w = r->c->id;
+	uint8_t *verdict = NULL;
 
-	cheap.nfields = 0;
-	if (!ringlog_match_event(&cheap, provider, e, r->c->pid, r->c->uid, NULL))
+	if (ringlog_grow(&t->verdicts, &t->nverdicts, w, sizeof(*t->verdicts)) == 0 &&
+	    ringlog_grow(&t->verdicts[w].v, &t->verdicts[w].n, aux, 1) == 0)
+		verdict = &t->verdicts[w].v[aux];
+	if (!verdict || *verdict == VERDICT_UNKNOWN) {
+		struct ringlog_match cheap = t->m;
+		bool yes;
+
+		cheap.nfields = 0;
+		yes = ringlog_match_event(&cheap, provider, e, r->c->pid, r->c->uid, NULL);
+		if (verdict)
+			*verdict = yes ? VERDICT_YES : VERDICT_NO;
+		if (!yes)
+			return false;
+	} else if (*verdict == VERDICT_NO) {
 		return false;
+	}
 	if (!t->m.nfields)
 		return true;
 	if (e->nfields > RINGLOG_FIELDS_MAX || len < head ||
@@ -239,7 +262,7 @@ static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || !matches(t, r, type, payload, len, e, provider))
+		if (t->c->gone || !matches(t, r, type, aux, payload, len, e, provider))
 			continue;
 		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
 			t->dropped++;
@@ -288,7 +311,7 @@ static void sink_raise(struct sink *s, const char *provider, uint64_t kw[8])
 	}
 }
 
-void tail_free(struct tail *t)
+static void tail_free(struct tail *t)
 {
 	struct daemon *d = t->c->d;
 
@@ -298,10 +321,13 @@ void tail_free(struct tail *t)
 			d->ntails--;
 			break;
 		}
-	d->tail_sink.want_records = d->ntails > 0;
+	sink_want(&d->sinks, &d->tail_sink, d->ntails > 0);
 	ringlog_match_free(&t->m);
 	free(t->writer_nev);
 	free(t->stream_sent);
+	for (uint32_t i = 0; i < t->nverdicts; i++)
+		free(t->verdicts[i].v);
+	free(t->verdicts);
 	free(t->frame);
 	free(t);
 }
@@ -317,7 +343,7 @@ static void tail_flushed(struct daemon *d)
 
 		if (t->answered || c->gone)
 			continue;
-		if (d->st.release_next < t->answer_after) {
+		if (d->tail_released < t->answer_after) {
 			if (!now)
 				now = d_now(CLOCK_MONOTONIC);
 			if (now - t->start_ns < TAIL_FLUSH_WAIT_NS)
@@ -326,18 +352,18 @@ static void tail_flushed(struct daemon *d)
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
 		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)(d->st.cur ? d->st.cur->seq : d->st.next_seq));
+				      (json_int_t)t->segment);
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock),
+		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };
-		uint8_t b[sizeof(h) + sizeof(d->clock)];
+		uint8_t b[sizeof(h) + sizeof(d->clock.seg)];
 
 		if (s)
 			client_send(c, RINGLOG_CTL_TAIL, s, (uint32_t)strlen(s));
 		free(s);
 		json_decref(r);
 		memcpy(b, &h, sizeof(h));
-		memcpy(b + sizeof(h), &d->clock, sizeof(d->clock));
+		memcpy(b + sizeof(h), &d->clock.seg, sizeof(d->clock.seg));
 		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
 		t->answered = true;
 		send_frame(t, t->held);
@@ -345,7 +371,10 @@ static void tail_flushed(struct daemon *d)
 	}
 }
 
-int tail_start(struct client *c, const uint8_t *p, uint32_t len)
+/* TAIL from a tool, once the rings are drained and the open chunk sealed
+ * (the backlog): 0 (a bad request gets an ERROR frame) or -ENOMEM. */
+static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t sealed,
+		      uint64_t segment)
 {
 	struct daemon *d = c->d;
 	json_error_t jerr;
@@ -392,12 +421,13 @@ int tail_start(struct client *c, const uint8_t *p, uint32_t len)
 	 * are live. */
 	c->tail = t;
 	c->tx.limit = TAIL_QUEUE_LIMIT + (1u << 20);
-	t->answer_after = d->st.seal_next;
+	t->answer_after = sealed;
+	t->segment = segment;
 	t->start_ns = d_now(CLOCK_MONOTONIC);
 	t->next = d->tails;
 	d->tails = t;
 	d->ntails++;
-	d->tail_sink.want_records = true;
+	sink_want(&d->sinks, &d->tail_sink, true);
 	reg_enable_recompute(d);
 	tail_flushed(d);
 	return 0;
@@ -423,9 +453,32 @@ static void sink_loss(struct sink *s, struct ring *r, const struct ringlog_seg_l
 
 static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 {
-	(void)c;
-	tail_tick(s->ctx);
+	struct daemon *d = s->ctx;
+
+	d->tail_released = c->seal_no + 1; /* published in sealing order */
+	for (struct tail *t = d->tails; t; t = t->next)
+		t->segment = c->next_segment;
+	tail_tick(d);
+}
+
+static int on_request(struct sink *s, const struct sink_request *rq)
+{
+	(void)s;
+	if (rq->type != RINGLOG_CTL_TAIL)
+		return -ENOTSUP;
+	return tail_start(rq->c, rq->payload, rq->len, rq->sealed, rq->segment);
+}
+
+static void on_closed(struct sink *s, struct client *c)
+{
+	(void)s;
+	if (!c->tail)
+		return;
+	tail_free(c->tail);
+	c->tail = NULL;
+	reg_enable_recompute(c->d);
 }
 
 const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
-					.chunk = sink_chunk, .raise = sink_raise };
+					.chunk = sink_chunk, .raise = sink_raise,
+					.request = on_request, .closed = on_closed };

@@ -6,9 +6,13 @@
  * the check runs before every chunk write, so usage never exceeds the
  * budget by more than one chunk (in practice not at all). The index lives
  * in memory: status and tail never rescan the directory.
+ *
+ * The budget is here whole: store_configure() derives every size from the
+ * configuration (the one place that reads its settings), store_seg_limit()
+ * sizes a new segment, ret_make_room() enforces the rest per chunk.
  */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "store/store.h"
 #include "log.h"
 #include "store/file.h"
 #include "seg-summary.h"
@@ -24,24 +28,82 @@
 
 #include "decode.h"
 
-void ret_add(struct daemon *d, struct segfile *s)
+void ret_add(struct store *st, struct segfile *s)
 {
-	struct segfile **pp = &d->st.segs;
+	struct segfile **pp = &st->segs;
 
 	while (*pp && (*pp)->seq < s->seq)
 		pp = &(*pp)->next;
 	s->next = *pp;
 	*pp = s;
-	d->st.used_bytes += s->bytes;
+	st->used_bytes += s->bytes;
+}
+
+/* Every size from the configuration, at start and at every reload: the
+ * one place that reads the budget's settings. Chunks are no larger than
+ * the buffers (chunk_alloc, fixed at start: 1 MiB at most). */
+void store_configure(struct store *st, const struct ringlog_config *cfg)
+{
+	struct store_budget *b = &st->budget;
+	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
+	uint64_t cs;
+
+	b->max_disk = cfg->max_disk;
+	b->min_free_bytes = cfg->min_free_bytes;
+	b->min_free_percent = cfg->min_free_percent;
+	b->max_age_ns = cfg->max_segment_age_ns;
+	/* Half the flush interval: a chunk sealed then is on disk within it. */
+	b->seal_after_ns = cfg->flush_interval_ns / 2;
+	b->max_retention_ns = cfg->max_retention_ns;
+	cs = cfg->max_segment_size / 8;
+	if (cs > b->max_disk / 16)
+		cs = b->max_disk / 16;
+	/* Chunks: large enough to amortise a write, small enough that a crash
+	 * or a tight budget loses little. */
+	if (cs > max)
+		cs = max;
+	if (cs < (64u << 10))
+		cs = 64u << 10;
+	b->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
+	if (b->chunk_size > max)
+		b->chunk_size = max;
+	if (!b->chunk_alloc)
+		b->chunk_alloc = b->chunk_size;
+	/* Several segments under the budget, so the oldest can go while the
+	 * newest fills: at most a quarter of max_disk each. */
+	b->seg_max = cfg->max_segment_size;
+	if (b->seg_max > b->max_disk / 4)
+		b->seg_max = b->max_disk / 4;
+	if (b->seg_max < 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE)
+		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+}
+
+/* How large the segment opened now may grow: seg_max, and at most a
+ * quarter of the space the store may really take (max_disk, or what the
+ * filesystem has above min_free, whichever is less). A min_free that
+ * leaves less than max_segment_size would otherwise let one segment take
+ * all the room, with nothing older to delete to make more. */
+uint64_t store_seg_limit(const struct store *st)
+{
+	const struct store_budget *b = &st->budget;
+	uint64_t fs_free, floor, room = b->max_disk;
+	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+
+	ret_fs_room(st, &fs_free, &floor);
+	if (fs_free != UINT64_MAX && st->used_bytes + fs_free - floor < room && fs_free > floor)
+		room = st->used_bytes + fs_free - floor;
+	if (room / 4 < lim)
+		lim = room / 4;
+	return lim < least ? least : lim;
 }
 
 /* One look at the filesystem gives both figures: a statvfs per chunk
  * sealed, not one for each. */
-void ret_fs_room(const struct daemon *d, uint64_t *fs_free, uint64_t *floor)
+void ret_fs_room(const struct store *st, uint64_t *fs_free, uint64_t *floor)
 {
-	const struct store_budget *b = &d->st.budget;
+	const struct store_budget *b = &st->budget;
 	uint64_t avail = 0, total = 0;
-	bool known = d->st.space(d->cfg.storage_dir, &avail, &total) == 0;
+	bool known = st->space(st->dir, &avail, &total) == 0;
 
 	*fs_free = known ? avail : UINT64_MAX;
 	if (b->min_free_bytes || !b->min_free_percent)
@@ -50,35 +112,35 @@ void ret_fs_room(const struct daemon *d, uint64_t *fs_free, uint64_t *floor)
 		*floor = known ? total / 100 * b->min_free_percent : 0;
 }
 
-uint64_t ret_fs_free(const struct daemon *d)
+uint64_t ret_fs_free(const struct store *st)
 {
 	uint64_t fs_free, floor;
 
-	ret_fs_room(d, &fs_free, &floor);
+	ret_fs_room(st, &fs_free, &floor);
 	return fs_free;
 }
 
-uint64_t ret_min_free(const struct daemon *d)
+uint64_t ret_min_free(const struct store *st)
 {
 	uint64_t fs_free, floor;
 
-	ret_fs_room(d, &fs_free, &floor);
+	ret_fs_room(st, &fs_free, &floor);
 	return floor;
 }
 
 /* Take s out of the index (wherever it is) and delete its file. */
-static void delete_seg(struct daemon *d, struct segfile *s)
+static void delete_seg(struct store *st, struct segfile *s)
 {
 	int err;
 
-	if (d->st.deleting)
-		d->st.deleting(d, s);
-	for (struct segfile **pp = &d->st.segs; *pp; pp = &(*pp)->next)
+	if (st->deleting)
+		st->deleting(st->ctx, s);
+	for (struct segfile **pp = &st->segs; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
-	d->st.used_bytes -= s->bytes;
+	st->used_bytes -= s->bytes;
 	if ((err = file_remove(s->path)) < 0)
 		d_log(LOG_ERR, "cannot delete segment %s: %s", s->path, strerror(-err));
 	free(s->path);
@@ -86,9 +148,9 @@ static void delete_seg(struct daemon *d, struct segfile *s)
 	free(s);
 }
 
-static void delete_oldest(struct daemon *d)
+static void delete_oldest(struct store *st)
 {
-	delete_seg(d, d->st.segs);
+	delete_seg(st, st->segs);
 }
 
 /* `ringlog vacuum` and max_retention: only sealed segments go (closed:
@@ -98,48 +160,48 @@ static void delete_oldest(struct daemon *d)
  * then every sealed segment whose newest event is older than before_ns
  * (a segment without events, loss records only, has no time of its own:
  * its last_real_ns is 0, so any age limit takes it). */
-unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
+unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx)
 {
 	unsigned n = 0;
 
-	for (struct segfile *s = d->st.segs, *next; s && d->st.used_bytes > keep_bytes; s = next) {
+	for (struct segfile *s = st->segs, *next; s && st->used_bytes > keep_bytes; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight || (d->st.keep && d->st.keep(d, s)))
+		if (!s->closed || s->current || s->inflight || (st->keep && st->keep(st->ctx, s)))
 			continue;
 		if (each)
 			each(ctx, s);
-		delete_seg(d, s);
+		delete_seg(st, s);
 		n++;
 	}
-	for (struct segfile *s = before_ns ? d->st.segs : NULL, *next; s; s = next) {
+	for (struct segfile *s = before_ns ? st->segs : NULL, *next; s; s = next) {
 		next = s->next;
 		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns ||
-		    (d->st.keep && d->st.keep(d, s)))
+		    (st->keep && st->keep(st->ctx, s)))
 			continue;
 		if (each)
 			each(ctx, s);
-		delete_seg(d, s);
+		delete_seg(st, s);
 		n++;
 	}
 	return n;
 }
 
-static bool disk_ok_with_one_chunk(const struct daemon *d, uint64_t fs_free, uint64_t min_free)
+static bool disk_ok_with_one_chunk(const struct store *st, uint64_t fs_free, uint64_t min_free)
 {
 	/* The filesystem floor is hard: never write into the last min_free. */
-	return fs_free >= d->st.budget.chunk_size && fs_free - d->st.budget.chunk_size >= min_free;
+	return fs_free >= st->budget.chunk_size && fs_free - st->budget.chunk_size >= min_free;
 }
 
-enum store_room ret_make_room(struct daemon *d, uint64_t bytes)
+enum store_room ret_make_room(struct store *st, uint64_t bytes)
 {
 	for (;;) {
-		struct segfile *s = d->st.segs;
+		struct segfile *s = st->segs;
 		uint64_t fs_free, min_free;
 		bool disk_ok, fs_ok;
 
-		ret_fs_room(d, &fs_free, &min_free);
-		disk_ok = d->st.used_bytes + bytes <= d->st.budget.max_disk;
+		ret_fs_room(st, &fs_free, &min_free);
+		disk_ok = st->used_bytes + bytes <= st->budget.max_disk;
 		fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
 
 		if (disk_ok && fs_ok)
@@ -151,13 +213,13 @@ enum store_room ret_make_room(struct daemon *d, uint64_t bytes)
 			 * at hand was built for it, so it goes there (one chunk
 			 * over), and the caller closes the segment so that it
 			 * is the next to go: the circular log eats its tail. */
-			if (!s->chunks || !disk_ok_with_one_chunk(d, fs_free, min_free))
+			if (!s->chunks || !disk_ok_with_one_chunk(st, fs_free, min_free))
 				return ROOM_FULL;
 			return ROOM_ROTATE;
 		}
 		if (s->inflight)
 			return ROOM_WAIT;
-		delete_oldest(d);
+		delete_oldest(st);
 	}
 }
 
@@ -189,7 +251,7 @@ static void seal_recovered(const char *path, const struct ringlog_seg_hdr *old,
 
 /* A segment the index does not know yet (startup): read its header, and
  * walk the chunk headers of one that a crash left ONLINE. */
-static void scan_one(struct daemon *d, const char *path, uint64_t seq)
+static void scan_one(struct store *st, const char *path, uint64_t seq)
 {
 	struct ringlog_seg_file f;
 	struct ringlog_seg_summary sum;
@@ -226,20 +288,20 @@ static void scan_one(struct daemon *d, const char *path, uint64_t seq)
 			seal_recovered(path, &f.hdr, s, sum.end);
 	}
 	ringlog_seg_close(&f);
-	ret_add(d, s);
-	if (seq >= d->st.next_seq)
-		d->st.next_seq = seq + 1;
+	ret_add(st, s);
+	if (seq >= st->next_seq)
+		st->next_seq = seq + 1;
 }
 
-int ret_scan(struct daemon *d)
+int ret_scan(struct store *st)
 {
-	DIR *dir = opendir(d->cfg.storage_dir);
+	DIR *dir = opendir(st->dir);
 	struct dirent *e;
 	int err;
 
 	if (!dir) {
 		err = -errno;
-		d_log(LOG_ERR, "cannot read storage_dir %s: %s", d->cfg.storage_dir, strerror(errno));
+		d_log(LOG_ERR, "cannot read storage_dir %s: %s", st->dir, strerror(errno));
 		return err;
 	}
 	while ((e = readdir(dir))) {
@@ -250,12 +312,12 @@ int ret_scan(struct daemon *d)
 		if (sscanf(e->d_name, "%16llx.rlseg%n", &seq, &n) != 1 ||
 		    n != (int)strlen(e->d_name) || strlen(e->d_name) != 22)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", d->cfg.storage_dir, e->d_name);
-		scan_one(d, path, seq);
+		snprintf(path, sizeof(path), "%s/%s", st->dir, e->d_name);
+		scan_one(st, path, seq);
 	}
 	closedir(dir);
 	/* A directory already over budget is trimmed before any event. */
-	if (ret_make_room(d, 0) != ROOM_OK && d->st.segs)
-		d_log(LOG_ERR, "storage_dir %s: still over budget after deleting old segments", d->cfg.storage_dir);
+	if (ret_make_room(st, 0) != ROOM_OK && st->segs)
+		d_log(LOG_ERR, "storage_dir %s: still over budget after deleting old segments", st->dir);
 	return 0;
 }

@@ -10,15 +10,14 @@
  * flight, draining pauses and the rings absorb the burst.
  */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "store/store.h"
 #include "log.h"
 #include "clock.h"
 #include "ingest/registry.h"
 #include "store/io-ops.h"
 #include "store/file.h"
+#include "decode.h"
 #include "pack.h"
-#include "sink/sink.h"
-#include "store/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +45,7 @@ static int write_header(struct segfile *s)
 	return file_pwrite(s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0);
 }
 
-static int open_segment(struct daemon *d)
+static int open_segment(struct store *st)
 {
 	struct segfile *s = calloc(1, sizeof(*s));
 	char path[RINGLOG_CONFIG_PATH_MAX + 32];
@@ -54,13 +53,14 @@ static int open_segment(struct daemon *d)
 
 	if (!s)
 		return -ENOMEM;
-	if (ret_make_room(d, RINGLOG_SEG_HEADER_SIZE) == ROOM_FULL) {
+	clock_refresh(st->clock); /* the calibration this segment records */
+	if (ret_make_room(st, RINGLOG_SEG_HEADER_SIZE) == ROOM_FULL) {
 		err = -ENOSPC;
 		goto fail;
 	}
-	s->limit = store_seg_limit(d);
-	snprintf(path, sizeof(path), "%s/%016llx.rlseg", d->cfg.storage_dir,
-		 (unsigned long long)d->st.next_seq);
+	s->limit = store_seg_limit(st);
+	snprintf(path, sizeof(path), "%s/%016llx.rlseg", st->dir,
+		 (unsigned long long)st->next_seq);
 	s->path = strdup(path);
 	s->hdr = file_aligned(RINGLOG_SEG_HEADER_SIZE);
 	if (!s->path || !s->hdr) {
@@ -71,8 +71,7 @@ static int open_segment(struct daemon *d)
 		err = s->fd;
 		goto fail;
 	}
-	clock_refresh(d);
-	s->seq = d->st.next_seq++;
+	s->seq = st->next_seq++;
 	s->hdr->magic = RINGLOG_SEG_MAGIC;
 	s->hdr->version = RINGLOG_SEG_VERSION;
 	s->hdr->header_size = RINGLOG_SEG_HEADER_SIZE;
@@ -80,12 +79,12 @@ static int open_segment(struct daemon *d)
 	s->hdr->incompat_flags = RINGLOG_SEG_PACKED;
 	s->hdr->seq = s->seq;
 	s->hdr->created_real_ns = d_now(CLOCK_REALTIME);
-	memcpy(s->hdr->boot_id, d->boot_id, 16);
-	memcpy(s->hdr->host, d->host, sizeof(s->hdr->host));
-	s->hdr->tsc_ref = d->clock.tsc_ref;
-	s->hdr->mono_ref = d->clock.mono_ref;
-	s->hdr->real_ref = d->clock.real_ref;
-	s->hdr->tsc_hz = d->clock.tsc_hz;
+	memcpy(s->hdr->boot_id, st->boot_id, 16);
+	memcpy(s->hdr->host, st->host, sizeof(s->hdr->host));
+	s->hdr->tsc_ref = st->clock->seg.tsc_ref;
+	s->hdr->mono_ref = st->clock->seg.mono_ref;
+	s->hdr->real_ref = st->clock->seg.real_ref;
+	s->hdr->tsc_hz = st->clock->seg.tsc_hz;
 	if ((err = write_header(s)) < 0) {
 		file_close(s->fd);
 		file_remove(path);
@@ -95,13 +94,13 @@ static int open_segment(struct daemon *d)
 	s->bytes = RINGLOG_SEG_HEADER_SIZE;
 	s->current = true;
 	s->created_mono_ns = d_now(CLOCK_MONOTONIC);
-	ret_add(d, s);
-	d->st.cur = s;
-	d->st.seg_gen++; /* everything must be described again in this file */
+	ret_add(st, s);
+	st->cur = s;
+	st->seg_gen++; /* everything must be described again in this file */
 	return 0;
 fail:
-	snprintf(d->st.disk_error, sizeof(d->st.disk_error), "cannot create segment %s: %s",
-		 s->path ? s->path : d->cfg.storage_dir, strerror(-err));
+	snprintf(st->disk_error, sizeof(st->disk_error), "cannot create segment %s: %s",
+		 s->path ? s->path : st->dir, strerror(-err));
 	free(s->path);
 	file_aligned_free(s->hdr);
 	free(s);
@@ -134,13 +133,13 @@ static void finalize(struct segfile *s)
 	}
 }
 
-void store_close_current(struct daemon *d)
+void store_close_current(struct store *st)
 {
-	struct segfile *s = d->st.cur;
+	struct segfile *s = st->cur;
 
 	if (!s)
 		return;
-	d->st.cur = NULL;
+	st->cur = NULL;
 	s->current = false;
 	if (s->inflight == 0)
 		finalize(s);
@@ -150,10 +149,10 @@ void store_close_current(struct daemon *d)
  * Chunks
  */
 
-static struct chunk *chunk_get(struct daemon *d)
+static struct chunk *chunk_get(struct store *st)
 {
-	for (unsigned i = 0; i < d->st.nchunks; i++) {
-		struct chunk *c = &d->st.chunks[i];
+	for (unsigned i = 0; i < st->nchunks; i++) {
+		struct chunk *c = &st->chunks[i];
 
 		if (!c->busy) {
 			c->len = 0;
@@ -166,7 +165,7 @@ static struct chunk *chunk_get(struct daemon *d)
 			c->nwho = 0;
 			c->span_off = SIZE_MAX;
 			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
-			c->cap = d->st.budget.chunk_size; /* a reload may have lowered it */
+			c->cap = st->budget.chunk_size; /* a reload may have lowered it */
 			c->seg_seq = UINT64_MAX;
 			c->total = 0;
 			c->failed = false;
@@ -195,13 +194,13 @@ static void close_span(struct chunk *c)
  * another when needed. Returns the chunk, or NULL (no buffer free, or the
  * budget waits for writes to complete): the caller leaves the event in
  * its ring for the next pass. */
-static struct chunk *room(struct daemon *d, size_t n)
+static struct chunk *room(struct store *st, size_t n)
 {
-	if (d->st.open && d->st.open->len + n <= body_cap(d->st.open))
-		return d->st.open;
-	if (d->st.open && d->st.open->len)
-		store_seal(d);
-	if (d->st.open && d->st.open->len)
+	if (st->open && st->open->len + n <= body_cap(st->open))
+		return st->open;
+	if (st->open && st->open->len)
+		store_seal(st);
+	if (st->open && st->open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
 	 * generation changes before anything is written for it. No segment
@@ -210,22 +209,22 @@ static struct chunk *room(struct daemon *d, size_t n)
 	 * rings keep draining; its seal tries again and, failing, counts it
 	 * lost to the disk. Leaving the events in the rings would make the
 	 * programs drop them as ring overflow, for the wrong reason. */
-	if (!d->st.cur && open_segment(d) < 0)
-		d->st.seg_gen++;
-	if (!d->st.open && (d->st.open = chunk_get(d)) && d->st.cur &&
-	    ++d->st.cur->begun % DESCRIBE_EVERY == 0)
-		d->st.seg_gen++; /* describe every writer again from this chunk on */
-	if (!d->st.open || n > body_cap(d->st.open))
+	if (!st->cur && open_segment(st) < 0)
+		st->seg_gen++;
+	if (!st->open && (st->open = chunk_get(st)) && st->cur &&
+	    ++st->cur->begun % DESCRIBE_EVERY == 0)
+		st->seg_gen++; /* describe every writer again from this chunk on */
+	if (!st->open || n > body_cap(st->open))
 		return NULL;
-	return d->st.open;
+	return st->open;
 }
 
-static int put_rec(struct daemon *d, uint16_t type, uint32_t id, const void *a, size_t alen,
+static int put_rec(struct store *st, uint16_t type, uint32_t id, const void *a, size_t alen,
 		   const void *b, size_t blen)
 {
 	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + alen + blen);
 	struct ringlog_seg_rec h = { .len = (uint32_t)len, .type = type, .id = id };
-	struct chunk *c = room(d, len);
+	struct chunk *c = room(st, len);
 	uint8_t *p;
 
 	if (!c)
@@ -242,22 +241,22 @@ static int put_rec(struct daemon *d, uint16_t type, uint32_t id, const void *a, 
 	return 0;
 }
 
-static int put_provider(struct daemon *d, struct client *cl, uint32_t id, const char *name)
+static int put_provider(struct store *st, struct client *cl, uint32_t id, const char *name)
 {
 	uint8_t e[RINGLOG_META_PROVIDER_ENTRY_MAX];
 	uint32_t len = ringlog_meta_provider_entry(e, (uint16_t)id, name);
 
-	return put_rec(d, RINGLOG_SEG_REC_META, cl->id, e, len, NULL, 0);
+	return put_rec(st, RINGLOG_SEG_REC_META, cl->id, e, len, NULL, 0);
 }
 
 /* Make the segment able to decode r's events on its own: WRITER, all
  * metadata entries not yet written, STREAM. */
-static int describe(struct daemon *d, struct ring *r)
+static int describe(struct store *st, struct ring *r)
 {
 	struct client *c = r->c;
 	int err;
 
-	if (c->seg_gen != d->st.seg_gen) {
+	if (c->store.seg_gen != st->seg_gen) {
 		struct ringlog_seg_writer w = {
 			.pid = c->pid, .uid = c->uid, .gid = c->gid,
 			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
@@ -265,33 +264,33 @@ static int describe(struct daemon *d, struct ring *r)
 		};
 
 		memcpy(w.comm, c->comm, sizeof(w.comm));
-		if ((err = put_rec(d, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
+		if ((err = put_rec(st, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
 				   c->exe, w.exe_len)))
 			return err;
-		c->seg_gen = d->st.seg_gen;
-		c->seg_nprov = c->seg_nev = 0;
+		c->store.seg_gen = st->seg_gen;
+		c->store.seg_nprov = c->store.seg_nev = 0;
 	}
 	/* Ids are dense from 1: stop at the first one not defined yet. */
-	if (!c->seg_nprov)
-		c->seg_nprov = 1;
-	if (!c->seg_nev)
-		c->seg_nev = 1;
-	for (; c->seg_nprov < c->meta.nprov && c->meta.providers[c->seg_nprov]; c->seg_nprov++)
-		if ((err = put_provider(d, c, c->seg_nprov, c->meta.providers[c->seg_nprov])))
+	if (!c->store.seg_nprov)
+		c->store.seg_nprov = 1;
+	if (!c->store.seg_nev)
+		c->store.seg_nev = 1;
+	for (; c->store.seg_nprov < c->meta.nprov && c->meta.providers[c->store.seg_nprov]; c->store.seg_nprov++)
+		if ((err = put_provider(st, c, c->store.seg_nprov, c->meta.providers[c->store.seg_nprov])))
 			return err;
-	for (; c->seg_nev < c->meta.nev && c->meta.events[c->seg_nev]; c->seg_nev++) {
-		const struct ringlog_event_desc *e = c->meta.events[c->seg_nev];
+	for (; c->store.seg_nev < c->meta.nev && c->meta.events[c->store.seg_nev]; c->store.seg_nev++) {
+		const struct ringlog_event_desc *e = c->meta.events[c->store.seg_nev];
 
-		if ((err = put_rec(d, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
+		if ((err = put_rec(st, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
 			return err;
 	}
-	if (r->seg_gen != d->st.seg_gen) {
+	if (r->store.seg_gen != st->seg_gen) {
 		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
 						.ring_id = r->ring_id };
 
-		if ((err = put_rec(d, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
+		if ((err = put_rec(st, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
 			return err;
-		r->seg_gen = d->st.seg_gen;
+		r->store.seg_gen = st->seg_gen;
 	}
 	return 0;
 }
@@ -324,7 +323,7 @@ static void who_add(struct chunk *c, struct ring *r, uint32_t events, uint64_t e
 		w->r = r;
 		w->events = 0;
 		w->loss = 0;
-		r->held++;
+		r->store.held++;
 	}
 	w->events += events;
 	w->end = end;
@@ -336,14 +335,14 @@ static void who_add(struct chunk *c, struct ring *r, uint32_t events, uint64_t e
  * is written or counted as lost: a daemon killed at any moment leaves every
  * record either in a written chunk or still in its ring, where the next
  * daemon finds it. */
-static void release_ready(struct daemon *d)
+static void release_ready(struct store *st)
 {
 	for (bool more = true; more;) {
 		more = false;
-		for (unsigned i = 0; i < d->st.nchunks; i++) {
-			struct chunk *c = &d->st.chunks[i];
+		for (unsigned i = 0; i < st->nchunks; i++) {
+			struct chunk *c = &st->chunks[i];
 
-			if (!c->busy || !c->done || c->seal_no != d->st.release_next)
+			if (!c->busy || !c->done || c->seal_no != st->release_next)
 				continue;
 			for (uint32_t k = 0; k < c->nwho; k++) {
 				struct chunk_who *w = &c->who[k];
@@ -351,18 +350,19 @@ static void release_ready(struct daemon *d)
 				if (!w->r->dead)
 					ringlog_cons_release(&w->r->cons, w->end, w->seen_records,
 							     w->seen_bytes);
-				w->r->held--;
+				w->r->store.held--;
 			}
 			c->nwho = 0;
-			d->st.release_next++;
+			st->release_next++;
 			/* The sinks see it with its ring space given back, and
 			 * before the buffer is reused. */
 			struct sink_chunk sc = { .bytes = c->failed ? NULL : c->mem,
 						 .len = c->failed ? 0 : c->total,
 						 .segment = c->seg_seq, .seal_no = c->seal_no,
+						 .next_segment = st->cur ? st->cur->seq : st->next_seq,
 						 .events = c->events };
 
-			sink_publish_chunk(d->st.sinks, &sc);
+			sink_publish_chunk(st->sinks, &sc);
 			c->busy = false;
 			c->done = false;
 			more = true;
@@ -370,26 +370,38 @@ static void release_ready(struct daemon *d)
 	}
 }
 
-/* The chunk leaves the open slot for good: written or counted lost. */
-static void chunk_sealed(struct daemon *d, struct chunk *c)
+void store_give_back(struct store *st, struct ring *r)
 {
-	c->seal_no = d->st.seal_next++;
+	struct ringlog_consumer *k = &r->cons;
+
+	if (r->store.held) {
+		if (k->pos - k->published >= k->size / 4)
+			store_seal(st);
+		return;
+	}
+	ringlog_cons_release(k, k->pos, k->seen.total_records, k->seen.total_bytes);
+}
+
+/* The chunk leaves the open slot for good: written or counted lost. */
+static void chunk_sealed(struct store *st, struct chunk *c)
+{
+	c->seal_no = st->seal_next++;
 	c->busy = true;
 	c->done = false;
 }
 
-static void chunk_done(struct daemon *d, struct chunk *c)
+static void chunk_done(struct store *st, struct chunk *c)
 {
 	c->done = true;
-	release_ready(d);
+	release_ready(st);
 }
 
 /* The disk loss of r, reported in its stream. The chunk that carries the
  * report holds the ring (who list) and, should it be lost too, makes the
  * count pending again: a loss is never forgotten. */
-static int put_loss_pending(struct daemon *d, struct ring *r)
+static int put_loss_pending(struct store *st, struct ring *r)
 {
-	struct ringlog_seg_loss l = { .records = r->lost_disk_pending, .reason = RINGLOG_LOSS_DISK };
+	struct ringlog_seg_loss l = { .records = r->store.lost_disk_pending, .reason = RINGLOG_LOSS_DISK };
 	size_t len = ringlog_align_up8(sizeof(struct ringlog_seg_rec) + sizeof(l));
 	struct chunk *c;
 	struct chunk_who *w;
@@ -398,18 +410,18 @@ static int put_loss_pending(struct daemon *d, struct ring *r)
 	/* Room first: sealing may start a new segment, which must describe
 	 * the writer and the stream before the record that names them. */
 	for (int tries = 0;; tries++) {
-		uint32_t gen = d->st.seg_gen;
+		uint32_t gen = st->seg_gen;
 
-		if (!(c = room(d, len)) || who_reserve(c) || tries > 2)
+		if (!(c = room(st, len)) || who_reserve(c) || tries > 2)
 			return -EAGAIN;
-		if (gen == d->st.seg_gen)
+		if (gen == st->seg_gen)
 			break;
-		if ((err = describe(d, r)))
+		if ((err = describe(st, r)))
 			return err;
 	}
-	if ((err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
+	if ((err = put_rec(st, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
 		return err;
-	c = d->st.open;
+	c = st->open;
 	w = c->nwho ? &c->who[c->nwho - 1] : NULL;
 	if (!w || w->r != r) {
 		/* end = what is already released: releasing it is a no-op */
@@ -417,25 +429,25 @@ static int put_loss_pending(struct daemon *d, struct ring *r)
 		*w = (struct chunk_who){ .r = r, .end = r->cons.published,
 					 .seen_records = r->cons.seen.total_records,
 					 .seen_bytes = r->cons.seen.total_bytes };
-		r->held++;
+		r->store.held++;
 	}
-	w->loss += r->lost_disk_pending;
-	c->lost += r->lost_disk_pending;
-	r->lost_disk_pending = 0;
+	w->loss += r->store.lost_disk_pending;
+	c->lost += r->store.lost_disk_pending;
+	r->store.lost_disk_pending = 0;
 	return 0;
 }
 
-int store_settle_loss(struct daemon *d, struct ring *r)
+int store_settle_loss(struct store *st, struct ring *r)
 {
 	int err;
 
-	if (!r->lost_disk_pending)
+	if (!r->store.lost_disk_pending)
 		return 0;
-	store_events_end(d);
-	if (!d->st.cur)
-		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
-	if (!(err = describe(d, r)))
-		err = put_loss_pending(d, r);
+	store_events_end(st);
+	if (!st->cur)
+		open_segment(st); /* failing, room() fills a chunk anyway: lost at its seal */
+	if (!(err = describe(st, r)))
+		err = put_loss_pending(st, r);
 	return err == -EAGAIN ? STORE_FULL : err;
 }
 
@@ -447,31 +459,31 @@ int store_settle_loss(struct daemon *d, struct ring *r)
  * write to the chunk until run_put() has committed the run. The packer
  * uses only the header values the consumer validated: a writer that
  * rewrites its records meanwhile changes only its own events' bytes. */
-static int run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
+static int run_ready(struct store *st, struct ring *r, uint64_t at, size_t need,
 		     struct store_run *run)
 {
 	struct chunk *c;
 	int err;
 
-	if (!d->st.cur)
-		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
+	if (!st->cur)
+		open_segment(st); /* failing, room() fills a chunk anyway: lost at its seal */
 	for (int tries = 0;; tries++) {
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(struct ringlog_seg_span),
 					     .type = RINGLOG_SEG_REC_PACK, .id = r->id };
 		struct ringlog_seg_span sp = { .pos = at };
-		uint32_t gen = d->st.seg_gen;
+		uint32_t gen = st->seg_gen;
 
-		if ((err = describe(d, r)))
+		if ((err = describe(st, r)))
 			return err;
-		if (r->lost_disk_pending && (err = put_loss_pending(d, r)))
+		if (r->store.lost_disk_pending && (err = put_loss_pending(st, r)))
 			return err;
-		c = d->st.open;
+		c = st->open;
 		if (c && c->span_off != SIZE_MAX && c->span_stream == r->id &&
 		    c->span_next == at && c->len + need + RUN_FILLER <= body_cap(c))
 			break;
-		if (!(c = room(d, h.len + need + RUN_FILLER)))
+		if (!(c = room(st, h.len + need + RUN_FILLER)))
 			return -EAGAIN;
-		if (gen != d->st.seg_gen) {
+		if (gen != st->seg_gen) {
 			if (tries > 2)
 				return -EAGAIN;
 			continue;
@@ -493,9 +505,9 @@ static int run_ready(struct daemon *d, struct ring *r, uint64_t at, size_t need,
 }
 
 /* The run's bytes join the PACK, padded to 8 with filler (pack.h). */
-static struct chunk *run_commit(struct daemon *d, const struct store_run *run)
+static struct chunk *run_commit(struct store *st, const struct store_run *run)
 {
-	struct chunk *c = d->st.open;
+	struct chunk *c = st->open;
 	size_t n = ringlog_align_up8(run->packed);
 
 	memset(run->out + run->packed, 0, n - run->packed);
@@ -506,9 +518,9 @@ static struct chunk *run_commit(struct daemon *d, const struct store_run *run)
 	return c;
 }
 
-static void run_put(struct daemon *d, struct ring *r, const struct store_run *run)
+static void run_put(struct store *st, struct ring *r, const struct store_run *run)
 {
-	struct chunk *c = run_commit(d, run);
+	struct chunk *c = run_commit(st, run);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
 
 	if (run->ts_min < c->ts_min[k])
@@ -519,12 +531,12 @@ static void run_put(struct daemon *d, struct ring *r, const struct store_run *ru
 	who_add(c, r, run->events, run->end, r->cons.seen.total_records, r->cons.seen.total_bytes);
 }
 
-void store_events_end(struct daemon *d)
+void store_events_end(struct store *st)
 {
-	struct store_run *run = &d->st.run;
+	struct store_run *run = &st->run;
 
 	if (run->r && run->bytes)
-		run_put(d, run->r, run);
+		run_put(st, run->r, run);
 	run->bytes = 0;
 	run->r = NULL;
 }
@@ -532,10 +544,10 @@ void store_events_end(struct daemon *d)
 /* The run goes on while the ring bytes do, the chunk has room and the
  * segment already holds the event's metadata (ids below seg_nev; a new
  * one is described by run_ready() before its records). */
-int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
+int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
 {
-	struct store_run *run = &d->st.run;
+	struct store_run *run = &st->run;
 	const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE;
 	size_t total = ringlog_rec_total(len);
 	size_t need = RINGLOG_PACK_MAX(len);
@@ -544,14 +556,16 @@ int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
 
 	memcpy(&ts, payload, sizeof(ts));
 	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
-	    need > run->room - run->packed || id >= r->c->seg_nev) {
-		store_events_end(d);
-		err = run_ready(d, r, r->cons.rec_end - total, need, run);
+	    need > run->room - run->packed || id >= run->nev) {
+		store_events_end(st);
+		err = run_ready(st, r, r->cons.rec_end - total, need, run);
 		if (err < 0)
 			return err == -EAGAIN ? STORE_FULL : err;
 		run->r = r;
 		run->recs = rec;
 		run->ts_min = run->ts_max = ts;
+		run->nev = r->c->store.seg_nev;
+		run->publish = st->sinks->wanting != 0;
 	}
 	run->bytes += total;
 	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
@@ -562,16 +576,17 @@ int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
 		run->ts_min = ts;
 	if (ts > run->ts_max)
 		run->ts_max = ts;
-	if (d->st.sinks) {
+	/* The one test per record that sinks cost when none listens. */
+	if (__builtin_expect(run->publish, 0)) {
 		struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload,
 					  .len = len, .e = e };
 
-		sink_publish_record(d->st.sinks, &sr);
+		sink_publish_record(st->sinks, &sr);
 	}
 	return 0;
 }
 
-int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
+int store_ring_loss(struct store *st, struct ring *r, uint16_t aux,
 		    const struct ringlog_rec_loss *l, uint32_t len,
 		    const struct ringlog_seg_loss *sl)
 {
@@ -579,63 +594,74 @@ int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
 	struct store_run run;
 	int err;
 
-	store_events_end(d); /* in stream order, after the run before it */
-	err = run_ready(d, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(len), &run);
+	store_events_end(st); /* in stream order, after the run before it */
+	err = run_ready(st, r, r->cons.rec_end - total, RINGLOG_PACK_MAX(len), &run);
 	if (err < 0)
 		return err == -EAGAIN ? STORE_FULL : err;
 	/* In the PACK, in ring order, as the producer wrote it */
 	run.bytes = total;
 	run.packed = ringlog_pack_rec(run.out, RINGLOG_REC_LOSS, aux, (const uint8_t *)l,
 				      len, &run.prev_ts);
-	run_commit(d, &run);
-	who_add(d->st.open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
-	d->st.open->lost += l->records;
-	sink_publish_loss(d->st.sinks, r, sl);
+	run_commit(st, &run);
+	who_add(st->open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
+	st->open->lost += l->records;
+	if (st->sinks->wanting)
+		sink_publish_loss(st->sinks, r, sl);
 	return 0;
 }
 
-int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
+int store_loss(struct store *st, struct ring *r, uint64_t records, uint64_t bytes,
 	       uint32_t reason)
 {
 	struct ringlog_seg_loss l = { .records = records, .bytes = bytes, .reason = reason };
 	int err;
 
-	store_events_end(d);
-	if (!d->st.cur)
-		open_segment(d); /* failing, room() fills a chunk anyway: lost at its seal */
-	if ((err = describe(d, r)) || (err = put_rec(d, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
+	store_events_end(st);
+	if (!st->cur)
+		open_segment(st); /* failing, room() fills a chunk anyway: lost at its seal */
+	if ((err = describe(st, r)) || (err = put_rec(st, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
 						     NULL, 0)))
 		return err == -EAGAIN ? STORE_FULL : err;
-	d->st.open->lost += records;
+	st->open->lost += records;
 	return 0;
 }
 
 /* Everything in a chunk that will not reach the disk is counted, per
  * stream, and reported in-stream once writing works again. */
-static void chunk_lost(struct daemon *d, struct chunk *c, const char *why)
+static void chunk_lost(struct store *st, struct chunk *c, const char *why)
 {
 	for (uint32_t i = 0; i < c->nwho; i++) {
 		struct ring *r = c->who[i].r;
 
-		r->lost_disk_pending += c->who[i].events + c->who[i].loss;
-		r->c->lost_disk += c->who[i].events;
+		r->store.lost_disk_pending += c->who[i].events + c->who[i].loss;
+		r->c->store.lost_disk += c->who[i].events;
 	}
-	d->st.lost_disk += c->events;
+	st->lost_disk += c->events;
 	c->failed = true;
-	if (!d->st.disk_blocked)
+	if (!st->disk_blocked)
 		d_log(LOG_ERR, "cannot store %u events: %s; counting what is lost until writing works again",
 		      c->events, why);
-	d->st.disk_blocked = true;
-	if (why != d->st.disk_error) /* it may already be the reason */
-		snprintf(d->st.disk_error, sizeof(d->st.disk_error), "%s", why);
+	st->disk_blocked = true;
+	if (why != st->disk_error) /* it may already be the reason */
+		snprintf(st->disk_error, sizeof(st->disk_error), "%s", why);
 	/* Its metadata records are gone too: describe everything again. */
-	d->st.seg_gen++;
+	st->seg_gen++;
+}
+
+/* The open chunk cannot be written: counted lost, and done with at once
+ * (its ring space goes back in sealing order). */
+static void chunk_drop(struct store *st, struct chunk *c, const char *why)
+{
+	chunk_lost(st, c, why);
+	st->open = NULL;
+	chunk_sealed(st, c);
+	chunk_done(st, c);
 }
 
 static void on_written(void *arg, long res)
 {
 	struct chunk *c = arg;
-	struct daemon *d = c->d;
+	struct store *st = c->st;
 	struct segfile *s = c->seg;
 	size_t total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
 
@@ -645,17 +671,17 @@ static void on_written(void *arg, long res)
 
 		snprintf(why, sizeof(why), "write to %s failed: %s", s->path,
 			 res < 0 ? strerror((int)-res) : "short write");
-		chunk_lost(d, c, why);
-	} else if (d->st.disk_blocked) {
-		d->st.disk_blocked = false;
-		d->st.disk_error[0] = 0;
+		chunk_lost(st, c, why);
+	} else if (st->disk_blocked) {
+		st->disk_blocked = false;
+		st->disk_error[0] = 0;
 		d_log(LOG_NOTICE, "writing to %s works again", s->path);
 	}
-	chunk_done(d, c);
+	chunk_done(st, c);
 	if (!s->current && !s->closed && s->inflight == 0)
 		finalize(s);
-	if ((d->stopping || d->st.open == NULL) && d->st.room)
-		d->st.room(d); /* buffers are free again: resume draining */
+	if (st->written)
+		st->written(st->ctx, st->open == NULL); /* buffers are free again */
 }
 
 /* ------------------------------------------------------------------------
@@ -667,37 +693,37 @@ static void on_written(void *arg, long res)
  * the directory we locked? Costs an fstat and a stat.
  */
 
-static bool store_gone(struct daemon *d)
+static bool store_gone(struct store *st)
 {
 	uint64_t id[2];
 
-	if (d->st.cur && file_unlinked(d->st.cur->fd) == 1)
+	if (st->cur && file_unlinked(st->cur->fd) == 1)
 		return true;
-	if (file_dir_id(d->cfg.storage_dir, id) < 0)
+	if (file_dir_id(st->dir, id) < 0)
 		return true;
-	return id[0] != d->st.dir_id[0] || id[1] != d->st.dir_id[1];
+	return id[0] != st->dir_id[0] || id[1] != st->dir_id[1];
 }
 
 /* Count what the deleted files held as lost, forget them, recreate the
  * directory and lock it again; the next chunk opens a new segment. */
-static void store_recover(struct daemon *d)
+static void store_recover(struct store *st)
 {
 	uint64_t events = 0, bytes = 0, id[2];
 	unsigned n = 0;
 	int err;
 
-	if (d->st.cur)
-		store_close_current(d); /* its in-flight writes land in the void */
-	for (struct segfile **pp = &d->st.segs, *s; (s = *pp);) {
-		struct stat st;
+	if (st->cur)
+		store_close_current(st); /* its in-flight writes land in the void */
+	for (struct segfile **pp = &st->segs, *s; (s = *pp);) {
+		struct stat sb;
 		bool open = s->fd >= 0 && !s->closed;
 
-		if (open ? file_unlinked(s->fd) == 0 : stat(s->path, &st) == 0) {
+		if (open ? file_unlinked(s->fd) == 0 : stat(s->path, &sb) == 0) {
 			pp = &s->next;
 			continue;
 		}
 		*pp = s->next;
-		d->st.used_bytes -= s->bytes;
+		st->used_bytes -= s->bytes;
 		events += s->events;
 		bytes += s->bytes;
 		n++;
@@ -709,37 +735,37 @@ static void store_recover(struct daemon *d)
 			free(s);
 		}
 	}
-	d->st.lost_deleted += events;
-	d->st.seg_gen++;
-	if (file_dir_id(d->cfg.storage_dir, id) == 0 && id[0] == d->st.dir_id[0] && id[1] == d->st.dir_id[1]) {
+	st->lost_deleted += events;
+	st->seg_gen++;
+	if (file_dir_id(st->dir, id) == 0 && id[0] == st->dir_id[0] && id[1] == st->dir_id[1]) {
 		/* Only files went: the directory and our lock on it stand. */
 		d_log(LOG_ERR, "%u segments (%llu bytes) of storage_dir %s were deleted under "
 		      "ringlogd: their %llu stored events are gone and counted lost; storing on",
-		      n, (unsigned long long)bytes, d->cfg.storage_dir, (unsigned long long)events);
+		      n, (unsigned long long)bytes, st->dir, (unsigned long long)events);
 		return;
 	}
 	d_log(LOG_ERR, "storage_dir %s was deleted or replaced under ringlogd: %llu stored events "
 	      "in %u segments (%llu bytes) are gone and counted lost; recreating it and storing "
-	      "on", d->cfg.storage_dir, (unsigned long long)events, n, (unsigned long long)bytes);
-	if ((err = access_mkdir_store(d)) < 0)
-		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
+	      "on", st->dir, (unsigned long long)events, n, (unsigned long long)bytes);
+	if ((err = st->mkdir(st->ctx, st->dir)) < 0)
+		d_log(LOG_ERR, "cannot create storage_dir %s: %s", st->dir, strerror(-err));
 	else
-		store_lock_dir(d);
+		store_lock_dir(st);
 }
 
-void store_check(struct daemon *d)
+void store_check(struct store *st)
 {
-	if (!store_gone(d))
+	if (!store_gone(st))
 		return;
 	/* The open chunk was built for the current segment: it goes there
 	 * (and is lost with it), and the seal comes back here. */
-	if (d->st.cur && d->st.open && d->st.open->len)
-		store_seal(d);
-	if (store_gone(d))
-		store_recover(d);
+	if (st->cur && st->open && st->open->len)
+		store_seal(st);
+	if (store_gone(st))
+		store_recover(st);
 }
 
-void store_seal(struct daemon *d)
+void store_seal(struct store *st)
 {
 	struct chunk *c;
 	struct ringlog_chunk_hdr *h;
@@ -747,21 +773,18 @@ void store_seal(struct daemon *d)
 	size_t total;
 	int err;
 
-	store_events_end(d); /* a run pending belongs in this chunk */
-	c = d->st.open;
+	store_events_end(st); /* a run pending belongs in this chunk */
+	c = st->open;
 	if (!c || !c->len)
 		return;
-	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
-	if (!d->st.cur && store_gone(d))
-		store_recover(d);
-	if (!d->st.cur && open_segment(d) < 0) {
-		chunk_lost(d, c, d->st.disk_error);
-		d->st.open = NULL;
-		chunk_sealed(d, c);
-		chunk_done(d, c);
+	if (!st->cur && store_gone(st))
+		store_recover(st);
+	if (!st->cur && open_segment(st) < 0) {
+		chunk_drop(st, c, st->disk_error);
 		return;
 	}
-	switch (ret_make_room(d, total)) {
+	total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
+	switch (ret_make_room(st, total)) {
 	case ROOM_OK:
 		break;
 	case ROOM_ROTATE:
@@ -773,16 +796,13 @@ void store_seal(struct daemon *d)
 		char why[STORE_WHY_MAX];
 
 		snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) available",
-			 d->cfg.storage_dir, (unsigned long long)ret_min_free(d));
-		chunk_lost(d, c, why);
-		d->st.open = NULL;
-		chunk_sealed(d, c);
-		chunk_done(d, c);
+			 st->dir, (unsigned long long)ret_min_free(st));
+		chunk_drop(st, c, why);
 		/* Nothing older is left to delete: close the segment being
 		 * written so that it is, and the newest data has room again
 		 * at the next chunk (the circular log eats its tail). */
-		if (d->st.cur && d->st.segs == d->st.cur && d->st.cur->chunks)
-			store_close_current(d);
+		if (st->cur && st->segs == st->cur && st->cur->chunks)
+			store_close_current(st);
 		return;
 	}
 	}
@@ -793,8 +813,8 @@ void store_seal(struct daemon *d)
 
 		if (c->ts_min[k] > c->ts_max[k])
 			continue; /* no event of this clock */
-		lo = clock_real_ns(d, clk, c->ts_min[k]);
-		hi = clock_real_ns(d, clk, c->ts_max[k]);
+		lo = ringlog_dec_real_ns(&st->clock->seg, clk, c->ts_min[k]);
+		hi = ringlog_dec_real_ns(&st->clock->seg, clk, c->ts_max[k]);
 		if (lo < c->first_real_ns)
 			c->first_real_ns = lo;
 		if (hi > c->last_real_ns)
@@ -806,243 +826,237 @@ void store_seal(struct daemon *d)
 	h->body_len = (uint32_t)c->len;
 	h->events = c->events;
 	h->lost = c->lost;
-	h->seq = d->st.cur->chunks;
+	h->seq = st->cur->chunks;
 	h->first_real_ns = c->events ? c->first_real_ns : 0;
 	h->last_real_ns = c->last_real_ns;
 	h->crc = ringlog_chunk_crc(h, body(c));
 	memset(c->mem + RINGLOG_CHUNK_HDR_SIZE + c->len, 0, total - RINGLOG_CHUNK_HDR_SIZE - c->len);
 
-	c->seg = d->st.cur;
-	c->seg_seq = d->st.cur->seq;
+	c->seg = st->cur;
+	c->seg_seq = st->cur->seq;
 	c->total = total;
-	chunk_sealed(d, c);
-	err = d->st.io->ops->write(d->st.io, d->st.cur->fd, c->mem, total, d->st.cur->off, on_written, c);
+	chunk_sealed(st, c);
+	err = st->io->ops->write(st->io, st->cur->fd, c->mem, total, st->cur->off, on_written, c);
 	if (err < 0) {
-		chunk_lost(d, c, "the I/O backend refused the write");
-		d->st.open = NULL;
-		chunk_done(d, c);
+		chunk_lost(st, c, "the I/O backend refused the write");
+		st->open = NULL;
+		chunk_done(st, c);
 		return;
 	}
-	d->st.cur->inflight++;
-	d->st.cur->off += total;
-	d->st.cur->bytes += total;
-	d->st.used_bytes += total;
-	d->st.cur->chunks++;
+	st->cur->inflight++;
+	st->cur->off += total;
+	st->cur->bytes += total;
+	st->used_bytes += total;
+	st->cur->chunks++;
 	if (c->events) {
-		if (!d->st.cur->first_real_ns || c->first_real_ns < d->st.cur->first_real_ns)
-			d->st.cur->first_real_ns = c->first_real_ns;
-		if (c->last_real_ns > d->st.cur->last_real_ns)
-			d->st.cur->last_real_ns = c->last_real_ns;
+		if (!st->cur->first_real_ns || c->first_real_ns < st->cur->first_real_ns)
+			st->cur->first_real_ns = c->first_real_ns;
+		if (c->last_real_ns > st->cur->last_real_ns)
+			st->cur->last_real_ns = c->last_real_ns;
 	}
-	d->st.cur->events += c->events;
-	d->st.cur->lost += c->lost;
-	d->st.stored += c->events;
-	d->st.stored_bytes += total;
-	d->st.open = NULL;
+	st->cur->events += c->events;
+	st->cur->lost += c->lost;
+	st->stored += c->events;
+	st->stored_bytes += total;
+	st->open = NULL;
 	/* Rotate after the chunk, never before: it was built (metadata and
 	 * all) for this segment. The next event opens the next segment. */
-	if (store_gone(d))
-		store_recover(d);
-	else if (rotate || d->st.cur->off + d->st.budget.chunk_size > d->st.cur->limit)
-		store_close_current(d);
+	if (store_gone(st))
+		store_recover(st);
+	else if (rotate || st->cur->off + st->budget.chunk_size > st->cur->limit)
+		store_close_current(st);
 }
 
-/* Periodic: seal a chunk that waited long enough, rotate by age. */
-void store_tick(struct daemon *d)
+/* max_retention: seal and close the segment being written once its oldest
+ * event is older than before_ns, so that it may go in turn, then delete
+ * the sealed segments older than that (ret_vacuum()): nothing outlives
+ * max_retention by more than a segment's span. Returns how many went. */
+static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
 {
-	uint64_t now = d_now(CLOCK_MONOTONIC);
-
-	store_check(d);
-	if (d->st.open && d->st.open->len &&
-	    now - d->st.open->opened_mono_ns >= d->st.budget.seal_after_ns)
-		store_seal(d);
-	if (d->st.cur && d->st.cur->chunks &&
-	    now - d->st.cur->created_mono_ns >= d->st.budget.max_age_ns) {
-		store_seal(d);
-		if (!d->st.open || !d->st.open->len)
-			store_close_current(d);
-	}
-}
-
-unsigned store_expire(struct daemon *d, uint64_t before_ns,
-		      void (*each)(void *ctx, const struct segfile *s), void *ctx)
-{
-	struct segfile *cur = d->st.cur;
+	struct segfile *cur = st->cur;
+	uint64_t used;
+	unsigned n;
 
 	if (cur && cur->chunks && cur->first_real_ns && cur->first_real_ns < before_ns) {
-		store_seal(d);
-		if (!d->st.open || !d->st.open->len)
-			store_close_current(d);
+		store_seal(st);
+		if (!st->open || !st->open->len)
+			store_close_current(st);
 	}
-	return ret_vacuum(d, UINT64_MAX, before_ns, each, ctx);
+	used = st->used_bytes;
+	n = ret_vacuum(st, UINT64_MAX, before_ns, NULL, NULL);
+	*bytes = used - st->used_bytes;
+	return n;
 }
 
-bool store_idle(struct daemon *d)
+/* Periodic: seal a chunk that waited long enough, rotate by age, and, at
+ * most once a second, expire by max_retention. */
+void store_tick(struct store *st)
 {
-	if (d->st.open && d->st.open->len)
+	uint64_t now = d_now(CLOCK_MONOTONIC), real, bytes;
+	uint64_t keep = st->budget.max_retention_ns;
+	unsigned n;
+
+	store_check(st);
+	if (st->open && st->open->len &&
+	    now - st->open->opened_mono_ns >= st->budget.seal_after_ns)
+		store_seal(st);
+	if (st->cur && st->cur->chunks &&
+	    now - st->cur->created_mono_ns >= st->budget.max_age_ns) {
+		store_seal(st);
+		if (!st->open || !st->open->len)
+			store_close_current(st);
+	}
+	if (!keep || now - st->expire_tick_ns < 1000000000ull)
+		return;
+	st->expire_tick_ns = now;
+	real = d_now(CLOCK_REALTIME);
+	if (real > keep && (n = expire(st, real - keep, &bytes)))
+		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
+		      (unsigned long long)bytes, (unsigned long long)(keep / 1000000000ull));
+}
+
+bool store_idle(const struct store *st)
+{
+	if (st->open && st->open->len)
 		return false;
-	for (unsigned i = 0; i < d->st.nchunks; i++)
-		if (d->st.chunks[i].busy)
+	for (unsigned i = 0; i < st->nchunks; i++)
+		if (st->chunks[i].busy)
 			return false;
 	return true;
 }
 
-/* Every size from the configuration, at start and at every reload: the
- * one place that reads the budget's settings. Chunks are no larger than
- * the buffers (chunk_alloc, fixed at start: 1 MiB at most). */
-void store_configure(struct daemon *d)
+void store_reload(struct store *st, const struct ringlog_config *cfg)
 {
-	struct store_budget *b = &d->st.budget;
-	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
-	uint64_t cs;
-
-	b->max_disk = d->cfg.max_disk;
-	b->min_free_bytes = d->cfg.min_free_bytes;
-	b->min_free_percent = d->cfg.min_free_percent;
-	b->max_age_ns = d->cfg.max_segment_age_ns;
-	/* Half the flush interval: a chunk sealed then is on disk within it. */
-	b->seal_after_ns = d->cfg.flush_interval_ns / 2;
-	cs = d->cfg.max_segment_size / 8;
-	if (cs > b->max_disk / 16)
-		cs = b->max_disk / 16;
-	/* Chunks: large enough to amortise a write, small enough that a crash
-	 * or a tight budget loses little. */
-	if (cs > max)
-		cs = max;
-	if (cs < (64u << 10))
-		cs = 64u << 10;
-	b->chunk_size = ringlog_align_up(cs, RINGLOG_SEG_ALIGN);
-	if (b->chunk_size > max)
-		b->chunk_size = max;
-	if (!b->chunk_alloc)
-		b->chunk_alloc = b->chunk_size;
-	/* Several segments under the budget, so the oldest can go while the
-	 * newest fills: at most a quarter of max_disk each. */
-	b->seg_max = d->cfg.max_segment_size;
-	if (b->seg_max > b->max_disk / 4)
-		b->seg_max = b->max_disk / 4;
-	if (b->seg_max < 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE)
-		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
-}
-
-/* How large the segment opened now may grow: seg_max, and at most a
- * quarter of the space the store may really take (max_disk, or what the
- * filesystem has above min_free, whichever is less). A min_free that
- * leaves less than max_segment_size would otherwise let one segment take
- * all the room, with nothing older to delete to make more. */
-uint64_t store_seg_limit(const struct daemon *d)
-{
-	const struct store_budget *b = &d->st.budget;
-	uint64_t fs_free, floor, room = b->max_disk;
-	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
-
-	ret_fs_room(d, &fs_free, &floor);
-	if (fs_free != UINT64_MAX && d->st.used_bytes + fs_free - floor < room && fs_free > floor)
-		room = d->st.used_bytes + fs_free - floor;
-	if (room / 4 < lim)
-		lim = room / 4;
-	return lim < least ? least : lim;
-}
-
-void store_reload(struct daemon *d)
-{
-	size_t old_chunk = d->st.budget.chunk_size;
-	uint64_t old_max = d->st.budget.seg_max;
+	size_t old_chunk = st->budget.chunk_size;
+	uint64_t old_max = st->budget.seg_max;
 
 	/* The open chunk was sized for the old budget: it goes now, and the
 	 * next one takes the new size. */
-	store_seal(d);
-	store_configure(d);
-	if (d->st.cur) {
-		uint64_t lim = store_seg_limit(d);
+	store_seal(st);
+	store_configure(st, cfg);
+	if (st->cur) {
+		uint64_t lim = store_seg_limit(st);
 
-		if (d->st.cur->off + d->st.budget.chunk_size > lim)
-			store_close_current(d); /* so that the budget may take it */
-		else if (lim < d->st.cur->limit)
-			d->st.cur->limit = lim;
+		if (st->cur->off + st->budget.chunk_size > lim)
+			store_close_current(st); /* so that the budget may take it */
+		else if (lim < st->cur->limit)
+			st->cur->limit = lim;
 	}
-	if (ret_make_room(d, 0) == ROOM_OK || d->st.used_bytes <= d->st.budget.max_disk)
+	if (ret_make_room(st, 0) == ROOM_OK || st->used_bytes <= st->budget.max_disk)
 		d_log(LOG_INFO, "storage: chunks of %zu bytes (were %zu), segments up to %llu (were %llu), "
-		      "max_disk %llu, %llu used", d->st.budget.chunk_size, old_chunk, (unsigned long long)d->st.budget.seg_max,
-		      (unsigned long long)old_max, (unsigned long long)d->st.budget.max_disk,
-		      (unsigned long long)d->st.used_bytes);
+		      "max_disk %llu, %llu used", st->budget.chunk_size, old_chunk, (unsigned long long)st->budget.seg_max,
+		      (unsigned long long)old_max, (unsigned long long)st->budget.max_disk,
+		      (unsigned long long)st->used_bytes);
 	else
 		d_log(LOG_INFO, "storage: max_disk now %llu, %llu used: older segments go as writes "
-		      "complete", (unsigned long long)d->st.budget.max_disk, (unsigned long long)d->st.used_bytes);
+		      "complete", (unsigned long long)st->budget.max_disk, (unsigned long long)st->used_bytes);
 }
 
-int store_lock_dir(struct daemon *d)
+int store_lock_dir(struct store *st)
 {
 	long holder;
-	int err = file_lock_dir(d->cfg.storage_dir, &d->st.dir_lock, &holder);
+	int err = file_lock_dir(st->dir, &st->dir_lock, &holder);
 
 	if (err == -EBUSY && holder > 0)
 		d_log(LOG_ERR, "storage_dir %s is in use by another ringlogd (PID %ld holds %s/%s): "
 		      "stop it, or give this one another --storage (and --socket)",
-		      d->cfg.storage_dir, holder, d->cfg.storage_dir, RINGLOG_LOCK_NAME);
+		      st->dir, holder, st->dir, RINGLOG_LOCK_NAME);
 	else if (err == -EBUSY)
 		d_log(LOG_ERR, "storage_dir %s is in use by another process (it holds %s/%s): "
 		      "stop it, or give this ringlogd another --storage (and --socket)",
-		      d->cfg.storage_dir, d->cfg.storage_dir, RINGLOG_LOCK_NAME);
+		      st->dir, st->dir, RINGLOG_LOCK_NAME);
 	else if (err < 0)
-		d_log(LOG_ERR, "cannot lock storage_dir %s (%s/%s): %s", d->cfg.storage_dir,
-		      d->cfg.storage_dir, RINGLOG_LOCK_NAME, strerror(-err));
-	if (!err && (err = file_dir_id(d->cfg.storage_dir, d->st.dir_id)) < 0)
-		d_log(LOG_ERR, "storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
+		d_log(LOG_ERR, "cannot lock storage_dir %s (%s/%s): %s", st->dir,
+		      st->dir, RINGLOG_LOCK_NAME, strerror(-err));
+	if (!err && (err = file_dir_id(st->dir, st->dir_id)) < 0)
+		d_log(LOG_ERR, "storage_dir %s: %s", st->dir, strerror(-err));
 	return err;
 }
 
-int store_init(struct daemon *d)
+static int mkdir_plain(void *ctx, const char *dir)
+{
+	int err = file_mkdir(dir);
+
+	(void)ctx;
+	return err < 0 ? err : 0;
+}
+
+static int alloc_chunks(struct store *st)
 {
 	int err;
 
-	if ((err = access_mkdir_store(d)) < 0) {
-		d_log(LOG_ERR, "cannot create storage_dir %s: %s", d->cfg.storage_dir, strerror(-err));
-		return err;
-	}
-	/* One daemon per directory, before any file in it is touched: a
-	 * second one would seal the first one's live segment as crashed and
-	 * then write the same segment names. */
-	d->st.dir_lock = -1;
-	if ((err = store_lock_dir(d)) < 0)
-		return err;
-	if (!d->st.space)
-		d->st.space = file_space;
-	d->st.budget.chunk_alloc = 0;
-	store_configure(d);
-	d->st.chunks = calloc(NCHUNKS, sizeof(*d->st.chunks));
-	if (!d->st.chunks)
+	st->chunks = calloc(NCHUNKS, sizeof(*st->chunks));
+	if (!st->chunks)
 		return -ENOMEM;
-	d->st.nchunks = NCHUNKS;
+	st->nchunks = NCHUNKS;
 	for (unsigned i = 0; i < NCHUNKS; i++) {
-		d->st.chunks[i].cap = d->st.budget.chunk_alloc;
-		d->st.chunks[i].d = d;
-		d->st.chunks[i].span_off = SIZE_MAX;
-		if (!(d->st.chunks[i].mem = file_aligned(d->st.budget.chunk_alloc)))
+		st->chunks[i].cap = st->budget.chunk_alloc;
+		st->chunks[i].st = st;
+		st->chunks[i].span_off = SIZE_MAX;
+		if (!(st->chunks[i].mem = file_aligned(st->budget.chunk_alloc)))
 			return -ENOMEM;
 	}
-	if (d->st.io->ops->register_buffers) {
+	if (st->io->ops->register_buffers) {
 		static void *bufs[NCHUNKS]; /* the backend keeps this array */
 
 		for (unsigned i = 0; i < NCHUNKS; i++)
-			bufs[i] = d->st.chunks[i].mem;
-		if ((err = d->st.io->ops->register_buffers(d->st.io, bufs, d->st.budget.chunk_alloc, NCHUNKS)) < 0)
+			bufs[i] = st->chunks[i].mem;
+		if ((err = st->io->ops->register_buffers(st->io, bufs, st->budget.chunk_alloc, NCHUNKS)) < 0)
 			d_log(LOG_INFO, "%s: chunk buffers not registered (%s): each write pins "
-			      "them again", d->st.io_name, strerror(-err));
-	}
-	if ((err = ret_scan(d)) < 0)
-		return err;
-	if ((err = open_segment(d)) < 0) {
-		d_log(LOG_INFO, "%s", d->st.disk_error);
-		return err;
+			      "them again", st->io_name, strerror(-err));
 	}
 	return 0;
 }
 
-void store_fini(struct daemon *d)
+struct store *store_open(const struct store_params *p, const struct ringlog_config *cfg)
 {
-	store_close_current(d);
-	for (struct segfile *s = d->st.segs, *n; s; s = n) {
+	struct store *st = calloc(1, sizeof(*st));
+	int err;
+
+	if (!st)
+		return NULL;
+	st->dir_lock = -1;
+	snprintf(st->dir, sizeof(st->dir), "%s", p->dir);
+	st->io = p->io;
+	st->io_name = p->io_name;
+	st->clock = p->clock;
+	st->sinks = p->sinks ? p->sinks : &st->no_sinks;
+	st->written = p->written;
+	st->mkdir = p->mkdir ? p->mkdir : mkdir_plain;
+	st->space = p->space ? p->space : file_space;
+	st->deleting = p->deleting;
+	st->keep = p->keep;
+	st->ctx = p->ctx;
+	sys_identity(st->boot_id, st->host, sizeof(st->host));
+	if ((err = st->mkdir(st->ctx, st->dir)) < 0) {
+		d_log(LOG_ERR, "cannot create storage_dir %s: %s", st->dir, strerror(-err));
+		goto fail;
+	}
+	/* One daemon per directory, before any file in it is touched: a
+	 * second one would seal the first one's live segment as crashed and
+	 * then write the same segment names. */
+	if ((err = store_lock_dir(st)) < 0)
+		goto fail;
+	store_configure(st, cfg);
+	if ((err = alloc_chunks(st)) < 0 || (err = ret_scan(st)) < 0)
+		goto fail;
+	if ((err = open_segment(st)) < 0) {
+		d_log(LOG_INFO, "%s", st->disk_error);
+		goto fail;
+	}
+	return st;
+fail:
+	store_close(st);
+	errno = -err;
+	return NULL;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	store_close_current(st);
+	for (struct segfile *s = st->segs, *n; s; s = n) {
 		n = s->next;
 		if (s->fd > 0 && !s->closed)
 			finalize(s);
@@ -1050,14 +1064,12 @@ void store_fini(struct daemon *d)
 		file_aligned_free(s->hdr);
 		free(s);
 	}
-	d->st.segs = NULL;
-	for (unsigned i = 0; i < d->st.nchunks; i++) {
-		file_aligned_free(d->st.chunks[i].mem);
-		free(d->st.chunks[i].who);
+	for (unsigned i = 0; i < st->nchunks; i++) {
+		file_aligned_free(st->chunks[i].mem);
+		free(st->chunks[i].who);
 	}
-	free(d->st.chunks);
-	d->st.chunks = NULL;
-	if (d->st.dir_lock >= 0)
-		file_close(d->st.dir_lock);
-	d->st.dir_lock = -1;
+	free(st->chunks);
+	if (st->dir_lock >= 0)
+		file_close(st->dir_lock);
+	free(st);
 }

@@ -2,14 +2,17 @@
  * index and the disk budget (retention.c), through one write backend
  * (io-ops.h) and the system's files (file.h).
  *
- * What comes in: validated records of the writers' rings, from the drain
- * (ingest/drain.c), with the metadata that describes them. What goes out:
- * the sinks' notifications (sink/sink.h), through the list lifecycle.c
- * hands over in st.sinks, and "there is room again" through st.room. The
- * store never calls the drain or a sink by name.
+ * The store is an object of its own (struct store): store_open() is given
+ * what it needs (the directory, the backend, the clock, the sinks, how to
+ * say "there is room again") and it reads nothing of the daemon. What comes
+ * in: validated records of the writers' rings, from the drain
+ * (ingest/drain.c), with the metadata that describes them (the registry's
+ * types, ingest/registry.h: read, never called). What goes out: the sinks'
+ * notifications (sink/sink.h), through the list it is given, and the
+ * written() callback. The store never calls the drain or a sink by name.
  *
  * Sizes: store_configure() derives every size from the configuration, at
- * start and at each reload, into st.budget; nothing in the store reads the
+ * open and at each reload, into st->budget; nothing in the store reads the
  * budget's settings from the configuration itself.
  *
  * Return contract of the entry points below: 0 on success; STORE_FULL
@@ -24,15 +27,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "config.h"
 #include "meta.h"
 #include "ringbuf.h"
 #include "segment.h"
+#include "sink/sink.h"
 
-struct daemon;
 struct ring;
-struct sink;
 struct io;
+struct store;
 
 #define STORE_FULL 1
 /* A reason that names a path: the room the daemon's messages give it. */
@@ -51,6 +55,7 @@ struct store_budget {
 	                           * at start */
 	uint64_t max_age_ns;      /* rotate a segment this old */
 	uint64_t seal_after_ns;   /* seal a chunk that waited this long */
+	uint64_t max_retention_ns; /* expire segments older (0: none) */
 };
 
 /* A segment file known to the index (retention.c). */
@@ -109,7 +114,7 @@ struct chunk {
 	uint32_t span_stream;
 	uint64_t span_next;  /* ring position the open PACK continues at */
 	uint64_t span_ts;    /* its last timestamp: the next delta's base */
-	struct daemon *d;
+	struct store *st;
 };
 
 /* Consecutive event records of one ring packed straight into the open
@@ -125,28 +130,64 @@ struct store_run {
 	size_t packed;       /* bytes packed at out */
 	size_t room;         /* what the readied chunk can take at out */
 	uint64_t prev_ts;    /* the PACK's last timestamp (pack.h) */
+	/* Taken when the run opens, so that a record of the run reads no
+	 * other structure: event ids below nev are described in the segment
+	 * (the writer's seg_nev), and whether any sink wants records (a sink
+	 * stops wanting them only from the loop, between passes, or from its
+	 * own callback, which then ignores the rest). */
+	uint32_t nev;
+	bool publish;
+};
+
+/* What the store is given at store_open(): everything it knows of the
+ * daemon that runs it. */
+struct store_params {
+	const char *dir;          /* storage_dir (copied) */
+	struct io *io;            /* the write backend, opened on the loop */
+	const char *io_name;
+	struct d_clock *clock;    /* segments record it; refreshed at each one */
+	struct sink_list *sinks;  /* published to; NULL: none */
+	/* A write completed. idle: no chunk is open, so the drain may have
+	 * stopped for want of a buffer and should resume. NULL: nobody. */
+	void (*written)(void *ctx, bool idle);
+	/* Create dir if missing (with the daemon's group): 0 or -errno.
+	 * NULL: file_mkdir(). */
+	int (*mkdir)(void *ctx, const char *dir);
+	/* What the filesystem has. NULL: file_space() (file.h). */
+	int (*space)(const char *dir, uint64_t *avail, uint64_t *total);
+	/* A segment file is about to be deleted (budget, vacuum, age): set
+	 * by lifecycle.c (shipping counts what goes unshipped). NULL: nobody. */
+	void (*deleting)(void *ctx, const struct segfile *s);
+	/* Should a segment the budget does not force out stay (vacuum,
+	 * max_retention)? Shipping keeps what is not yet acknowledged, up to
+	 * ship.max_backlog. NULL: nothing is kept. */
+	bool (*keep)(void *ctx, const struct segfile *s);
+	void *ctx;                /* for written(), mkdir(), deleting(), keep() */
 };
 
 struct store {
 	struct store_budget budget;
 	/* What the filesystem has: file_space() (file.h), or a test's figure. */
 	int (*space)(const char *dir, uint64_t *avail, uint64_t *total);
-	/* Published to (sink.h); set by lifecycle.c. */
-	struct sink *sinks;
-	/* Chunk buffers are free again after being all in flight: the drain
-	 * may resume (lifecycle.c sets it to drain_start()). */
-	void (*room)(struct daemon *d);
-	/* A segment file is about to be deleted (budget, vacuum, age): set
-	 * by lifecycle.c (shipping counts what goes unshipped), may be NULL. */
-	void (*deleting)(struct daemon *d, const struct segfile *s);
+	struct sink_list *sinks; /* never NULL: an empty list when not given */
+	struct sink_list no_sinks;
+	void (*written)(void *ctx, bool idle);
+	int (*mkdir)(void *ctx, const char *dir);
+	/* A segment file is about to be deleted (budget, vacuum, age):
+	 * shipping counts what goes unshipped. May be NULL. */
+	void (*deleting)(void *ctx, const struct segfile *s);
 	/* Should a segment the budget does not force out stay (vacuum,
 	 * max_retention)? Shipping keeps what is not yet acknowledged, up to
 	 * ship.max_backlog. NULL: nothing is kept. */
-	bool (*keep)(struct daemon *d, const struct segfile *s);
+	bool (*keep)(void *ctx, const struct segfile *s);
+	void *ctx;
+	struct d_clock *clock;
+	char dir[RINGLOG_CONFIG_PATH_MAX];
+	uint8_t boot_id[16];
+	char host[64];
 
 	struct io *io;
 	const char *io_name;
-	char io_note[160];   /* why the backend is what it is */
 	struct segfile *segs; /* index, oldest first */
 	struct segfile *cur;
 	uint64_t next_seq;
@@ -158,6 +199,7 @@ struct store {
 	struct store_run run;
 	uint64_t seal_next;  /* seal_no of the next chunk sealed */
 	uint64_t release_next; /* seal_no whose ring space is released next */
+	uint64_t expire_tick_ns; /* last max_retention check (CLOCK_MONOTONIC) */
 	bool disk_blocked;   /* last write failed for lack of space */
 	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
 	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
@@ -170,65 +212,69 @@ struct store {
 
 /* segment.c */
 
-/* Lock and scan storage_dir, size everything (store_configure()), allocate
- * the chunk buffers, open a segment: 0 or -errno, logged with what to do
- * (-EBUSY: another daemon holds the directory). */
-int store_init(struct daemon *d);
-void store_fini(struct daemon *d);
-/* Every size from d->cfg into st.budget; at start, and at each reload
- * (store_reload()), where chunk sizes stay within the buffers' size. */
-void store_configure(struct daemon *d);
+/* Create and lock p->dir, scan it, size everything from cfg
+ * (store_configure()), allocate the chunk buffers, open a segment: the
+ * store, or NULL with errno set, logged with what to do (EBUSY: another
+ * daemon holds the directory). */
+struct store *store_open(const struct store_params *p, const struct ringlog_config *cfg);
+/* Finalize the segments and free the store (its backend is the caller's,
+ * closed first so that every write has landed). NULL is a no-op. */
+void store_close(struct store *st);
 /* The configuration was reloaded: seal the chunk sized for the old budget,
  * configure, close a segment now too large, trim the store to it. */
-void store_reload(struct daemon *d);
+void store_reload(struct store *st, const struct ringlog_config *cfg);
 /* Take storage_dir's lock (again, once it was recreated): 0 or -errno,
  * logged with what to do. */
-int store_lock_dir(struct daemon *d);
+int store_lock_dir(struct store *st);
 
 /* One validated event record of ring r (its bytes at payload, len as in
  * the ring, e its definition): packed into the open chunk and published
- * to the sinks. 0, STORE_FULL or -errno. */
-int store_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t id,
+ * to the sinks that want records. 0, STORE_FULL or -errno. */
+int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 /* Commit the events taken from r so far: before anything else may write
  * to the chunk (the drain calls it after each ring's pass). */
-void store_events_end(struct daemon *d);
+void store_events_end(struct store *st);
 /* A LOSS record of ring r's stream, len bytes at l as in the ring (32 or
  * 40, proto/ring.h), in stream order; published to the sinks as sl.
  * 0, STORE_FULL or -errno. */
-int store_ring_loss(struct daemon *d, struct ring *r, uint16_t aux,
+int store_ring_loss(struct store *st, struct ring *r, uint16_t aux,
 		    const struct ringlog_rec_loss *l, uint32_t len,
 		    const struct ringlog_seg_loss *sl);
 /* A loss the daemon found (corrupt ring, a writer's exit): 0, STORE_FULL
  * or -errno; a loss not written now is still counted. */
-int store_loss(struct daemon *d, struct ring *r, uint64_t records, uint64_t bytes,
+int store_loss(struct store *st, struct ring *r, uint64_t records, uint64_t bytes,
 	       uint32_t reason);
 /* Report r's pending disk loss in its stream now (a ring about to go):
  * 0, or STORE_FULL while the disk still refuses. */
-int store_settle_loss(struct daemon *d, struct ring *r);
+int store_settle_loss(struct store *st, struct ring *r);
 
+/* After a pass over r (or before it goes): with no chunk holding its
+ * records, what is left unpublished is PAD only, and goes back at once.
+ * With a quarter of the ring waiting for the open chunk, seal it now, so
+ * that a ring smaller than a chunk never waits for the chunk to fill. */
+void store_give_back(struct store *st, struct ring *r);
 /* Seal the open chunk and hand it to the backend (now: a tail's backlog,
  * a flush, a ring to give back, shutdown). */
-void store_seal(struct daemon *d);
-/* Periodic: seal a chunk that waited long enough, rotate by age, notice a
- * deleted storage_dir. */
-void store_tick(struct daemon *d);
+void store_seal(struct store *st);
+/* Periodic: seal a chunk that waited long enough, rotate by age, expire
+ * by max_retention (at most once a second), notice a deleted
+ * storage_dir. */
+void store_tick(struct store *st);
 /* Has storage_dir or the current segment been deleted under us? Then
  * count what they held as lost, recreate the directory and go on. */
-void store_check(struct daemon *d);
+void store_check(struct store *st);
 /* Nothing open, nothing in flight. */
-bool store_idle(struct daemon *d);
-void store_close_current(struct daemon *d);
-/* max_retention: seal and close the segment being written once its oldest
- * event is older than before_ns, so that it may go in turn, then delete
- * the sealed segments older than that (ret_vacuum()). Returns how many
- * went; each (may be NULL) sees each one before it goes. */
-unsigned store_expire(struct daemon *d, uint64_t before_ns,
-		      void (*each)(void *ctx, const struct segfile *s), void *ctx);
-/* How large the segment opened now may grow (budget and free space). */
-uint64_t store_seg_limit(const struct daemon *d);
+bool store_idle(const struct store *st);
+void store_close_current(struct store *st);
 
 /* retention.c: the segment index and the budget */
+
+/* Every size from cfg into st->budget; at open, and at each reload
+ * (store_reload()), where chunk sizes stay within the buffers' size. */
+void store_configure(struct store *st, const struct ringlog_config *cfg);
+/* How large the segment opened now may grow (budget and free space). */
+uint64_t store_seg_limit(const struct store *st);
 
 /* What a chunk of `bytes` may do (ret_make_room()). */
 enum store_room {
@@ -241,20 +287,20 @@ enum store_room {
 };
 /* Read the segments storage_dir holds (sealing a crashed daemon's), trim
  * to the budget: 0 or -errno (the directory cannot be read). */
-int ret_scan(struct daemon *d);
-void ret_add(struct daemon *d, struct segfile *s);
+int ret_scan(struct store *st);
+void ret_add(struct store *st, struct segfile *s);
 /* Delete the oldest segments until `bytes` more fit the budget. */
-enum store_room ret_make_room(struct daemon *d, uint64_t bytes);
+enum store_room ret_make_room(struct store *st, uint64_t bytes);
 /* Delete sealed segments (never the one being written, nor one with writes
- * in flight, nor one st.keep keeps), oldest first, until the store takes at most keep_bytes; then
+ * in flight, nor one st->keep keeps), oldest first, until the store takes at most keep_bytes; then
  * those whose newest event is older than before_ns (0: no age limit). each
  * (may be NULL) sees each one before it goes. Returns how many went. */
-unsigned ret_vacuum(struct daemon *d, uint64_t keep_bytes, uint64_t before_ns,
+unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx);
 /* The filesystem's free bytes (UINT64_MAX: unknown) and the floor
- * (min_free), from one look at it (st.space); or either alone. */
-void ret_fs_room(const struct daemon *d, uint64_t *fs_free, uint64_t *floor);
-uint64_t ret_fs_free(const struct daemon *d);
-uint64_t ret_min_free(const struct daemon *d);
+ * (min_free), from one look at it (st->space); or either alone. */
+void ret_fs_room(const struct store *st, uint64_t *fs_free, uint64_t *floor);
+uint64_t ret_fs_free(const struct store *st);
+uint64_t ret_min_free(const struct store *st);
 
 #endif /* RINGLOG_DAEMON_STORE_H */

@@ -237,7 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		turn();
 		drain_all(d);
-		store_seal(d);
+		store_seal(d->st);
 		nanosleep(&ts, NULL);
 	}
 	if (d->nclients)

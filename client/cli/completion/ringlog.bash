@@ -57,7 +57,7 @@ _ringlog()
     if [[ $cmd == export ]]; then
         case $prev in
             --format|-F)
-                COMPREPLY=($(compgen -W "ctf json" -- "$cur"))
+                COMPREPLY=($(compgen -W "ctf perfetto json" -- "$cur"))
                 return 0 ;;
             --output|-O)
                 compopt -o filenames 2>/dev/null

@@ -45,7 +45,7 @@ static void event_seen(struct client *c, const struct ringlog_event_desc *e)
 
 /* Ids are dense and handed out in order, so "not offered yet" is the
  * range from fwd_next to the end. */
-void fwd_sync_client(struct client *c)
+static void fwd_sync_client(struct client *c)
 {
 	if (!c->d->fwd)
 		return;
@@ -102,7 +102,7 @@ static void start(struct daemon *d)
 	f->forwarded = d->fwd_forwarded;
 	memcpy(f->lost, d->fwd_lost, sizeof(f->lost));
 	d->fwd = f;
-	d->fwd_sink.want_records = true;
+	sink_want(&d->sinks, &d->fwd_sink, true);
 	snprintf(d->fwd_state, sizeof(d->fwd_state), "on");
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer)
@@ -110,7 +110,7 @@ static void start(struct daemon *d)
 	d_log(LOG_INFO, "forwarding to %s", backend->name);
 }
 
-void fwd_client_free(struct client *c)
+static void fwd_client_free(struct client *c)
 {
 	struct fwd *f = c->d->fwd;
 
@@ -143,7 +143,7 @@ static void stop(struct daemon *d)
 	}
 	free(f);
 	d->fwd = NULL;
-	d->fwd_sink.want_records = false;
+	sink_want(&d->sinks, &d->fwd_sink, false);
 }
 
 void fwd_apply(struct daemon *d)
@@ -176,7 +176,7 @@ static void fwd_record(struct daemon *d, struct ring *r, uint16_t type,
 		head += RINGLOG_ACTIVITY_SIZE;
 	}
 	memcpy(&ts, payload, sizeof(ts));
-	if (f->ops->event_write(f, ev, act, clock_real_ns(d, r->clock, ts), payload + head,
+	if (f->ops->event_write(f, ev, act, clock_real_ns(&d->clock, r->clock, ts), payload + head,
 				len - head, &why) == 0)
 		f->forwarded++;
 	else
@@ -237,5 +237,20 @@ static void sink_shutdown(struct sink *s)
 	stop(s->ctx);
 }
 
+/* A writer described more events: offered to the backend now, not at
+ * their first record. */
+static void sink_described(struct sink *s, struct client *c)
+{
+	(void)s;
+	fwd_sync_client(c);
+}
+
+static void sink_freed(struct sink *s, struct client *c)
+{
+	(void)s;
+	fwd_client_free(c);
+}
+
 const struct sink_ops fwd_sink_ops = { .name = "forward", .record = sink_record,
-					.shutdown = sink_shutdown, .raise = sink_raise };
+					.shutdown = sink_shutdown, .raise = sink_raise,
+					.described = sink_described, .freed = sink_freed };

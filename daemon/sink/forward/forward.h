@@ -83,8 +83,6 @@ struct daemon;
 struct client;
 struct provider;
 void fwd_apply(struct daemon *d);       /* start or stop as the config says */
-void fwd_sync_client(struct client *c); /* new event definitions */
-void fwd_client_free(struct client *c);
 void fwd_tick(struct daemon *d);        /* tracers came or went: re-raise */
 struct json_t *fwd_status(struct daemon *d);
 extern const struct sink_ops fwd_sink_ops;

@@ -1,0 +1,29 @@
+/* daemon/store/stream.h - what the store keeps about each writer and each
+ * stream (a ring) it describes in segments.
+ *
+ * The store owns these fields; the registry (ingest/registry.h) only holds
+ * them, in struct client and struct ring, so that the hot path reaches
+ * them without a lookup (as libuv keeps a handle's private fields in the
+ * handle). Only store/ writes them. The drain reads two of a stream's
+ * (held, lost_disk_pending: whether a ring may go yet) and STATUS reads a
+ * writer's lost_disk. */
+#ifndef RINGLOG_DAEMON_STORE_STREAM_H
+#define RINGLOG_DAEMON_STORE_STREAM_H
+
+#include <stdint.h>
+
+struct store_writer {
+	uint32_t seg_gen;    /* segment generation that has its WRITER + META[..] */
+	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
+	uint64_t lost_disk;  /* its events that did not reach the disk */
+};
+
+struct store_stream {
+	uint32_t seg_gen;    /* segment generation that has its STREAM record */
+	uint32_t held;       /* chunk entries (open or in flight) holding its
+	                      * records: their ring space is given back only
+	                      * once the chunk is written */
+	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
+};
+
+#endif /* RINGLOG_DAEMON_STORE_STREAM_H */
