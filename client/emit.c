@@ -52,6 +52,9 @@ static void finish_ring(struct lib_ring *r)
 	pthread_mutex_lock(&lib.lock);
 	ringlog_prod_finish(&r->prod);
 	r->finished = true;
+	/* the daemon lets a finished ring go once drained: triggers from
+	 * threads without a ring go to a running thread's */
+	lib_trigger_retarget_locked(r, false);
 	pthread_mutex_unlock(&lib.lock);
 	lib_wake();
 }

@@ -93,6 +93,12 @@ static void at_exit(void)
 	}
 	if (!__atomic_load_n(&lib.started, __ATOMIC_ACQUIRE))
 		return;
+	/* An orderly exit, not a crash: the daemon's flight recorder takes a
+	 * writer that goes without this for one that crashed (proto/ring.h). */
+	pthread_mutex_lock(&lib.lock);
+	for (struct lib_ring *r = lib.rings; r; r = r->next)
+		__atomic_store_n(&r->prod.hdr->exit_flags, RINGLOG_RING_EXITING, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lib.lock);
 	/* Wait (bounded) for the daemon to store everything, reconnecting if
 	 * it restarts meanwhile: once we are gone, events it had not taken
 	 * are lost. Not on a host with no daemon at all (no socket, never
@@ -136,6 +142,13 @@ static void after_fork_child(void)
 
 	pthread_mutex_init(&lib.lock, NULL);
 	pthread_cond_init(&lib.cond, NULL);
+	/* First, nothing here may write the parent's rings any more (a signal
+	 * handler's ringlog_trigger() included); a call another thread was in
+	 * at the fork did not come along. */
+	lib_forget_all_after_fork();
+	__atomic_store_n(&lib_trigger_hdr, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lib_trigger_busy[0], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lib_trigger_busy[1], 0, __ATOMIC_SEQ_CST);
 	while (r) {
 		struct lib_ring *next = r->next;
 
@@ -144,7 +157,6 @@ static void after_fork_child(void)
 	}
 	lib.rings = NULL;
 	memset(&lib.stats, 0, sizeof(lib.stats));
-	lib_forget_all_after_fork();
 	lib_meta_reopen_after_fork();
 	lib.meta_dirty = true;
 	tr_close(lib.conn);

@@ -40,6 +40,7 @@ struct lib_ring {
 	bool sent;      /* handed to the current daemon connection */
 	bool finished;  /* its thread exited (or the library closed) */
 	bool refused;   /* the daemon said no: events still go in, nobody reads */
+	unsigned limbo_parity; /* in lib.limbo: the trigger count it waits for */
 };
 
 struct lib {
@@ -57,6 +58,8 @@ struct lib {
 
 	/* rings */
 	struct lib_ring *rings;
+	struct lib_ring *limbo;     /* freed while a ringlog_trigger() was
+	                             * busy: unmapped once none is (ring.c) */
 	uint64_t next_handle;
 	uint64_t ring_size;         /* from $RINGLOG_RING_SIZE or the daemon */
 	bool ring_size_from_env;
@@ -94,6 +97,17 @@ uint64_t lib_clock(void) LIB_HIDDEN;
 void lib_clock_init(void) LIB_HIDDEN;
 uint64_t lib_now_ns(int clock_id) LIB_HIDDEN;
 
+/* trigger.c: the ring ringlog_trigger() uses from a thread that has none
+ * (the newest ring of a running thread, ring.c picks it), or NULL; and
+ * how many such calls are between loading it and their last store, by the
+ * parity of lib_trigger_epoch when they began. lib_ring_free() moves the
+ * target off a ring, flips the epoch, and unmaps the ring once the old
+ * parity's count is seen 0 (new calls count in the other): a trigger
+ * racing with the free writes memory still mapped, never freed memory. */
+extern struct ringlog_ring_hdr *lib_trigger_hdr LIB_HIDDEN;
+extern unsigned lib_trigger_epoch LIB_HIDDEN;
+extern unsigned lib_trigger_busy[2] LIB_HIDDEN;
+
 /* registry.c: metadata region */
 int lib_meta_create(void) LIB_HIDDEN;
 int lib_meta_reopen_after_fork(void) LIB_HIDDEN;
@@ -101,7 +115,13 @@ int lib_event_register_locked(struct ringlog_event *e) LIB_HIDDEN;
 
 /* ring.c */
 struct lib_ring *lib_ring_create(void) LIB_HIDDEN;
+/* Free r, out of lib.rings, under lib.lock (the child after fork: alone);
+ * with a ringlog_trigger() busy, its memory stays mapped until none is. */
 void lib_ring_free(struct lib_ring *r) LIB_HIDDEN;
+/* r is the trigger target and its thread finished (going false: moved to
+ * a running thread's ring, if any) or r goes (moved to any other ring, or
+ * NULL). Under lib.lock. */
+void lib_trigger_retarget_locked(struct lib_ring *r, bool going) LIB_HIDDEN;
 void lib_rings_gc_locked(void) LIB_HIDDEN;
 uint64_t lib_ring_unstored(const struct lib_ring *r) LIB_HIDDEN;
 void lib_thread_ring_finish(void) LIB_HIDDEN;

@@ -24,6 +24,12 @@ static uint64_t ring_size(void)
 	return p;
 }
 
+static void unmap(struct lib_ring *r)
+{
+	lib_shm_destroy(r->obj, r->mem, r->map_size);
+	free(r);
+}
+
 struct lib_ring *lib_ring_create(void)
 {
 	struct lib_ring *r = calloc(1, sizeof(*r));
@@ -53,16 +59,20 @@ struct lib_ring *lib_ring_create(void)
 				lib_now_ns(CLOCK_REALTIME));
 	if (err < 0) {
 		lib_diag("cannot set up a ring: %s", strerror(-err));
-		lib_ring_free(r);
+		unmap(r); /* never published: no trigger can hold it */
 		return NULL;
 	}
 	if (lib.tsc)
 		r->prod.hdr->compat_flags |= RINGLOG_RING_CLOCK_TSC;
+	r->prod.hdr->compat_flags |= RINGLOG_RING_MARKS_EXIT; /* lib.c at_exit() */
 
 	pthread_mutex_lock(&lib.lock);
 	r->handle = ++lib.next_handle;
 	r->next = lib.rings;
 	lib.rings = r;
+	/* ringlog_trigger() from a thread without a ring writes this one.
+	 * seq_cst: the ring it replaces may be freed next (lib_ring_free()). */
+	__atomic_store_n(&lib_trigger_hdr, r->prod.hdr, __ATOMIC_SEQ_CST);
 	lib.stats.rings_created++;
 	lib.stats.rings_live++;
 	pthread_mutex_unlock(&lib.lock);
@@ -70,10 +80,76 @@ struct lib_ring *lib_ring_create(void)
 	return r;
 }
 
+void lib_trigger_retarget_locked(struct lib_ring *r, bool going)
+{
+	struct lib_ring *pick = NULL, *any = NULL;
+
+	if (__atomic_load_n(&lib_trigger_hdr, __ATOMIC_RELAXED) != r->prod.hdr)
+		return;
+	/* newest first: the newest ring of a running thread, which the
+	 * daemon reads for as long as the thread lives */
+	for (struct lib_ring *x = lib.rings; x && !pick; x = x->next) {
+		if (x == r)
+			continue;
+		if (!x->finished)
+			pick = x;
+		else if (!any)
+			any = x;
+	}
+	if (!pick && going)
+		pick = any;
+	if (pick || going)
+		__atomic_store_n(&lib_trigger_hdr, pick ? pick->prod.hdr : NULL, __ATOMIC_SEQ_CST);
+}
+
+/* Rings freed while a ringlog_trigger() of their parity was busy: once
+ * that count is 0, none can hold one of them (the target had moved off
+ * each before its epoch flipped; later calls load a later target). */
+static void limbo_sweep_locked(void)
+{
+	for (struct lib_ring **pp = &lib.limbo; *pp;) {
+		struct lib_ring *r = *pp;
+
+		if (__atomic_load_n(&lib_trigger_busy[r->limbo_parity], __ATOMIC_SEQ_CST)) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		unmap(r);
+	}
+}
+
+/* The calls counted in parity p end: they are a few stores long, so a
+ * short wait nearly always sees it; a call stopped midway (a preempted
+ * thread, a handler that never returns) leaves the ring to the limbo. */
+static bool trigger_drained(unsigned p)
+{
+	for (unsigned i = 0; i < 4096; i++)
+		if (!__atomic_load_n(&lib_trigger_busy[p], __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
 void lib_ring_free(struct lib_ring *r)
 {
-	lib_shm_destroy(r->obj, r->mem, r->map_size);
-	free(r);
+	unsigned old;
+
+	lib_trigger_retarget_locked(r, true);
+	/* Pairs with ringlog_trigger() (trigger.c), all seq_cst: a call that
+	 * loaded r's header counted itself before that load, which came
+	 * before the store that moved the target off r, which comes before
+	 * this flip; its count (in the old parity) is seen here until its
+	 * release sub, after its last store. Calls from now count in the
+	 * other parity and cannot hold r. */
+	old = __atomic_fetch_add(&lib_trigger_epoch, 1, __ATOMIC_SEQ_CST) & 1u;
+	if (!trigger_drained(old)) {
+		r->limbo_parity = old;
+		r->next = lib.limbo;
+		lib.limbo = r;
+		return;
+	}
+	unmap(r);
+	limbo_sweep_locked();
 }
 
 /* A finished ring can go once nobody will read it again: everything is
@@ -123,6 +199,7 @@ void lib_rings_gc_locked(void)
 {
 	struct lib_ring **pp = &lib.rings;
 
+	limbo_sweep_locked();
 	while (*pp) {
 		struct lib_ring *r = *pp;
 

@@ -418,7 +418,9 @@ static void walk(struct ctx *x, const char *path, json_t *obj, const struct key 
 	}
 	json_object_foreach(obj, k, v) {
 		size_t i;
-		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k);
+		/* a path that long is cut in messages: snprintf ends it */
+		if (snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "/" : "", k) >= (int)sizeof(sub))
+			sub[sizeof(sub) - 1] = '\0';
 		for (i = 0; i < nkeys; i++)
 			if (!strcmp(keys[i].name, k))
 				break;
@@ -616,7 +618,7 @@ static void k_io_backend(struct ctx *x, const char *p, json_t *v)
  * a pattern leaves out takes the built-in default (level 4, all keywords),
  * whatever the order of the entries. */
 
-static void k_level(struct ctx *x, const char *p, json_t *v)
+static void parse_level(struct ctx *x, const char *p, json_t *v, uint8_t *dst)
 {
 	static const char *names[] = { "critical", "error", "warning", "info", "verbose" };
 	uint32_t l;
@@ -624,17 +626,28 @@ static void k_level(struct ctx *x, const char *p, json_t *v)
 	if (json_is_string(v)) {
 		for (int i = 0; i < 5; i++)
 			if (!strcmp(json_string_value(v), names[i])) {
-				x->prov->level = (uint8_t)(i + 1);
+				*dst = (uint8_t)(i + 1);
 				return;
 			}
 	} else if (json_is_integer(v) && get_uint(x, p, v, 1, 5, &l)) {
-		x->prov->level = (uint8_t)l;
+		*dst = (uint8_t)l;
 		return;
 	} else if (json_is_integer(v)) {
 		return; /* get_uint reported it */
 	}
 	report(x, p, "expected a level 1..5 or critical, error, warning, info, verbose; got %s",
 	       GOT(v));
+}
+
+static void k_level(struct ctx *x, const char *p, json_t *v)
+{
+	parse_level(x, p, v, &x->prov->level);
+}
+
+/* Levels past "level" up to it go to the flight buffer only. */
+static void k_flight_level(struct ctx *x, const char *p, json_t *v)
+{
+	parse_level(x, p, v, &x->prov->flight_level);
 }
 
 static void k_keywords(struct ctx *x, const char *p, json_t *v)
@@ -659,7 +672,8 @@ static void k_keywords(struct ctx *x, const char *p, json_t *v)
 
 static void k_providers(struct ctx *x, const char *p, json_t *v)
 {
-	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords } };
+	static const struct key keys[] = { { "level", k_level }, { "keywords", k_keywords },
+					   { "flight_level", k_flight_level } };
 	const char *name;
 	json_t *pv;
 	char sub[KEY_PATH_MAX];
@@ -691,7 +705,7 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 		}
 		snprintf(dst->pattern, sizeof(dst->pattern), "%s", name);
 		x->prov = dst;
-		walk(x, sub, pv, keys, 2);
+		walk(x, sub, pv, keys, 3);
 	}
 }
 
@@ -759,6 +773,95 @@ static void k_limits(struct ctx *x, const char *p, json_t *v)
 		{ "buffered_bytes", k_lim_buffered },
 	};
 	walk(x, p, v, keys, 7);
+}
+
+/* flight: { "size": "256M", "pre": "60s", "post": "5s", "max_snapshots": "10/h",
+ *           "snapshot_dir": PATH, "max_disk": SIZE, "trigger_level": LEVEL,
+ *           "trigger_providers": ["glob", ...] } */
+static void k_fl_size(struct ctx *x, const char *p, json_t *v)
+{
+	/* 0 turns it off; otherwise at least a few chunks (flight.c) */
+	if (get_size(x, p, v, 0, 64ull << 30, &x->c->flight.size) && x->c->flight.size &&
+	    x->c->flight.size < (1u << 20)) {
+		report(x, p, "%s is too small: 0 (off) or at least \"1M\"", GOT(v));
+	}
+}
+
+static void k_fl_pre(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 0, 86400000000000ull, "0 to 1d", &x->c->flight.pre_ns);
+}
+
+static void k_fl_post(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 0, 3600000000000ull, "0 to 1h", &x->c->flight.post_ns);
+}
+
+/* "10/h": a count, then per s, m, h or d. */
+static void k_fl_max_snapshots(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct { char unit; uint64_t ns; } units[] = {
+		{ 's', 1000000000ull }, { 'm', 60000000000ull }, { 'h', 3600000000000ull },
+		{ 'd', 86400000000000ull },
+	};
+	const char *s = json_string_value(v);
+	unsigned long n;
+	char unit, extra;
+
+	if (s && sscanf(s, "%lu/%c%c", &n, &unit, &extra) == 2 && n >= 1 && n <= 10000)
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (units[i].unit == unit) {
+				x->c->flight.max_snapshots = (uint32_t)n;
+				x->c->flight.max_snapshots_per_ns = units[i].ns;
+				return;
+			}
+	report(x, p, "expected a rate like \"10/h\" (1 to 10000 per s, m, h or d), got %s", GOT(v));
+}
+
+static void k_fl_dir(struct ctx *x, const char *p, json_t *v)
+{
+	get_string(x, p, v, x->c->flight.snapshot_dir, sizeof(x->c->flight.snapshot_dir),
+		   "a directory path");
+}
+
+static void k_fl_max_disk(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 1u << 20, UINT64_MAX, &x->c->flight.max_disk);
+}
+
+static void k_fl_trigger_level(struct ctx *x, const char *p, json_t *v)
+{
+	parse_level(x, p, v, &x->c->flight.trigger_level);
+}
+
+static void k_fl_trigger_providers(struct ctx *x, const char *p, json_t *v)
+{
+	size_t i;
+	json_t *g;
+
+	if (!json_is_array(v) || json_array_size(v) > RINGLOG_FLIGHT_TRIGGER_PROVIDERS) {
+		report(x, p, "expected an array of at most %d provider globs, got %s",
+		       RINGLOG_FLIGHT_TRIGGER_PROVIDERS, GOT(v));
+		return;
+	}
+	x->c->flight.n_trigger_providers = 0;
+	json_array_foreach(v, i, g) {
+		if (!get_string(x, p, g, x->c->flight.trigger_providers[i], RINGLOG_PROVIDER_NAME_MAX,
+				"a provider name or glob"))
+			return;
+		x->c->flight.n_trigger_providers = (unsigned)i + 1;
+	}
+}
+
+static void k_flight(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = {
+		{ "size", k_fl_size }, { "pre", k_fl_pre }, { "post", k_fl_post },
+		{ "max_snapshots", k_fl_max_snapshots }, { "snapshot_dir", k_fl_dir },
+		{ "max_disk", k_fl_max_disk }, { "trigger_level", k_fl_trigger_level },
+		{ "trigger_providers", k_fl_trigger_providers },
+	};
+	walk(x, p, v, keys, sizeof(keys) / sizeof(keys[0]));
 }
 
 /* ------------------------------------------------------------------------
@@ -1012,6 +1115,7 @@ static const struct key top_keys[] = {
 	{ "providers", k_providers },
 	{ "forward", k_forward },
 	{ "limits", k_limits },
+	{ "flight", k_flight },
 	{ "ship", k_ship },
 };
 
@@ -1057,6 +1161,12 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->limits.clients_per_uid = 1024;
 	c->limits.clients_reserved = 64;
 	c->limits.buffered_bytes = 64u << 20;
+	/* Off until configured: the buffer is memory the operator gives. */
+	c->flight.pre_ns = 60000000000ull;
+	c->flight.post_ns = 5000000000ull;
+	c->flight.max_snapshots = 10;
+	c->flight.max_snapshots_per_ns = 3600000000000ull;
+	c->flight.max_disk = 256ull << 20;
 	snprintf(c->ship.stream, sizeof(c->ship.stream), "ringlog");
 	c->ship.interval_ns = 200000000ull;
 	c->ship.max_backlog = 256ull << 20;
@@ -1095,6 +1205,12 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		report(&x, "max_disk", "%" PRIu64 " bytes is less than max_segment_size (%" PRIu64
 		       "); raise max_disk or lower max_segment_size", tmp->max_disk,
 		       tmp->max_segment_size);
+	/* Snapshots live inside the global budget: the segments get the rest. */
+	if (!x.nerr && tmp->flight.size && tmp->max_disk < tmp->flight.max_disk + tmp->max_segment_size)
+		report(&x, "flight/max_disk", "%" PRIu64 " bytes for snapshots leaves less than "
+		       "max_segment_size (%" PRIu64 ") of max_disk (%" PRIu64 ") to the segments; lower "
+		       "flight.max_disk or raise max_disk", tmp->flight.max_disk, tmp->max_segment_size,
+		       tmp->max_disk);
 	if (!x.nerr)
 		ship_check(&x, tmp);
 	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
@@ -1211,7 +1327,40 @@ static json_t *provider_json(const struct ringlog_config_provider *p)
 	char kw[24];
 
 	snprintf(kw, sizeof(kw), "0x%" PRIx64, p->keywords);
-	return json_pack("{s:i, s:s}", "level", p->level, "keywords", kw);
+	json_t *j = json_pack("{s:i, s:s}", "level", p->level, "keywords", kw);
+
+	if (j && p->flight_level)
+		json_object_set_new(j, "flight_level", json_integer(p->flight_level));
+	return j;
+}
+
+static json_t *flight_json(const struct ringlog_config_flight *f)
+{
+	static const char units[] = "smhd";
+	static const uint64_t unit_ns[] = { 1000000000ull, 60000000000ull, 3600000000000ull,
+					    86400000000000ull };
+	json_t *j = json_object(), *tp = json_array();
+	char rate[32] = "";
+
+	for (int i = 0; i < 4; i++)
+		if (f->max_snapshots_per_ns == unit_ns[i])
+			snprintf(rate, sizeof(rate), "%u/%c", f->max_snapshots, units[i]);
+	json_object_set_new(j, "size", size_json(f->size));
+	json_object_set_new(j, "pre", duration_json(f->pre_ns));
+	json_object_set_new(j, "post", duration_json(f->post_ns));
+	json_object_set_new(j, "max_snapshots", json_string(rate));
+	if (f->snapshot_dir[0])
+		json_object_set_new(j, "snapshot_dir", json_string(f->snapshot_dir));
+	json_object_set_new(j, "max_disk", size_json(f->max_disk));
+	if (f->trigger_level)
+		json_object_set_new(j, "trigger_level", json_integer(f->trigger_level));
+	for (unsigned i = 0; i < f->n_trigger_providers; i++)
+		json_array_append_new(tp, json_string(f->trigger_providers[i]));
+	if (f->n_trigger_providers)
+		json_object_set_new(j, "trigger_providers", tp);
+	else
+		json_decref(tp);
+	return j;
 }
 
 /* The ship section; strings only when set (the parser refuses ""). */
@@ -1281,6 +1430,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 			 "buffered_bytes", size_json(c->limits.buffered_bytes));
 	if (!root)
 		return -ENOMEM;
+	json_object_set_new(root, "flight", flight_json(&c->flight));
 	json_object_set_new(root, "ship", ship_json(c));
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
 	fputc('\n', f);

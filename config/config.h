@@ -37,7 +37,24 @@ int ringlog_io_backend_parse(const char *name);
 struct ringlog_config_provider {
 	char pattern[RINGLOG_PROVIDER_NAME_MAX];
 	uint8_t level;     /* 1 critical .. 5 verbose */
+	uint8_t flight_level; /* kept in the flight buffer up to it (memory
+	                       * only past level); 0: as level */
 	uint64_t keywords; /* mask; all ones = every keyword */
+};
+
+#define RINGLOG_FLIGHT_TRIGGER_PROVIDERS 16
+
+/* The flight recorder (daemon/sink/flight.c): size 0 is off. */
+struct ringlog_config_flight {
+	uint64_t size;             /* the in-memory buffer, allocated once */
+	uint64_t pre_ns, post_ns;  /* a snapshot holds [t - pre, t + post] */
+	uint32_t max_snapshots;    /* at most this many per max_snapshots_per */
+	uint64_t max_snapshots_per_ns;
+	uint64_t max_disk;         /* snapshots' share of the global max_disk */
+	uint8_t trigger_level;     /* an event at or above it (1..5) triggers; 0: off */
+	char snapshot_dir[RINGLOG_CONFIG_PATH_MAX]; /* "": storage_dir/snapshots */
+	char trigger_providers[RINGLOG_FLIGHT_TRIGGER_PROVIDERS][RINGLOG_PROVIDER_NAME_MAX];
+	unsigned n_trigger_providers; /* 0: every provider */
 };
 
 struct ringlog_config {
@@ -62,6 +79,7 @@ struct ringlog_config {
 		bool user_events;
 		bool etw;
 	} forward;
+	struct ringlog_config_flight flight;
 	/* Shipping to a NATS JetStream stream (daemon/sink/ship.c): on when
 	 * servers is not empty. Nothing here is secret: passwords and keys
 	 * stay in the files named. */

@@ -9,7 +9,7 @@
  *            budget (retention.c), the write backends (io-ops.h): bytes on
  *            disk, published to the sinks
  *   sink/    what consumes what the store publishes (sink.h): the live
- *            tail, the forwarders to the OS tracer
+ *            tail, the forwarders to the OS tracer, the flight recorder
  *   unix/, win/  the system under them
  * lifecycle.c wires them: the store knows its sinks only as a list.
  * Each part's header says what it offers and what its returns mean.
@@ -98,8 +98,9 @@ struct daemon {
 
 	/* the sinks, in the order they are told: lifecycle.c links them in
 	 * sinks and hands the same list to the store (store_open()) */
-	struct sink fwd_sink, tail_sink, sync_sink, ship_sink;
+	struct sink fwd_sink, tail_sink, sync_sink, flight_sink, ship_sink;
 	struct sink_list sinks;
+	struct flight *flight; /* the flight recorder (sink/flight.c), or NULL */
 
 	/* forwarding to the OS tracer (forward.c) */
 	struct fwd *fwd;     /* NULL: off or unavailable */

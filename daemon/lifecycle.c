@@ -16,6 +16,7 @@
 #include "ingest/operate.h"
 #include "ingest/fdstore.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 #include "sink/shipping.h"
 #include "store/io-ops.h"
@@ -206,6 +207,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	c.io_backend = d->cfg.io_backend;
 	d->cfg = c;
 	store_reload(d->st, &d->cfg);
+	flight_start(d);
 	access_resolve(d);
 	fwd_apply(d);
 	op_reset(d); /* `ringlog enable` rules last until a reload */
@@ -252,11 +254,14 @@ static void wire(struct daemon *d)
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
 	d->ship_sink = (struct sink){ .ops = &ship_sink_ops, .ctx = d };
+	/* what it raises is kept in memory only (flight_level) */
+	d->flight_sink = (struct sink){ .ops = &flight_sink_ops, .ctx = d, .memory_only = true };
 	d->sinks = (struct sink_list){ 0 };
 	sink_link(&d->sinks, &d->fwd_sink);
 	sink_link(&d->sinks, &d->tail_sink);
 	sink_link(&d->sinks, &d->sync_sink);
 	sink_link(&d->sinks, &d->ship_sink);
+	sink_link(&d->sinks, &d->flight_sink);
 }
 
 static int open_store(struct daemon *d)
@@ -302,6 +307,7 @@ int daemon_start(struct daemon *d)
 	ship_init(d); /* before open_store(): its trim counts what was not shipped */
 	if (open_store(d) < 0)
 		return -1;
+	flight_start(d); /* off when it cannot allocate: logged */
 	fwd_apply(d);
 	ship_start(d); /* failures are logged: the daemon stores locally */
 	/* Signals before the socket: a SIGTERM sent as soon as the socket
@@ -360,13 +366,24 @@ void daemon_finish(struct daemon *d)
 	d->stopping = true; /* nothing waits on a peer any more */
 	/* Close what is left so the loop can end cleanly. */
 	for (struct client *c = d->clients, *n; c; c = n) {
+		bool gone = c->gone;
+
 		n = c->next;
-		while (c->rings)
+		/* A client already gone is freed with its last ring
+		 * (client_maybe_free()): not touched after that one. */
+		while (c->rings) {
+			bool last = !c->rings->next;
+
 			reg_ring_release(c->rings);
-		client_close(c);
+			if (last && gone)
+				break;
+		}
+		if (!gone)
+			client_close(c);
 	}
 	sink_publish_shutdown(&d->sinks);
 	ship_stop(d);
+	flight_stop(d); /* freed once a snapshot being written is done */
 	d->io->ops->close(d->io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

@@ -144,3 +144,11 @@ uint32_t ringlog_chunk_crc(const struct ringlog_chunk_hdr *h, const void *body)
 	c.crc = 0;
 	return ringlog_crc32c(ringlog_crc32c(0, &c, sizeof(c)), body, h->body_len);
 }
+
+uint32_t ringlog_seg_snap_crc(const struct ringlog_seg_snap *s)
+{
+	struct ringlog_seg_snap c = *s;
+
+	c.crc = 0;
+	return ringlog_crc32c(0, &c, sizeof(c));
+}

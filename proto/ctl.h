@@ -72,6 +72,13 @@
  *                 segment being written. D->C {"deleted":[{"path","bytes",
  *                 "events","first_ns","last_ns"}], "freed_bytes", "used_bytes",
  *                 "segments", "storage_dir", "current": seq being written}
+ *   C->D SNAPSHOT {"reason":"text" (optional, at most 200 bytes)}: a flight
+ *                 recorder trigger (daemon/sink/flight.c). Answered once
+ *                 the snapshot holding it is written (post seconds later;
+ *                 coalesced triggers share one): D->C {"path","reasons":[..],
+ *                 "events","bytes","overwritten"}; or ERROR when the flight
+ *                 recorder is off, the trigger was refused by max_snapshots
+ *                 or the write failed.
  */
 #ifndef RINGLOG_PROTO_CTL_H
 #define RINGLOG_PROTO_CTL_H
@@ -103,6 +110,7 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_ENABLE_SET = 20,
 	RINGLOG_CTL_LIST = 21,
 	RINGLOG_CTL_VACUUM = 22,
+	RINGLOG_CTL_SNAPSHOT = 23,
 };
 
 struct ringlog_ctl_frame {

@@ -78,10 +78,12 @@
  *   identity block  producer, once, before the ring is handed over; then
  *                   read-only for both sides.
  *   producer block  producer only; the consumer reads prod_pos, state and
- *                   the loss totals.
+ *                   the loss totals. Exception: ringlog_trigger() from any
+ *                   thread of the process (trigger_count, trigger_reason),
+ *                   and the exit handler (exit_flags).
  *   consumer block  consumer only; the producer reads cons_pos, past the
  *                   wake threshold consumer_flags, and once per gap
- *                   consumer_caps.
+ *                   consumer_caps; trigger_seen is for the next consumer.
  */
 #ifndef RINGLOG_PROTO_RING_H
 #define RINGLOG_PROTO_RING_H
@@ -99,6 +101,7 @@
 #define RINGLOG_RING_HEADER_SIZE  4096u
 #define RINGLOG_RING_MIN_DATA     4096u          /* one page */
 #define RINGLOG_RING_MAX_DATA     (1u << 30)     /* 1 GiB */
+#define RINGLOG_RING_TRIGGER_REASON 88u          /* bytes of trigger_reason */
 
 #define RINGLOG_REC_ALIGN         8u
 #define RINGLOG_REC_HDR_SIZE      8u
@@ -121,6 +124,11 @@ enum ringlog_ring_state {
 	RINGLOG_RING_ACTIVE   = 1,
 	RINGLOG_RING_FINISHED = 2, /* thread ended; nothing follows prod_pos */
 };
+
+/* exit_flags bits (producer block), and the compat flag saying the
+ * library sets them. */
+#define RINGLOG_RING_EXITING    0x1u
+#define RINGLOG_RING_MARKS_EXIT 0x2u /* compat_flags (0x1 is event.h's CLOCK_TSC) */
 
 /* consumer_flags bits. */
 #define RINGLOG_CONS_SLEEPING 0x1u /* consumer wants a wakeup past wake_bytes */
@@ -176,7 +184,20 @@ struct ringlog_ring_hdr {
 	uint64_t lost_bytes_total;   /*   and their payload bytes */
 	uint32_t state;              /* enum ringlog_ring_state */
 	uint32_t _pad1;
-	uint8_t  _pad2[128 - 32];
+	/* ringlog_trigger(): any thread of the process (a signal handler
+	 * too) writes the reason, then adds 1 to trigger_count with release;
+	 * the consumer loads the count with acquire and, when it moved,
+	 * copies the reason (text, NUL-padded, validated: a race between two
+	 * triggers may tear it, never the count). Zero from a library older
+	 * than the fields, which the daemon reads as "never triggered". */
+	uint32_t trigger_count;
+	/* RINGLOG_RING_EXITING: the process ran its exit handlers (exit(), a
+	 * return from main), so a connection that closes afterwards is not a
+	 * crash. Judged only on rings whose compat_flags carry
+	 * RINGLOG_RING_MARKS_EXIT, so that a library from before the field
+	 * never looks crashed. */
+	uint32_t exit_flags;
+	char     trigger_reason[RINGLOG_RING_TRIGGER_REASON];
 
 	/* consumer block: written by the consumer only */
 	uint64_t cons_pos;          /* release-stored once per drained batch */
@@ -187,7 +208,10 @@ struct ringlog_ring_hdr {
 	                             * wants to be woken (0: never) */
 	uint32_t consumer_caps;     /* RINGLOG_CONS_LOSS_EXT...; zero from a
 	                             * consumer older than the field */
-	uint8_t  _pad3[128 - 36];
+	uint32_t trigger_seen;      /* the trigger_count a consumer acted on,
+	                             * so that the next (a restarted daemon)
+	                             * does not take the same trigger again */
+	uint8_t  _pad3[128 - 40];
 
 	uint8_t  reserved[RINGLOG_RING_HEADER_SIZE - 384]; /* zero */
 };
@@ -219,12 +243,16 @@ static_assert(offsetof(struct ringlog_ring_hdr, prod_pos) == 128, "prod_pos");
 static_assert(offsetof(struct ringlog_ring_hdr, lost_records_total) == 136, "lost_records_total");
 static_assert(offsetof(struct ringlog_ring_hdr, lost_bytes_total) == 144, "lost_bytes_total");
 static_assert(offsetof(struct ringlog_ring_hdr, state) == 152, "state");
+static_assert(offsetof(struct ringlog_ring_hdr, trigger_count) == 160, "trigger_count");
+static_assert(offsetof(struct ringlog_ring_hdr, exit_flags) == 164, "exit_flags");
+static_assert(offsetof(struct ringlog_ring_hdr, trigger_reason) == 168, "trigger_reason");
 static_assert(offsetof(struct ringlog_ring_hdr, cons_pos) == 256, "cons_pos");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_records) == 264, "loss_seen_records");
 static_assert(offsetof(struct ringlog_ring_hdr, loss_seen_bytes) == 272, "loss_seen_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_flags) == 280, "consumer_flags");
 static_assert(offsetof(struct ringlog_ring_hdr, wake_bytes) == 284, "wake_bytes");
 static_assert(offsetof(struct ringlog_ring_hdr, consumer_caps) == 288, "consumer_caps");
+static_assert(offsetof(struct ringlog_ring_hdr, trigger_seen) == 292, "trigger_seen");
 static_assert(offsetof(struct ringlog_ring_hdr, reserved) == 384, "reserved");
 
 /* Bytes a record with a payload of len bytes occupies in the data area.

@@ -92,6 +92,9 @@ enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
 #define RINGLOG_SEG_RECOVERED 0x1u /* sealed by the next daemon after a crash:
                                     * the totals come from a scan, and bytes
                                     * past `end` may hold a torn chunk */
+#define RINGLOG_SEG_SNAPSHOT  0x2u /* a flight recorder snapshot: the header
+                                    * holds struct ringlog_seg_snap at
+                                    * RINGLOG_SEG_SNAP_OFF (why, which window) */
 /* incompat_flags: a reader that does not know a bit set here must refuse
  * the segment rather than misread it */
 #define RINGLOG_SEG_PACKED    0x1u /* events are in PACK records (pack.h) */
@@ -195,11 +198,32 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_READER = 3, /* a slow tail reader: only that reader misses them */
 	RINGLOG_LOSS_CORRUPT = 4,/* the ring was corrupt and detached */
 	RINGLOG_LOSS_EXIT = 5,   /* counted by the client but never reported in-stream */
+	RINGLOG_LOSS_OVERWRITTEN = 6, /* snapshots: the flight buffer overwrote
+	                               * them before the snapshot's first event */
 	/* Never in files: what a reader of a cluster (`read --nats`) shows
 	 * for a shipped message's not_shipped count (proto/ship.h), by its
-	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1. Not 6:
-	 * the flight recorder's snapshots (branch h26) have it for OVERWRITTEN. */
+	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1 */
 	RINGLOG_LOSS_SHIP = 7,
+};
+
+/* A snapshot's own part of the segment header (compat flag SNAPSHOT), at
+ * RINGLOG_SEG_SNAP_OFF, outside the 256 bytes hdr_crc covers (a reader
+ * from before the flag never looks there) and checksummed by its own crc.
+ * reasons holds nreasons NUL-terminated UTF-8 strings, the triggers that
+ * coalesced into this snapshot, in the order they came. */
+#define RINGLOG_SEG_SNAP_OFF     1024u
+#define RINGLOG_SEG_SNAP_REASONS 976u
+struct ringlog_seg_snap {
+	uint32_t crc;             /* CRC32C of the struct with crc = 0 */
+	uint32_t nreasons;
+	uint64_t trigger_real_ns; /* the first trigger */
+	uint64_t from_real_ns;    /* the window asked: first trigger - pre */
+	uint64_t to_real_ns;      /*   to last trigger + post */
+	uint64_t overwritten;     /* events the buffer overwrote before the
+	                           * first one here (also a LOSS record) */
+	uint32_t reasons_len;     /* bytes used in reasons */
+	uint32_t reserved;
+	char reasons[RINGLOG_SEG_SNAP_REASONS];
 };
 
 /* 24 bytes in files from before provider and first_ts, which readers
@@ -263,6 +287,15 @@ static_assert(offsetof(struct ringlog_seg_loss, provider) == 20, "loss provider"
 static_assert(offsetof(struct ringlog_seg_loss, first_ts) == 24, "loss first_ts");
 #define RINGLOG_SEG_LOSS_V1_SIZE 24u /* what files before provider/first_ts hold */
 static_assert(sizeof(struct ringlog_seg_clock) == 32, "clock record size");
+static_assert(sizeof(struct ringlog_seg_snap) == 1024, "snapshot header size");
+static_assert(offsetof(struct ringlog_seg_snap, trigger_real_ns) == 8, "snap trigger");
+static_assert(offsetof(struct ringlog_seg_snap, from_real_ns) == 16, "snap from");
+static_assert(offsetof(struct ringlog_seg_snap, to_real_ns) == 24, "snap to");
+static_assert(offsetof(struct ringlog_seg_snap, overwritten) == 32, "snap overwritten");
+static_assert(offsetof(struct ringlog_seg_snap, reasons_len) == 40, "snap reasons_len");
+static_assert(offsetof(struct ringlog_seg_snap, reasons) == 48, "snap reasons");
+static_assert(RINGLOG_SEG_SNAP_OFF >= 208 && RINGLOG_SEG_SNAP_OFF + sizeof(struct ringlog_seg_snap) <=
+	      RINGLOG_SEG_HEADER_SIZE, "snapshot part inside the header's reserved bytes");
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */
 uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len);
@@ -270,6 +303,7 @@ uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len);
 /* CRC of a segment header / chunk header + body, as stored. */
 uint32_t ringlog_seg_hdr_crc(const struct ringlog_seg_hdr *h);
 uint32_t ringlog_chunk_crc(const struct ringlog_chunk_hdr *h, const void *body);
+uint32_t ringlog_seg_snap_crc(const struct ringlog_seg_snap *s);
 
 static inline uint64_t ringlog_align_up(uint64_t v, uint64_t a)
 {

@@ -15,8 +15,12 @@
 #                              and to Perfetto; events/s, bytes per event and
 #                              max RSS, on half the store and on all of it
 #                              (flat memory: the two RSS agree)
+#   scripts/bench.sh --flight [--quick]
+#                              only the flight recorder's rows (issue 26):
+#                              ringlog_trigger(), a 256 MiB snapshot, the
+#                              daemon's CPU per flight-only event
 # Results also go to bench-results/: table.md and emit-latency.png (gnuplot),
-# export.md, scale.md.
+# export.md, scale.md, flight.md.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
@@ -24,6 +28,11 @@ cd "$(dirname "$0")/.." || exit 1
 records=20000000
 emit_args=(--runs 3)
 docs=0
+flight_only=0
+if [ "${1:-}" = --flight ]; then
+	flight_only=1
+	shift
+fi
 only=
 export_only=0
 case "${1:-}" in
@@ -39,13 +48,24 @@ case "${1:-}" in
 	--scale) only=scale ;;
 	--export) export_only=1 ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale | --export | --ship [--quick]]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale | --export | --flight [--quick] | --ship [--quick]]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
-ensure_optional_packages $RINGLOG_BENCH_PACKAGES
+# LTTng-UST is the end-to-end comparison's: not needed for --flight
+[ "$flight_only" = 1 ] || ensure_optional_packages $RINGLOG_BENCH_PACKAGES
 step "build: Release"
 configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 out=bench-results
+flight_args=()
+[ "$records" = 2000000 ] && flight_args=(--quick)
+if [ "$flight_only" = 1 ]; then
+	mkdir -p "$out"
+	step "bench: the flight recorder"
+	echo
+	./build-release/bench/bench-flight build-release/daemon/ringlogd build-release/client/ringlog \
+		"${flight_args[@]}" | tee "$out/flight.md"
+	exit "${PIPESTATUS[0]}"
+fi
 
 # `ringlog export` to CTF and to Perfetto: ringlogd stores at least N
 # standard events (bench/job.h: three u64 and a 15-character string) from 2
@@ -135,6 +155,12 @@ echo
 ./build-release/bench/bench-emit build-release/daemon/ringlogd build-release/client/ringlog \
 	"${emit_args[@]}" --out "$out"
 
+step "bench: the flight recorder"
+echo
+./build-release/bench/bench-flight build-release/daemon/ringlogd build-release/client/ringlog \
+	"${flight_args[@]}" | tee "$out/flight.md"
+echo
+
 scale
 
 # What the disk alone costs in CPU on this machine: the kernel's time to
@@ -214,6 +240,8 @@ if [ $docs -eq 1 ]; then
 		sed 's/^## /### /' "$out/scale.md"
 		echo
 		sed 's/^## /### /' "$out/export.md"
+		echo
+		sed 's/^## /### /' "$out/flight.md"
 		echo
 		[ -s "$out/ship.md" ] && sed 's/^## /### /' "$out/ship.md" && echo
 		echo "![emit cost distributions](emit-latency.png)"

@@ -75,7 +75,7 @@ static const struct { const char *json, *err; } bad[] = {
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, flush_interval, "
 	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
 	  "providers, "
-	  "forward, limits, ship" },
+	  "forward, limits, flight, ship" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
 	  "\"1M\" or \"4M\"" },
@@ -120,7 +120,7 @@ static const struct { const char *json, *err; } bad[] = {
 	  "\"0xff\" (hex, up to 64 bits), got \"ff\"" },
 	{ "{\"providers\": {\"Acme\": {\"colour\": 1}}}",
 	  "config: t.json:1:25: \"providers.Acme.colour\": unknown key; known keys here: level, "
-	  "keywords" },
+	  "keywords, flight_level" },
 	{ "{\"providers\": {\"Ac me\": {}}}",
 	  "config: t.json:1:16: \"providers.Ac me\": not a provider name or pattern (letters, "
 	  "digits, _ . - and the wildcards * ?; at most 127)" },
@@ -130,6 +130,17 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:2: \"forward\": expected an object { ... }, got true" },
 	{ "{\"limits\": {\"clients\": 0}}",
 	  "config: t.json:1:13: \"limits.clients\": expected an integer from 1 to 65536, got 0" },
+	{ "{\"flight\": {\"max_snapshots\": \"10 per hour\"}}",
+	  "config: t.json:1:13: \"flight.max_snapshots\": expected a rate like \"10/h\" (1 to 10000 "
+	  "per s, m, h or d), got \"10 per hour\"" },
+	{ "{\"flight\": {\"size\": \"64K\"}}",
+	  "config: t.json:1:13: \"flight.size\": \"64K\" is too small: 0 (off) or at least \"1M\"" },
+	{ "{\"providers\": {\"Acme\": {\"flight_level\": 7}}}",
+	  "config: t.json:1:25: \"providers.Acme.flight_level\": expected an integer from 1 to 5, got 7" },
+	{ "{\"max_disk\": \"1G\", \"flight\": {\"size\": \"16M\", \"max_disk\": \"1G\"}}",
+	  "config: t.json:1:46: \"flight.max_disk\": 1073741824 bytes for snapshots leaves less than "
+	  "max_segment_size (67108864) of max_disk (1073741824) to the segments; lower flight.max_disk "
+	  "or raise max_disk" },
 	{ "{\"max_disk\": \"1M\", \"max_segment_size\": \"64M\"}",
 	  "config: t.json:1:2: \"max_disk\": 1048576 bytes is less than max_segment_size "
 	  "(67108864); raise max_disk or lower max_segment_size" },

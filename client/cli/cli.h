@@ -91,6 +91,17 @@ int cmd_enable(int argc, char **argv);
 int cmd_disable(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_vacuum(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv); /* snapshot.c: the flight recorder */
+/* status-flight.c: status's flight recorder lines (j: the STATUS object, a
+ * json_t *), and its figures from the storage directory (daemon down). */
+void status_print_flight(void *j);
+void *status_offline_flight(const char *store);
+/* operate.c: send req (a json_t *, consumed) as a frame of type and wait
+ * for the answer of the same type: EXIT_OK with *out (a json_t *), or the
+ * exit code once the error is printed; quiet_down: an unreachable daemon
+ * is not reported; *conn_err (may be NULL): the connection's -errno. */
+int cli_ask(const char *who, const char *sock, uint16_t type, void *req, void *out,
+	    bool quiet_down, int *conn_err);
 /* status.c: figures for people: "1.5 GiB", "2026-11-23 12:00:00" (local; "-"
  * for 0), "3 d 4 h" (seconds, two units at most) */
 const char *cli_bytes(double b, char *buf, size_t n);

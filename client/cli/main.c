@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	      "  disable  stop a provider's events at run time (until SIGHUP)\n"
 	      "  list     providers and events running programs declared\n"
 	      "  vacuum   delete the oldest segments now (--size 100M, --time 2d)\n"
+	      "  snapshot write the flight recorder's last minutes to a file now\n"
 	      "\n"
 	      "ringlog --version prints the version and the formats it reads.\n"
 	      "ringlog COMMAND --help describes each. The daemon is found through\n"
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
 		return cmd_list(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "vacuum"))
 		return cmd_vacuum(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot"))
+		return cmd_snapshot(argc - 1, argv + 1);
 	fprintf(stderr, "ringlog: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -31,9 +31,10 @@
  * printed (the daemon's ERROR, unreachable, a broken answer). With
  * quiet_down, an unreachable daemon is not reported (the caller has
  * another way). */
-static int ask(const char *who, const char *sock, uint16_t type, json_t *req, json_t **out,
-	       bool quiet_down, int *conn_err)
+int cli_ask(const char *who, const char *sock, uint16_t type, void *reqp, void *outp,
+	    bool quiet_down, int *conn_err)
 {
+	json_t *req = reqp, **out = outp;
 	char *s = json_dumps(req, JSON_COMPACT);
 	int fd = cli_connect(socket_path(sock), quiet_down), ret = EXIT_FAIL;
 	uint16_t got = 0;
@@ -88,6 +89,7 @@ static const char *level_word(unsigned l)
 static const struct option sock_opts[] = {
 	{ "socket", required_argument, NULL, 'S' },
 	{ "reset", no_argument, NULL, 'R' },
+	{ "flight-level", required_argument, NULL, 'F' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -101,7 +103,8 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "reloads its configuration (SIGHUP) or restarts. A live tail or a tracer still\n"
 		      "raises what it asks for. Needs read access (group read_group).\n", f);
 	else
-		fputs("usage: ringlog enable [--socket PATH] PROVIDER [LEVEL [KEYWORDS]]\n"
+		fputs("usage: ringlog enable [--socket PATH] [--flight-level LEVEL] PROVIDER [LEVEL "
+		      "[KEYWORDS]]\n"
 		      "       ringlog enable --reset PROVIDER\n"
 		      "Records PROVIDER's events (a name or a glob like 'Acme.*') up to LEVEL\n"
 		      "(critical, error, warning, info, verbose or 1..5; default verbose) with\n"
@@ -109,8 +112,10 @@ static int enable_usage(bool disable, FILE *f, int code)
 		      "it, and in programs that declare it later, whatever the configuration says,\n"
 		      "until ringlogd reloads it (SIGHUP) or restarts. A newer rule for the same\n"
 		      "PROVIDER replaces the older; --reset drops it (the configuration applies\n"
-		      "again). `ringlog status` lists the rules in force. Needs read access (group\n"
-		      "read_group).\n", f);
+		      "again). `ringlog status` lists the rules in force. --flight-level keeps the\n"
+		      "levels past LEVEL up to it in the flight recorder's memory only (ringlogd.json\n"
+		      "\"flight\"): `ringlog enable --flight-level verbose 'Acme.*' info`. Needs read\n"
+		      "access (group read_group).\n", f);
 	return code;
 }
 
@@ -118,7 +123,7 @@ static int enable_common(int argc, char **argv, bool disable)
 {
 	const char *who = disable ? "ringlog disable" : "ringlog enable";
 	const char *sock = NULL, *provider;
-	unsigned level = disable ? 0 : 5;
+	unsigned level = disable ? 0 : 5, flight = 0;
 	uint64_t keywords = UINT64_MAX;
 	bool reset = false;
 	json_t *req, *ans, *m;
@@ -132,6 +137,13 @@ static int enable_common(int argc, char **argv, bool disable)
 			sock = optarg;
 		else if (o == 'R' && !disable)
 			reset = true;
+		else if (o == 'F' && !disable) {
+			if (parse_level(optarg, &flight)) {
+				fprintf(stderr, "%s: --flight-level \"%s\": expected critical, error, warning, "
+					"info, verbose or 1..5\n", who, optarg);
+				return EXIT_USAGE;
+			}
+		}
 		else if (o == 'h')
 			return enable_usage(disable, stdout, EXIT_OK);
 		else {
@@ -180,7 +192,9 @@ static int enable_common(int argc, char **argv, bool disable)
 	snprintf(kw, sizeof(kw), "0x%llx", (unsigned long long)keywords);
 	req = reset ? json_pack("{s:s,s:b}", "provider", provider, "reset", 1) :
 		      json_pack("{s:s,s:i,s:s}", "provider", provider, "level", (int)level, "keywords", kw);
-	if ((ret = ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
+	if (flight && !reset)
+		json_object_set_new(req, "flight_level", json_integer(flight));
+	if ((ret = cli_ask(who, sock, RINGLOG_CTL_ENABLE_SET, req, &ans, false, NULL)) != EXIT_OK)
 		return ret;
 	if (reset) {
 		if (I(ans, "replaced"))
@@ -191,8 +205,9 @@ static int enable_common(int argc, char **argv, bool disable)
 		json_decref(ans);
 		return EXIT_OK;
 	} else if (level)
-		printf("%s: enabled up to %s, keywords %s, " RULE_LASTS "\n", provider, level_word(level),
-		       kw);
+		printf("%s: enabled up to %s, keywords %s%s%s, " RULE_LASTS "\n", provider,
+		       level_word(level), kw, flight > level ? "; in the flight buffer only up to " : "",
+		       flight > level ? level_word(flight) : "");
 	else
 		printf("%s: disabled " RULE_LASTS "\n", provider);
 	m = json_object_get(ans, "matched");
@@ -309,7 +324,7 @@ int cmd_list(int argc, char **argv)
 	}
 	req = glob ? json_pack("{s:s}", "provider", glob) : json_object();
 	/* Completion asks quietly: nothing on the terminal while typing. */
-	if ((ret = ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
+	if ((ret = cli_ask("ringlog list", sock, RINGLOG_CTL_LIST, req, &ans, names, NULL)) != EXIT_OK)
 		return ret;
 	provs = json_object_get(ans, "providers");
 	if (json) {
@@ -541,7 +556,7 @@ int cmd_vacuum(int argc, char **argv)
 		json_object_set_new(req, "size", json_integer((json_int_t)(keep > INT64_MAX ? INT64_MAX : keep)));
 	if (by_age)
 		json_object_set_new(req, "age_ns", json_integer((json_int_t)(age > INT64_MAX ? INT64_MAX : age)));
-	ret = ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
+	ret = cli_ask("ringlog vacuum", sock, RINGLOG_CTL_VACUUM, req, &ans, true, &conn);
 	if (ret == EXIT_NODAEMON && (conn == -EACCES || conn == -EPERM)) {
 		char why[1024];
 

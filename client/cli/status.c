@@ -241,6 +241,7 @@ static void print_human(json_t *j, bool down)
 			       "", (unsigned long long)I(v, "deleted"));
 		if (json_is_true(json_object_get(j, "disk_blocked")))
 			printf("%-22s %s\n", "DISK PROBLEM", S(j, "disk_error"));
+		status_print_flight(j);
 		print_clients(j);
 		/* LOST-RING: the overflow each program attributed to the provider
 		 * (proto/ring.h); what no program could attribute gets its own row. */
@@ -256,6 +257,8 @@ static void print_human(json_t *j, bool down)
 		else if (!json_array_size(json_object_get(j, "providers")))
 			printf("(no provider declared since ringlogd started)\n");
 		print_rules(j, now);
+	} else {
+		status_print_flight(j);
 	}
 	printf("\n%-18s %10s %10s %8s  %-19s  %-19s\n", "SEGMENT", "SIZE", "EVENTS", "LOST", "FIRST",
 	       "LAST");
@@ -333,6 +336,7 @@ static json_t *offline(const char *dir)
 	json_object_set_new(j, "now_ns", json_integer((json_int_t)((uint64_t)ts.tv_sec * 1000000000u +
 								    (uint64_t)ts.tv_nsec)));
 	json_object_set_new(j, "segments", segs);
+	json_object_set_new(j, "flight", status_offline_flight(dir));
 	json_object_set_new(j, "store", json_pack("{s:I,s:I,s:I}", "segments", (json_int_t)n,
 		"events", (json_int_t)all_events, "lost", (json_int_t)all_lost));
 	return j;

@@ -280,6 +280,16 @@ struct ringlog_stats {
 };
 RINGLOG_API void ringlog_get_stats(struct ringlog_stats *s);
 
+/* Ask ringlogd's flight recorder for a snapshot of the events around now
+ * (ringlogd.json "flight"), with reason (UTF-8, cut at 87 bytes; NULL: none).
+ * Async-signal-safe: it never blocks, allocates or makes a system call
+ * (it sets a flag in the calling thread's ring, or in the newest ring of a
+ * running thread, which the daemon sees on its next pass; a ring freed
+ * meanwhile stays mapped until the call is done), so a crash handler may
+ * call it before the process dies, from any thread. Returns 0, or -ENOTCONN when the process
+ * has no ring yet (no event was ever enabled: the daemon cannot see it). */
+RINGLOG_API int ringlog_trigger(const char *reason);
+
 /* ------------------------------------------------------------------------
  * Internals used by the macros. Not API: they may change in any release.
  */

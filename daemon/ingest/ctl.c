@@ -108,7 +108,9 @@ void client_close(struct client *c)
 	c->gone = true;
 	c->d->rx_held -= c->rx_len;
 	c->rx_len = 0;
-	sink_publish_closed(&c->d->sinks, c); /* a tail, SYNC requests */
+	/* a tail, SYNC and SNAPSHOT requests; for a writer, the flight
+	 * recorder judges how it went (its rings are still mapped) */
+	sink_publish_closed(&c->d->sinks, c);
 	ctl_close(c);
 	free(c->rx);
 	c->rx = NULL;
@@ -153,7 +155,8 @@ static unsigned frame_needs(uint16_t type, unsigned have)
 	case RINGLOG_CTL_TAIL:
 	case RINGLOG_CTL_ENABLE_SET:
 	case RINGLOG_CTL_LIST:
-	case RINGLOG_CTL_VACUUM: return ACCESS_READ;
+	case RINGLOG_CTL_VACUUM:
+	case RINGLOG_CTL_SNAPSHOT: return ACCESS_READ;
 	case RINGLOG_CTL_STATUS: return have & ACCESS_WRITE ? ACCESS_WRITE : ACCESS_READ;
 	default: return ACCESS_WRITE;
 	}
@@ -220,6 +223,11 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 	case RINGLOG_CTL_ENABLE_SET: return op_enable_set(c, p, len);
 	case RINGLOG_CTL_LIST: return op_list(c, p, len);
 	case RINGLOG_CTL_VACUUM: return op_vacuum(c, p, len);
+	case RINGLOG_CTL_SNAPSHOT:
+		c->tool = true;
+		/* The flight recorder (sink/flight-trigger.c): what the rings
+		 * hold now is in its buffer before the trigger is taken. */
+		return to_sink(c, type, p, len);
 	default:
 		return -EPROTO;
 	}

@@ -43,8 +43,19 @@ struct drain_ctx {
 	uint32_t need;                   /* the payload's least length */
 	const struct ringlog_event_desc *e;
 	struct provider *p;
+	bool memory;                     /* e is memory-only (memory_only()):
+	                                  * enablement changes between passes */
 	uint64_t stored;                 /* records of e not yet counted */
 };
+
+/* Enabled only by a memory-only sink (flight_level): handed to the sinks,
+ * never written, not counted as stored. */
+static bool memory_only(const struct provider *p, const struct ringlog_event_desc *e)
+{
+	uint64_t want = e->keyword ? e->keyword : ~0ull;
+
+	return !(p->disk_kw[e->level & 7] & want) && (p->kw[e->level & 7] & want);
+}
 
 static void count_flush(struct drain_ctx *x)
 {
@@ -64,6 +75,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	struct client *c = r->c;
 	const struct ringlog_event_desc *e = NULL;
 	struct provider *p = NULL;
+	bool memory;
 	int err;
 
 	if (((uint32_t)type << 16 | aux) == x->key) {
@@ -73,6 +85,8 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			x->why = "event payload shorter than its fields";
 			return -EBADMSG;
 		}
+		if (x->memory)
+			return store_pass(x->st, r, type, aux, payload, len, x->e);
 		/* STORE_FULL: no room now, the record stays in the ring */
 		if ((err = store_event(x->st, r, type, aux, payload, len, x->e)) != 0)
 			return err;
@@ -97,15 +111,19 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			return -EBADMSG;
 		}
 		p = e->provider < c->nprov ? c->prov[e->provider] : NULL;
+		memory = p && memory_only(p, e);
+		if (memory)
+			store_pass(x->st, r, type, aux, payload, len, e); /* 0 */
 		/* STORE_FULL: no room now, the record stays in the ring */
-		if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
+		else if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
 		count_flush(x);
 		x->key = (uint32_t)type << 16 | aux;
 		x->need = head + e->min_len;
 		x->e = e;
 		x->p = p;
-		x->stored = 1;
+		x->memory = memory;
+		x->stored = !memory;
 		return 0;
 	}
 	if (type != RINGLOG_REC_LOSS) {

@@ -38,6 +38,7 @@ struct op_rule {
 	struct op_rule *next;
 	char *pattern;
 	unsigned level;      /* 0: disabled */
+	unsigned flight_level; /* kept in the flight buffer up to it; 0: as configured */
 	uint64_t keywords;
 	uint64_t set_ns;     /* CLOCK_REALTIME */
 	uint32_t uid, pid;   /* who set it */
@@ -61,6 +62,18 @@ bool op_rule_kw(const struct daemon *d, const char *name, uint64_t kw[8])
 	return false;
 }
 
+unsigned op_rule_flight(const struct daemon *d, const char *name, unsigned *level, uint64_t *keywords)
+{
+	for (const struct op_rule *r = d->op_rules; r; r = r->next) {
+		if (fnmatch(r->pattern, name, 0))
+			continue;
+		*level = r->level;
+		*keywords = r->keywords;
+		return r->flight_level;
+	}
+	return 0;
+}
+
 json_t *op_status(const struct daemon *d)
 {
 	json_t *a = json_array();
@@ -71,6 +84,9 @@ json_t *op_status(const struct daemon *d)
 		json_array_append_new(a, json_pack("{s:s,s:i,s:s,s:I,s:I,s:I}", "provider", r->pattern,
 			"level", (int)r->level, "keywords", kw, "set_ns", (json_int_t)r->set_ns,
 			"uid", (json_int_t)r->uid, "pid", (json_int_t)r->pid));
+		if (r->flight_level)
+			json_object_set_new(json_array_get(a, json_array_size(a) - 1), "flight_level",
+					    json_integer(r->flight_level));
 	}
 	return a;
 }
@@ -147,7 +163,7 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 	const char *pattern;
 	struct op_rule *r, **pp;
 	uint64_t keywords = UINT64_MAX;
-	json_int_t level = 5;
+	json_int_t level = 5, flight = 0;
 	bool reset;
 	unsigned n = 0, dropped = 0;
 	char *end;
@@ -165,6 +181,13 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 		level = json_is_integer(v) ? json_integer_value(v) : -1;
 		if (level < 0 || level > 5) {
 			tool_error(c, "ENABLE_SET: \"level\" must be 0 (off) to 5 (verbose)");
+			goto out;
+		}
+	}
+	if ((v = json_object_get(j, "flight_level"))) {
+		flight = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (flight < 0 || flight > 5) {
+			tool_error(c, "ENABLE_SET: \"flight_level\" must be 0 (as configured) to 5 (verbose)");
 			goto out;
 		}
 	}
@@ -201,6 +224,7 @@ int op_enable_set(struct client *c, const uint8_t *p, uint32_t len)
 			return -ENOMEM;
 		}
 		r->level = (unsigned)level;
+		r->flight_level = (unsigned)flight;
 		r->keywords = keywords;
 		r->set_ns = d_now(CLOCK_REALTIME);
 		r->uid = c->uid;

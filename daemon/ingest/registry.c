@@ -107,12 +107,20 @@ static void send_enable(struct client *c)
 		client_send(c, RINGLOG_CTL_ENABLE, batch, n * sizeof(batch[0]));
 }
 
+/* What goes to disk, then what memory-only sinks add (flight_level). */
+static void provider_enable(struct daemon *d, struct provider *p)
+{
+	rule_kw(d, p->name, p->kw);
+	p->flight_rule = op_rule_flight(d, p->name, &p->flight_rule_level, &p->flight_rule_kw);
+	sink_publish_raise(&d->sinks, p->name, p->kw, false);
+	memcpy(p->disk_kw, p->kw, sizeof(p->kw));
+	sink_publish_raise(&d->sinks, p->name, p->kw, true);
+}
+
 void reg_enable_recompute(struct daemon *d)
 {
-	for (struct provider *p = d->providers; p; p = p->next) {
-		rule_kw(d, p->name, p->kw);
-		sink_publish_raise(&d->sinks, p->name, p->kw);
-	}
+	for (struct provider *p = d->providers; p; p = p->next)
+		provider_enable(d, p);
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->writer && !c->gone)
 			send_enable(c);
@@ -144,8 +152,7 @@ static int map_provider(struct client *c, uint32_t id, const char *name)
 
 		if (!p)
 			return -ENOMEM;
-		rule_kw(c->d, p->name, p->kw);
-		sink_publish_raise(&c->d->sinks, p->name, p->kw);
+		provider_enable(c->d, p);
 		c->prov[id] = p;
 		/* Force a first ENABLE: the client starts from the built-in
 		 * default, not from what we think we sent. */

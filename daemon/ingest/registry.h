@@ -24,7 +24,14 @@ struct daemon;
 struct provider {
 	struct provider *next;
 	char *name;
-	uint64_t kw[8];      /* effective: config rule, raised by tails */
+	uint64_t kw[8];      /* effective: config rule, raised by tails and
+	                      * the flight recorder */
+	uint64_t disk_kw[8]; /* of kw, what is written to disk: without what
+	                      * only the flight recorder raises (memory only) */
+	/* `ringlog enable --flight-level`: the flight buffer keeps levels
+	 * (flight_rule_level, flight_rule] with flight_rule_kw; 0: as configured */
+	unsigned flight_rule, flight_rule_level;
+	uint64_t flight_rule_kw;
 	uint64_t stored;     /* events */
 	uint64_t lost_ring;  /* ring overflow the program attributed to it (the
 	                      * LOSS record's aux); other losses have no provider */

@@ -8,6 +8,7 @@
 #include "ingest/status.h"
 #include "ingest/registry.h"
 #include "sink/tail.h"
+#include "sink/flight.h"
 #include "sink/forward/forward.h"
 #include "sink/shipping.h"
 
@@ -86,7 +87,8 @@ int status_reply(struct client *c, bool detail)
 	/* Until the oldest data goes: what the budget still holds over the
 	 * write rate, plus the time the oldest segment took to fill. */
 	if (d->rate_bytes) {
-		uint64_t cap = d->cfg.max_disk, floor = ret_min_free(d->st);
+		/* the segments' budget: max_disk less the snapshots' share */
+		uint64_t cap = d->st->budget.max_disk, floor = ret_min_free(d->st);
 		uint64_t room = cap > d->st->used_bytes ? cap - d->st->used_bytes : 0;
 
 		if (fs_free != UINT64_MAX && fs_free > floor && fs_free - floor < room)
@@ -150,6 +152,7 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(j, "enable_rules", op_status(d));
 	json_object_set_new(j, "clients_detail", json_boolean(detail));
 	json_object_set_new(j, "read_group", json_string(d->cfg.read_group));
+	json_object_set_new(j, "flight", flight_status(d));
 	json_object_set_new(j, "max_retention_ns", json_integer((json_int_t)d->cfg.max_retention_ns));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);

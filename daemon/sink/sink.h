@@ -11,7 +11,7 @@
  * (export, a flight recorder, shipping) plugs in here without touching it.
  * The registry asks the same list what enablement the sinks raise, and
  * the control channel hands it the tools' requests a sink answers (TAIL,
- * SYNC), the news that a peer closed, that a writer described more and
+ * SYNC, SNAPSHOT), the news that a peer closed, that a writer described more and
  * that it is freed: ingest names no sink either.
  *
  * Every op runs on the loop thread and must not call back into the store
@@ -56,7 +56,7 @@ struct sink_chunk {
 	uint32_t events;
 };
 
-/* A peer's request for a sink (TAIL, SYNC: proto/ctl.h), handed over by
+/* A peer's request for a sink (TAIL, SYNC, SNAPSHOT: proto/ctl.h), handed over by
  * the control channel once it has drained every ring and sealed the open
  * chunk, with the store's progress at that moment. */
 struct sink_request {
@@ -85,7 +85,9 @@ struct sink_ops {
 	 * handler returns it (ingest/ctl.c: -EPROTO closes the connection);
 	 * -ENOTSUP: not this sink's, ask the next. */
 	int (*request)(struct sink *s, const struct sink_request *rq);
-	/* A peer of the control channel closed: forget what it asked. */
+	/* A peer of the control channel closed: forget what it asked. A
+	 * writer's rings are still registered and mapped (they drain after
+	 * this): the flight recorder reads them to judge how it went. */
 	void (*closed)(struct sink *s, struct client *c);
 	/* A writer's metadata grew (the registry parsed new providers or
 	 * events): c->meta describes more. */
@@ -102,6 +104,10 @@ struct sink {
 	/* record() and loss() are called only while true; changed through
 	 * sink_want() only, which keeps the list's count. */
 	bool want_records;
+	/* What this sink raises is kept in memory only (the flight recorder):
+	 * the drain hands those events to the sinks without writing them
+	 * (provider.disk_kw, ingest/registry.h). */
+	bool memory_only;
 };
 
 /* The sinks in the order they are told (linked by lifecycle.c), and how
@@ -163,10 +169,14 @@ static inline void sink_publish_chunk(const struct sink_list *l, const struct si
 			s->ops->chunk(s, c);
 }
 
-static inline void sink_publish_raise(const struct sink_list *l, const char *provider, uint64_t kw[8])
+/* memory: ask the sinks whose raise is kept in memory only (the flight
+ * recorder), or the others. The registry asks the others first and takes
+ * that as what goes to disk (provider.disk_kw). */
+static inline void sink_publish_raise(const struct sink_list *l, const char *provider, uint64_t kw[8],
+				      bool memory)
 {
 	for (struct sink *s = l->head; s; s = s->next)
-		if (s->ops->raise)
+		if (s->ops->raise && s->memory_only == memory)
 			s->ops->raise(s, provider, kw);
 }
 

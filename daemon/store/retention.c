@@ -48,7 +48,9 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 	size_t max = b->chunk_alloc ? b->chunk_alloc : 1u << 20;
 	uint64_t cs;
 
-	b->max_disk = cfg->max_disk;
+	/* Flight recorder snapshots take their share of the one budget
+	 * (config.c checks it leaves the segments room). */
+	b->max_disk = cfg->max_disk - (cfg->flight.size ? cfg->flight.max_disk : 0);
 	b->min_free_bytes = cfg->min_free_bytes;
 	b->min_free_percent = cfg->min_free_percent;
 	b->max_age_ns = cfg->max_segment_age_ns;

@@ -586,6 +586,21 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	return 0;
 }
 
+int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+{
+	struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload, .len = len,
+				  .e = e };
+
+	/* Its ring space goes back with the next release past it (a chunk's
+	 * written end, or store_give_back() when no chunk holds the ring): no
+	 * chunk holds it, and the run around it is split (the run's records
+	 * are contiguous in the ring, and this one is not in it). */
+	if (st->sinks->wanting)
+		sink_publish_record(st->sinks, &sr);
+	return 0;
+}
+
 int store_ring_loss(struct store *st, struct ring *r, uint16_t aux,
 		    const struct ringlog_rec_loss *l, uint32_t len,
 		    const struct ringlog_seg_loss *sl)

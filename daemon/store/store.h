@@ -232,6 +232,11 @@ int store_lock_dir(struct store *st);
  * to the sinks that want records. 0, STORE_FULL or -errno. */
 int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
+/* An event only memory-only sinks want (the flight recorder's
+ * flight_level): published to the sinks that want records, not written.
+ * Returns 0. */
+int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 /* Commit the events taken from r so far: before anything else may write
  * to the chunk (the drain calls it after each ring's pass). */
 void store_events_end(struct store *st);

@@ -22,7 +22,7 @@ _ringlog()
 {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local prog=${COMP_WORDS[0]} cmd="" sock="" i w npos=0
-    local cmds="tail status read export emit enable disable list vacuum"
+    local cmds="tail status read export emit enable disable list vacuum snapshot"
     local levels="critical error warning info verbose crit err warn debug"
     local IFS=$' \t\n'
 
@@ -91,7 +91,7 @@ _ringlog()
         --socket)
             COMPREPLY=($(compgen -f -- "$cur"))
             return 0 ;;
-        --size|--time|--keyword|--pid|--uid|--lines|-n|--grep|--watch|--vacuum-size|--vacuum-time)
+        --size|--time|--keyword|--pid|--uid|--lines|-n|--grep|--watch|--vacuum-size|--vacuum-time|--reason)
             return 0 ;;
     esac
 
