@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -1008,6 +1009,240 @@ static void k_flight(struct ctx *x, const char *p, json_t *v)
 	walk(x, p, v, keys, sizeof(keys) / sizeof(keys[0]));
 }
 
+/* ------------------------------------------------------------------------
+ * ship: a NATS JetStream stream (daemon/sink/ship.c).
+ */
+
+/* "nats://host:port" or "tls://host:port" (host:port alone means nats://):
+ * libnats would take a typo as a server that never answers. */
+static bool ship_url_ok(const char *u)
+{
+	const char *h = strstr(u, "://");
+
+	if (h && strncmp(u, "nats://", 7) && strncmp(u, "tls://", 6))
+		return false;
+	h = h ? h + 3 : u;
+	if (!*h || strchr(u, ',') || strchr(u, ' '))
+		return false;
+	return true;
+}
+
+static void k_ship_servers(struct ctx *x, const char *p, json_t *v)
+{
+	char *dst = x->c->ship.servers, url[RINGLOG_SHIP_SERVERS_MAX];
+	size_t used = 0, i;
+	json_t *e;
+
+	if (json_is_string(v)) {
+		json_t *a = json_array();
+
+		json_array_append(a, v);
+		k_ship_servers(x, p, a);
+		json_decref(a);
+		return;
+	}
+	if (!json_is_array(v)) {
+		report(x, p, "expected a list of server URLs like [\"nats://10.0.0.1:4222\"], got %s",
+		       GOT(v));
+		return;
+	}
+	dst[0] = '\0';
+	json_array_foreach(v, i, e) {
+		if (!get_string(x, p, e, url, sizeof(url), "a server URL like \"nats://host:4222\""))
+			return;
+		if (!ship_url_ok(url)) {
+			report(x, p, "\"%s\" is not a NATS server URL; expected nats://HOST:PORT or "
+			       "tls://HOST:PORT", url);
+			return;
+		}
+		if (used + strlen(url) + 2 > RINGLOG_SHIP_SERVERS_MAX) {
+			report(x, p, "too many servers (at most %u bytes of URLs)",
+			       RINGLOG_SHIP_SERVERS_MAX - 1);
+			return;
+		}
+		used += (size_t)snprintf(dst + used, RINGLOG_SHIP_SERVERS_MAX - used, "%s%s",
+					 used ? "," : "", url);
+	}
+}
+
+/* JetStream stream names: no spaces, dots, wildcards or path separators. */
+static void k_ship_stream(struct ctx *x, const char *p, json_t *v)
+{
+	char *s = x->c->ship.stream;
+
+	if (!get_string(x, p, v, s, sizeof(x->c->ship.stream), "a JetStream stream name"))
+		return;
+	if (strpbrk(s, " \t.*>/\\")) {
+		report(x, p, "\"%s\" is not a JetStream stream name (no spaces, '.', '*', '>', '/' "
+		       "or '\\')", s);
+		s[0] = '\0';
+	}
+}
+
+static void k_ship_subject(struct ctx *x, const char *p, json_t *v)
+{
+	char *s = x->c->ship.subject;
+	size_t n;
+
+	if (!get_string(x, p, v, s, sizeof(x->c->ship.subject), "a NATS subject like \"ringlog.web1\""))
+		return;
+	n = strlen(s);
+	if (strpbrk(s, " \t*>") || s[0] == '.' || s[n - 1] == '.' || strstr(s, "..")) {
+		report(x, p, "\"%s\" is not a subject to publish to (dot-separated tokens, no "
+		       "spaces or wildcards)", s);
+		s[0] = '\0';
+	}
+}
+
+/* It goes into the default subject and the message ids. */
+static void k_ship_host(struct ctx *x, const char *p, json_t *v)
+{
+	char *s = x->c->ship.host;
+
+	if (!get_string(x, p, v, s, sizeof(x->c->ship.host), "a host name"))
+		return;
+	for (const char *c = s; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *c)) {
+			report(x, p, "\"%s\": a ship host name takes letters, digits, '_' and '-'", s);
+			s[0] = '\0';
+			return;
+		}
+}
+
+/* A file the daemon reads when it connects: on this host (ringlogd), it
+ * must be readable now, so that --check-config finds a typo. */
+static void ship_file(struct ctx *x, const char *p, json_t *v, char *dst, size_t len)
+{
+	if (!get_string(x, p, v, dst, len, "a file path"))
+		return;
+	if (x->host && access(dst, R_OK) < 0) {
+		report(x, p, "cannot read \"%s\": %s", dst, strerror(errno));
+		dst[0] = '\0';
+	}
+}
+
+static void k_ship_creds(struct ctx *x, const char *p, json_t *v)
+{
+	ship_file(x, p, v, x->c->ship.creds, sizeof(x->c->ship.creds));
+}
+
+static void k_ship_user(struct ctx *x, const char *p, json_t *v)
+{
+	get_string(x, p, v, x->c->ship.user, sizeof(x->c->ship.user), "a user name");
+}
+
+static void k_ship_password_file(struct ctx *x, const char *p, json_t *v)
+{
+	ship_file(x, p, v, x->c->ship.password_file, sizeof(x->c->ship.password_file));
+}
+
+static void k_ship_tls_ca(struct ctx *x, const char *p, json_t *v)
+{
+	ship_file(x, p, v, x->c->ship.tls_ca, sizeof(x->c->ship.tls_ca));
+}
+
+static void k_ship_tls_cert(struct ctx *x, const char *p, json_t *v)
+{
+	ship_file(x, p, v, x->c->ship.tls_cert, sizeof(x->c->ship.tls_cert));
+}
+
+static void k_ship_tls_key(struct ctx *x, const char *p, json_t *v)
+{
+	ship_file(x, p, v, x->c->ship.tls_key, sizeof(x->c->ship.tls_key));
+}
+
+static void k_ship_live(struct ctx *x, const char *p, json_t *v)
+{
+	get_bool(x, p, v, &x->c->ship.live);
+}
+
+static void k_ship_interval(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 10000000ull, 60000000000ull, "10ms to 60s", &x->c->ship.interval_ns);
+}
+
+static void k_ship_max_backlog(struct ctx *x, const char *p, json_t *v)
+{
+	get_size(x, p, v, 1u << 20, UINT64_MAX, &x->c->ship.max_backlog);
+}
+
+static void k_ship_max_pending(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 4096, &x->c->ship.max_pending);
+}
+
+static void k_ship_create_stream(struct ctx *x, const char *p, json_t *v)
+{
+	get_bool(x, p, v, &x->c->ship.create_stream);
+}
+
+static void k_ship_replicas(struct ctx *x, const char *p, json_t *v)
+{
+	get_uint(x, p, v, 1, 5, &x->c->ship.replicas);
+}
+
+static void k_ship_max_age(struct ctx *x, const char *p, json_t *v)
+{
+	if (json_is_string(v) && !strcmp(json_string_value(v), "off")) {
+		x->c->ship.max_age_ns = 0;
+		return;
+	}
+	get_duration(x, p, v, 1000000000ull, 3660 * 86400000000000ull, "\"off\" or 1s to 3660d",
+		     &x->c->ship.max_age_ns);
+}
+
+static void k_ship_max_bytes(struct ctx *x, const char *p, json_t *v)
+{
+	if (json_is_string(v) && !strcmp(json_string_value(v), "off")) {
+		x->c->ship.max_bytes = 0;
+		return;
+	}
+	get_size(x, p, v, 1u << 20, UINT64_MAX, &x->c->ship.max_bytes);
+}
+
+static void k_ship(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = {
+		{ "servers", k_ship_servers },
+		{ "stream", k_ship_stream },
+		{ "subject", k_ship_subject },
+		{ "host", k_ship_host },
+		{ "creds", k_ship_creds },
+		{ "user", k_ship_user },
+		{ "password_file", k_ship_password_file },
+		{ "tls_ca", k_ship_tls_ca },
+		{ "tls_cert", k_ship_tls_cert },
+		{ "tls_key", k_ship_tls_key },
+		{ "live", k_ship_live },
+		{ "interval", k_ship_interval },
+		{ "max_backlog", k_ship_max_backlog },
+		{ "max_pending", k_ship_max_pending },
+		{ "create_stream", k_ship_create_stream },
+		{ "replicas", k_ship_replicas },
+		{ "max_age", k_ship_max_age },
+		{ "max_bytes", k_ship_max_bytes },
+	};
+	walk(x, p, v, keys, sizeof(keys) / sizeof(keys[0]));
+}
+
+/* What only the whole section can say. */
+static void ship_check(struct ctx *x, const struct ringlog_config *c)
+{
+	if (!c->ship.servers[0])
+		return;
+	if (!c->ship.stream[0])
+		report(x, "ship/stream", "shipping to %s needs a stream name; set ship.stream",
+		       c->ship.servers);
+	if (c->ship.creds[0] && (c->ship.user[0] || c->ship.password_file[0]))
+		report(x, "ship/creds", "give either a creds file or user and password_file, not both");
+	if (!c->ship.user[0] != !c->ship.password_file[0])
+		report(x, c->ship.user[0] ? "ship/user" : "ship/password_file",
+		       "user and password_file go together; set both or neither");
+	if (!c->ship.tls_cert[0] != !c->ship.tls_key[0])
+		report(x, c->ship.tls_cert[0] ? "ship/tls_cert" : "ship/tls_key",
+		       "tls_cert and tls_key go together; set both or neither");
+}
+
 static const struct key top_keys[] = {
 	{ "storage_dir", k_storage_dir },
 	{ "socket_path", k_socket_path },
@@ -1028,6 +1263,7 @@ static const struct key top_keys[] = {
 	{ "forward", k_forward },
 	{ "limits", k_limits },
 	{ "flight", k_flight },
+	{ "ship", k_ship },
 };
 
 /* ------------------------------------------------------------------------
@@ -1081,6 +1317,11 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->flight.max_snapshots = 10;
 	c->flight.max_snapshots_per_ns = 3600000000000ull;
 	c->flight.max_disk = 256ull << 20;
+	snprintf(c->ship.stream, sizeof(c->ship.stream), "ringlog");
+	c->ship.interval_ns = 200000000ull;
+	c->ship.max_backlog = 256ull << 20;
+	c->ship.max_pending = 64;
+	c->ship.replicas = 3;
 }
 
 static int parse(struct ringlog_config *c, const char *text, size_t len, const char *name,
@@ -1120,6 +1361,8 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       "max_segment_size (%" PRIu64 ") of max_disk (%" PRIu64 ") to the segments; lower "
 		       "flight.max_disk or raise max_disk", tmp->flight.max_disk, tmp->max_segment_size,
 		       tmp->max_disk);
+	if (!x.nerr)
+		ship_check(&x, tmp);
 	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
 		snprintf(err + x.used, errlen - x.used, "\nconfig: %s: %d more errors not shown",
 			 name, x.nerr - MAX_ERRORS);
@@ -1297,6 +1540,38 @@ static json_t *flight_json(const struct ringlog_config_flight *f)
 	return j;
 }
 
+/* The ship section; strings only when set (the parser refuses ""). */
+static json_t *ship_json(const struct ringlog_config *c)
+{
+	json_t *o = json_object(), *servers = json_array();
+	const char *strs[][2] = {
+		{ "stream", c->ship.stream }, { "subject", c->ship.subject },
+		{ "host", c->ship.host }, { "creds", c->ship.creds }, { "user", c->ship.user },
+		{ "password_file", c->ship.password_file }, { "tls_ca", c->ship.tls_ca },
+		{ "tls_cert", c->ship.tls_cert }, { "tls_key", c->ship.tls_key },
+	};
+	char url[RINGLOG_SHIP_SERVERS_MAX];
+
+	snprintf(url, sizeof(url), "%s", c->ship.servers);
+	for (char *save = NULL, *u = strtok_r(url, ",", &save); u; u = strtok_r(NULL, ",", &save))
+		json_array_append_new(servers, json_string(u));
+	json_object_set_new(o, "servers", servers);
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (strs[i][1][0])
+			json_object_set_new(o, strs[i][0], json_string(strs[i][1]));
+	json_object_set_new(o, "live", json_boolean(c->ship.live));
+	json_object_set_new(o, "interval", duration_json(c->ship.interval_ns));
+	json_object_set_new(o, "max_backlog", size_json(c->ship.max_backlog));
+	json_object_set_new(o, "max_pending", json_integer(c->ship.max_pending));
+	json_object_set_new(o, "create_stream", json_boolean(c->ship.create_stream));
+	json_object_set_new(o, "replicas", json_integer(c->ship.replicas));
+	json_object_set_new(o, "max_age", c->ship.max_age_ns ? duration_json(c->ship.max_age_ns) :
+			    json_string("off"));
+	json_object_set_new(o, "max_bytes", c->ship.max_bytes ? size_json(c->ship.max_bytes) :
+			    json_string("off"));
+	return o;
+}
+
 int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 {
 	char mode[8], pct[8];
@@ -1336,6 +1611,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 	json_object_set_new(root, "ring_reserve", json_string(pct));
 	json_object_set_new(root, "shed_level", json_integer(c->shed_level));
 	json_object_set_new(root, "flight", flight_json(&c->flight));
+	json_object_set_new(root, "ship", ship_json(c));
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
 	fputc('\n', f);
 	json_decref(root);

@@ -18,6 +18,8 @@
 #define RINGLOG_SOCKET_PATH_MAX   108 /* sizeof(sockaddr_un.sun_path) */
 #define RINGLOG_CONFIG_PROVIDERS  64
 #define RINGLOG_PROVIDER_NAME_MAX 128
+#define RINGLOG_SHIP_PATH_MAX     1024 /* ship's credential and TLS files */
+#define RINGLOG_SHIP_SERVERS_MAX  1024 /* "nats://a:4222,nats://b:4222" */
 
 enum ringlog_io_backend {
 	RINGLOG_IO_AUTO,     /* io_uring, falling back to the pool if refused */
@@ -102,6 +104,29 @@ struct ringlog_config {
 		bool etw;
 	} forward;
 	struct ringlog_config_flight flight;
+	/* Shipping to a NATS JetStream stream (daemon/sink/ship.c): on when
+	 * servers is not empty. Nothing here is secret: passwords and keys
+	 * stay in the files named. */
+	struct {
+		char servers[RINGLOG_SHIP_SERVERS_MAX]; /* URLs, comma-separated */
+		char stream[64];
+		char subject[256];    /* "": ringlog.<host> */
+		char host[64];        /* "": the system's host name */
+		char creds[RINGLOG_SHIP_PATH_MAX];         /* NATS .creds file */
+		char user[128];
+		char password_file[RINGLOG_SHIP_PATH_MAX]; /* with user */
+		char tls_ca[RINGLOG_SHIP_PATH_MAX];
+		char tls_cert[RINGLOG_SHIP_PATH_MAX];
+		char tls_key[RINGLOG_SHIP_PATH_MAX];
+		bool live;            /* also the open chunk, every interval */
+		uint64_t interval_ns;
+		uint64_t max_backlog; /* un-shipped bytes kept before giving up */
+		uint32_t max_pending; /* messages awaiting the cluster's ack */
+		bool create_stream;
+		uint32_t replicas;
+		uint64_t max_age_ns;  /* 0: unlimited */
+		uint64_t max_bytes;   /* 0: unlimited */
+	} ship;
 	struct {
 		uint32_t rings_per_process;
 		uint64_t ring_bytes_per_uid;

@@ -100,7 +100,7 @@ struct daemon {
 
 	/* the sinks, in the order they are told: lifecycle.c links them in
 	 * sinks and hands the same list to the store (store_open()) */
-	struct sink fwd_sink, tail_sink, sync_sink, flight_sink;
+	struct sink fwd_sink, tail_sink, sync_sink, flight_sink, ship_sink;
 	struct sink_list sinks;
 	struct flight *flight; /* the flight recorder (sink/flight.c), or NULL */
 

@@ -18,6 +18,7 @@
 #include "sink/tail.h"
 #include "sink/flight.h"
 #include "sink/forward/forward.h"
+#include "sink/shipping.h"
 #include "store/io-ops.h"
 #include "store/file.h"
 
@@ -88,6 +89,10 @@ static void on_flush_timer(uv_timer_t *t)
 	}
 	sync_tick(d);
 	fwd_tick(d);
+	if (ship_tick(d) && !d->stopping) {
+		drain_all(d);
+		store_seal(d->st); /* ship.live: the open chunk, every ship.interval */
+	}
 	if (now - d->rate_prev_ns >= 1000000000u) {
 		double s = (double)(now - d->rate_prev_ns) / 1e9;
 
@@ -227,6 +232,18 @@ static int on_store_mkdir(void *ctx, const char *dir)
 	return access_mkdir_store(ctx);
 }
 
+/* Shipping, told of the store's deletions and asked what to keep (the
+ * store knows no sink by name; these are its hooks, like written()). */
+static void on_store_deleting(void *ctx, const struct segfile *s)
+{
+	ship_seg_deleting(ctx, s);
+}
+
+static bool on_store_keep(void *ctx, const struct segfile *s)
+{
+	return ship_seg_keep(ctx, s);
+}
+
 /* The one place that knows who consumes what: the store publishes to
  * this list and tells the drain to resume through on_store_written(),
  * never by name. A new consumer (export, a flight recorder, shipping) is
@@ -236,12 +253,14 @@ static void wire(struct daemon *d)
 	d->fwd_sink = (struct sink){ .ops = &fwd_sink_ops, .ctx = d };
 	d->tail_sink = (struct sink){ .ops = &tail_sink_ops, .ctx = d };
 	d->sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = d };
+	d->ship_sink = (struct sink){ .ops = &ship_sink_ops, .ctx = d };
 	/* what it raises is kept in memory only (flight_level) */
 	d->flight_sink = (struct sink){ .ops = &flight_sink_ops, .ctx = d, .memory_only = true };
 	d->sinks = (struct sink_list){ 0 };
 	sink_link(&d->sinks, &d->fwd_sink);
 	sink_link(&d->sinks, &d->tail_sink);
 	sink_link(&d->sinks, &d->sync_sink);
+	sink_link(&d->sinks, &d->ship_sink);
 	sink_link(&d->sinks, &d->flight_sink);
 }
 
@@ -250,7 +269,8 @@ static int open_store(struct daemon *d)
 	struct store_params p = {
 		.dir = d->cfg.storage_dir, .io = d->io, .io_name = d->io_name,
 		.clock = &d->clock, .sinks = &d->sinks, .written = on_store_written,
-		.mkdir = on_store_mkdir, .ctx = d,
+		.mkdir = on_store_mkdir, .deleting = on_store_deleting,
+		.keep = on_store_keep, .ctx = d,
 	};
 
 	d->st = store_open(&p, &d->cfg);
@@ -284,10 +304,12 @@ int daemon_start(struct daemon *d)
 	uv_timer_init(d->loop, &d->watchdog_timer);
 	uv_timer_init(d->loop, &d->stop_timer);
 	uv_timer_init(d->loop, &d->accept_timer);
+	ship_init(d); /* before open_store(): its trim counts what was not shipped */
 	if (open_store(d) < 0)
 		return -1;
 	flight_start(d); /* off when it cannot allocate: logged */
 	fwd_apply(d);
+	ship_start(d); /* failures are logged: the daemon stores locally */
 	/* Signals before the socket: a SIGTERM sent as soon as the socket
 	 * appears drains and exits 0, rather than killing a daemon that had
 	 * no handler yet. (Handlers run from the loop, once it runs.) */
@@ -360,6 +382,7 @@ void daemon_finish(struct daemon *d)
 			client_close(c);
 	}
 	sink_publish_shutdown(&d->sinks);
+	ship_stop(d);
 	flight_stop(d); /* freed once a snapshot being written is done */
 	d->io->ops->close(d->io);
 	ctl_wake_close(d);

@@ -201,6 +201,10 @@ enum ringlog_loss_reason {
 	RINGLOG_LOSS_OVERWRITTEN = 6, /* snapshots: the flight buffer overwrote
 	                               * them before the snapshot's first event */
 	RINGLOG_LOSS_RATE = 7,   /* suppressed by the event's rate limit (event says which) */
+	/* Never in files: what a reader of a cluster (`read --nats`) shows
+	 * for a shipped message's not_shipped count (proto/ship.h), by its
+	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1 */
+	RINGLOG_LOSS_SHIP = 8,
 };
 
 /* A snapshot's own part of the segment header (compat flag SNAPSHOT), at

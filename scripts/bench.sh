@@ -4,6 +4,8 @@
 # same workload through LTTng-UST 2.13 (installed when run as root).
 #   scripts/bench.sh           full run (3 runs of each figure, ~5 minutes)
 #   scripts/bench.sh --quick   one short run of each, for development
+#   scripts/bench.sh --ship    only shipping to a 3-node NATS JetStream
+#                              cluster (scripts/bench-ship.sh, ~1 minute)
 #   scripts/bench.sh --docs    full run, then docs/PERFORMANCE.md and its
 #                              plot are rewritten with the results
 #   scripts/bench.sh --scale   only the scale rows (1 to 1,000 writers; idle
@@ -36,10 +38,17 @@ export_only=0
 case "${1:-}" in
 	--quick) records=2000000; emit_args=(--quick --runs 1) ;;
 	--docs) docs=1 ;;
+	--ship)
+		ensure_packages $RINGLOG_BUILD_PACKAGES
+		ensure_optional_packages nats-server libnats-dev
+		configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
+		out=bench-results
+		mkdir -p "$out"
+		out=$out exec scripts/bench-ship.sh build-release "${2:-}" ;;
 	--scale) only=scale ;;
 	--export) export_only=1 ;;
 	"") ;;
-	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale | --export | --flight [--quick]]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bench.sh [--quick | --docs | --scale | --export | --flight [--quick] | --ship [--quick]]" >&2; exit 2 ;;
 esac
 ensure_packages $RINGLOG_BUILD_PACKAGES
 # LTTng-UST is the end-to-end comparison's: not needed for --flight
@@ -211,6 +220,9 @@ else
 	echo "(no gnuplot: apt-get install gnuplot-nox for the latency plot)"
 fi
 
+# Shipping to a 3-node NATS JetStream cluster (skips without nats-server).
+out=$out scripts/bench-ship.sh build-release $([ "${emit_args[0]}" = --quick ] && echo --quick)
+
 if [ $docs -eq 1 ]; then
 	{
 		echo "# Performance"
@@ -231,6 +243,7 @@ if [ $docs -eq 1 ]; then
 		echo
 		sed 's/^## /### /' "$out/flight.md"
 		echo
+		[ -s "$out/ship.md" ] && sed 's/^## /### /' "$out/ship.md" && echo
 		echo "![emit cost distributions](emit-latency.png)"
 	} > docs/PERFORMANCE.md
 	cp "$out/emit-latency.png" docs/emit-latency.png 2>/dev/null

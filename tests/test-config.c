@@ -76,7 +76,7 @@ static const struct { const char *json, *err; } bad[] = {
 	  "shed_level, flush_interval, "
 	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
 	  "providers, "
-	  "forward, limits, flight" },
+	  "forward, limits, flight, ship" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
 	  "\"1M\" or \"4M\"" },

@@ -61,6 +61,25 @@ int read_history(const struct query *q, const char *dir, long lines);
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);
 void read_free_files(char **files, size_t nf);
+/* read.c, for nats.c: decode records from elsewhere (a shipped chunk's
+ * descriptions, then its records) into the lines `read` sorts and prints,
+ * each with its host. read_close() prints (through the pager when pager)
+ * and returns the exit code. */
+struct rd;
+struct ringlog_seg_clock;
+struct ringlog_dedup;
+struct ringlog_dec_loss;
+struct rd *read_open(const struct query *q);
+void read_decode(struct rd *r, const char *host, const struct ringlog_seg_clock *clk,
+		 struct ringlog_dedup *dedup, uint64_t chunk_ns, uint64_t first_ns,
+		 uint64_t last_ns, const uint8_t *desc, size_t desc_len,
+		 const uint8_t *body, size_t body_len);
+void read_loss(struct rd *r, const char *host, const struct ringlog_dec_loss *l);
+int read_close(struct rd *r, bool pager);
+/* nats.c: `read --nats` and `tail --nats` (nats-none.c without libnats:
+ * a message saying so, EXIT_FAIL). */
+int nats_read(struct query *q);
+int nats_tail(struct query *q);
 
 int cmd_read(int argc, char **argv);
 int cmd_tail(int argc, char **argv);

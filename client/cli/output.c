@@ -423,6 +423,8 @@ static void put_short(struct sb *b, const struct output *o, const struct ringlog
 	const struct ringlog_event_desc *d = e->desc;
 
 	put_time(b, o, e->real_ns);
+	if (o->host)
+		sb_printf(b, " %s", o->host);
 	sb_printf(b, " %s%-7s%s %s %s", color ? level_color(d->level) : "",
 		  ringlog_level_name(d->level), color ? "\033[0m" : "",
 		  e->provider ? e->provider : "?", d->name);
@@ -455,6 +457,11 @@ static void put_verbose(struct sb *b, const struct output *o, const struct ringl
 	strftime(s, sizeof(s), "%a %Y-%m-%d %H:%M:%S", &tm);
 	sb_printf(b, "%s.%09llu %s\n", s, (unsigned long long)(e->real_ns % NS),
 		  o->utc ? "UTC" : zone_name(&tm));
+	if (o->host) {
+		sb_puts(b, "    HOST=");
+		put_text_str(b, (const uint8_t *)o->host, strlen(o->host), false);
+		sb_putc(b, '\n');
+	}
 	sb_puts(b, "    PROVIDER=");
 	put_text_str(b, (const uint8_t *)(e->provider ? e->provider : "?"),
 		     strlen(e->provider ? e->provider : "?"), false);
@@ -494,6 +501,13 @@ char *out_event(const struct output *o, const struct ringlog_dec_event *e)
 	case OUT_JSON:
 	case OUT_JSON_PRETTY:
 		put_json_event(&b, e);
+		if (o->host && b.len && b.p && b.p[b.len - 1] == '}') {
+			/* the host, where a local store has none */
+			b.len--;
+			sb_puts(&b, ",\"host\":");
+			put_json_cstr(&b, o->host);
+			sb_putc(&b, '}');
+		}
 		if (o->mode == OUT_JSON_PRETTY) {
 			char *c = sb_done(&b), *p = c ? pretty(c) : NULL;
 
@@ -530,13 +544,15 @@ const char *out_loss_why(unsigned reason, const char **cause)
 		"disk full or write error in ringlogd", "this reader was too slow",
 		"corrupt ring detached", "counted at exit",
 		"overwritten in the flight buffer before this snapshot",
-		"suppressed by its rate limit" };
+		"suppressed by its rate limit",
+		"not shipped: the disk budget deleted them first",
+		"not shipped: over ship.max_backlog" };
 	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
-					   "overwritten", "rate" };
+					   "overwritten", "rate", "ship_retention", "ship_backlog" };
 
 	if (cause)
-		*cause = reason <= 7 ? key[reason] : "?";
-	return reason <= 7 ? why[reason] : "?";
+		*cause = reason <= 9 ? key[reason] : "?";
+	return reason <= 9 ? why[reason] : "?";
 }
 
 char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
@@ -574,6 +590,10 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 						  (unsigned long long)l->by_level[i]);
 			sb_putc(&b, '}');
 		}
+		if (o->host) {
+			sb_puts(&b, ",\"host\":");
+			put_json_cstr(&b, o->host);
+		}
 		sb_printf(&b, ",\"pid\":%u,\"tid\":%u", l->writer ? l->writer->w.pid : 0,
 			  l->stream ? l->stream->s.tid : 0);
 		if (l->writer) {
@@ -598,6 +618,8 @@ char *out_loss(const struct output *o, const struct ringlog_dec_loss *l)
 		put_time(&b, &t, l->real_ns);
 		sb_putc(&b, ' ');
 	}
+	if (o->host && o->mode != OUT_CAT)
+		sb_printf(&b, "%s ", o->host);
 	sb_printf(&b, "-- %llu events lost: %s", (unsigned long long)l->records, w);
 	if (l->writer)
 		sb_printf(&b, " (pid %u %s, thread %u%s%s)", l->writer->w.pid, l->writer->comm,

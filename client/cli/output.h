@@ -25,6 +25,8 @@ struct output {
 	enum out_mode mode;
 	bool color;
 	bool utc;          /* times in UTC rather than local time */
+	const char *host;  /* events read from a cluster (--nats): their host,
+	                    * shown after the time; NULL: a local store */
 };
 
 /* -o NAME. Returns 0 or -EINVAL. */

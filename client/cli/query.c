@@ -13,7 +13,7 @@
 
 enum {
 	O_PROVIDER = 256, O_EVENT, O_KEYWORD, O_PID, O_UID, O_SINCE, O_UNTIL, O_JSON, O_UTC,
-	O_NO_PAGER, O_COLOR, O_SOCKET,
+	O_NO_PAGER, O_COLOR, O_SOCKET, O_NATS, O_STREAM, O_HOST, O_DURABLE,
 };
 
 static const struct option opts[] = {
@@ -39,6 +39,10 @@ static const struct option opts[] = {
 	{ "color", optional_argument, NULL, O_COLOR },
 	{ "colour", optional_argument, NULL, O_COLOR },
 	{ "socket", required_argument, NULL, O_SOCKET },
+	{ "nats", required_argument, NULL, O_NATS },
+	{ "stream", required_argument, NULL, O_STREAM },
+	{ "host", required_argument, NULL, O_HOST },
+	{ "durable", required_argument, NULL, O_DURABLE },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -189,6 +193,22 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 		case O_SOCKET:
 			q->socket = v;
 			break;
+		case O_NATS:
+		case O_STREAM:
+		case O_DURABLE:
+			if (!(allow & Q_NATS))
+				goto not_here;
+			if (!*v)
+				return bad(q, o, v, c == O_NATS ? "server URLs like nats://host:4222" :
+					   "a name");
+			*(c == O_NATS ? &q->nats : c == O_STREAM ? &q->stream : &q->durable) = v;
+			break;
+		case O_HOST:
+			if (!(allow & Q_NATS))
+				goto not_here;
+			if (ringlog_match_add_glob(&q->hosts, &q->nhosts, v))
+				return EXIT_FAIL;
+			break;
 		case 'h':
 			help();
 			return QUERY_HELPED;
@@ -241,6 +261,16 @@ not_here:
 			"never show an event; use ringlog read --until\n", cmd, until);
 		return EXIT_USAGE;
 	}
+	if (!q->nats && (q->stream || q->durable || q->nhosts)) {
+		fprintf(stderr, "ringlog %s: --stream, --host and --durable read a cluster: give "
+			"--nats URL too\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (q->nats && (q->nfiles || q->dir)) {
+		fprintf(stderr, "ringlog %s: --nats reads a cluster, not a store: drop --dir and "
+			"FILE arguments\n", cmd);
+		return EXIT_USAGE;
+	}
 	if (q->follow && q->nfiles) {
 		fprintf(stderr, "ringlog %s: --follow reads the daemon's store, not FILE arguments\n",
 			cmd);
@@ -251,6 +281,11 @@ not_here:
 
 void query_free(struct query *q)
 {
+	for (unsigned i = 0; i < q->nhosts; i++)
+		free(q->hosts[i]);
+	free(q->hosts);
+	q->hosts = NULL;
+	q->nhosts = 0;
 	sel_free(&q->sel);
 	free(q->files);
 	q->files = NULL;

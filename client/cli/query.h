@@ -15,6 +15,7 @@ enum {
 	Q_REVERSE = 1 << 1, /* -r */
 	Q_FOLLOW = 1 << 2,  /* -f */
 	Q_LIVE = 1 << 3,    /* the command follows: --until must be ahead */
+	Q_NATS = 1 << 4,    /* --nats, --stream, --host, --durable */
 };
 
 struct query {
@@ -31,6 +32,12 @@ struct query {
 	char **files;             /* into argv */
 	int nfiles;
 	uint64_t now_ns;          /* the clock --since/--until were read with */
+	/* a NATS JetStream cluster instead of the local store (nats.c) */
+	const char *nats;         /* --nats URL[,URL...] */
+	const char *stream;       /* --stream, default "ringlog" */
+	char **hosts;             /* --host GLOB (repeat: alternatives) */
+	unsigned nhosts;
+	const char *durable;      /* --durable NAME: a named consumer */
 };
 
 /* Parse argv (argv[0] is the command name). allow: Q_* bits; lines_default:

@@ -37,6 +37,7 @@ struct rd {
 	const char *path;
 	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
 	uint64_t first_ns, last_ns; /* of the store, from segment and chunk headers */
+	const char *host;      /* of what is decoded now (--nats), or NULL */
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
@@ -78,6 +79,13 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 		return 0; /* older than the newest N already held */
 	if (!sel_match(&r->q->sel, e))
 		return 0;
+	if (r->host) {
+		struct output o = r->q->out;
+
+		o.host = r->host;
+		add_line(r, e->real_ns, out_event(&o, e));
+		return 0;
+	}
 	add_line(r, e->real_ns, out_event(&r->q->out, e));
 	return 0;
 }
@@ -88,6 +96,13 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 
 	if (!sel_match_loss(&r->q->sel, l))
 		return;
+	if (r->host) {
+		struct output o = r->q->out;
+
+		o.host = r->host;
+		add_line(r, l->real_ns, out_loss(&o, l));
+		return;
+	}
 	add_line(r, l->real_ns, out_loss(&r->q->out, l));
 }
 
@@ -476,7 +491,13 @@ static void read_help(void)
 	       "      --color[=WHEN]     auto (default: a terminal, NO_COLOR unset or empty, TERM not\n"
 	       "                         dumb), always or never\n"
 	       "      --no-pager         do not pipe into $RINGLOG_PAGER, $PAGER or less\n"
-	       "      --socket PATH      ringlogd's socket (with -f)\n",
+	       "      --socket PATH      ringlogd's socket (with -f)\n"
+	       "      --nats URL[,URL...] read a NATS JetStream cluster that ringlogd ships to,\n"
+	       "                         not the local store; each event shows its host\n"
+	       "      --stream S         the stream (default: ringlog)\n"
+	       "      --host GLOB        events of these hosts only (repeat: alternatives)\n"
+	       "      --durable NAME     a named consumer: a job reading again resumes after what\n"
+	       "                         it read (acknowledged) the last time\n",
 	       out_mode_names);
 }
 
@@ -502,11 +523,18 @@ int cmd_read(int argc, char **argv)
 	char **files = NULL;
 	size_t nf = 0;
 	bool tty;
-	int rc = query_parse(&q, "read", Q_FILES | Q_REVERSE | Q_FOLLOW, -1, argc, argv, read_help);
+	int rc = query_parse(&q, "read", Q_FILES | Q_REVERSE | Q_FOLLOW | Q_NATS, -1, argc, argv,
+			     read_help);
 
 	if (rc) {
 		query_free(&q);
 		return rc == QUERY_HELPED ? EXIT_OK : rc;
+	}
+	if (q.nats) {
+		q.out.color = out_color(q.color, 1);
+		rc = nats_read(&q); /* with -f, then what comes next */
+		query_free(&q);
+		return rc;
 	}
 	if (q.follow) {
 		rc = cli_follow(&q, q.dir); /* NULL: the daemon's own store */
@@ -531,6 +559,70 @@ int cmd_read(int argc, char **argv)
 	out_pager_end();
 	query_free(&q);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
+}
+
+/* nats.c: records decoded from elsewhere (shipped chunks) go into the
+ * same lines, sorting, -n and printing as a store's. */
+struct rd *read_open(const struct query *q)
+{
+	struct rd *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->q = q;
+	r->path = "cluster";
+	if (q->lines >= 0)
+		r->limit = (size_t)q->lines;
+	return r;
+}
+
+void read_decode(struct rd *r, const char *host, const struct ringlog_seg_clock *clk,
+		 struct ringlog_dedup *dedup, uint64_t chunk_ns, uint64_t first_ns,
+		 uint64_t last_ns, const uint8_t *desc, size_t desc_len,
+		 const uint8_t *body, size_t body_len)
+{
+	struct ringlog_decoder d;
+
+	if (r->limit == 0 && r->q->lines == 0)
+		return;
+	r->host = host;
+	ringlog_dec_init(&d, clk);
+	d.ctx = r;
+	d.dedup = dedup;
+	d.on_event = on_event;
+	d.on_loss = on_loss;
+	d.on_damage = on_rec_damage;
+	d.unknown_time_ns = chunk_ns;
+	if (first_ns)
+		span(r, first_ns, last_ns);
+	if (desc_len)
+		ringlog_dec_records(&d, desc, desc_len);
+	ringlog_dec_records(&d, body, body_len);
+	ringlog_dec_free(&d);
+	if (r->limit && r->n >= 2 * r->limit + 1024)
+		trim(r);
+}
+
+/* A loss line no record carries (a shipped message's "not shipped"). */
+void read_loss(struct rd *r, const char *host, const struct ringlog_dec_loss *l)
+{
+	r->host = host;
+	on_loss(r, l);
+}
+
+int read_close(struct rd *r, bool pager)
+{
+	bool tty = isatty(1);
+	int rc;
+
+	trim(r);
+	if (tty && pager && !r->q->no_pager)
+		out_pager_start();
+	print_lines(r, tty && pager); /* a follow prints no header per message */
+	out_pager_end();
+	rc = r->damaged ? EXIT_DAMAGED : EXIT_OK;
+	free(r);
+	return rc;
 }
 
 /* export.c: the segments of the store --dir names (or the configured

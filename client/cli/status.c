@@ -94,6 +94,27 @@ static const char *when(uint64_t ns, char *buf, size_t n)
 #define I(o, k) ((uint64_t)json_integer_value(json_object_get(o, k)))
 #define S(o, k) (json_string_value(json_object_get(o, k)) ?: "")
 
+/* Shipping to a NATS JetStream stream (daemon/sink/ship.c): where to, how
+ * far behind, what was sent again, discarded as a duplicate or given up. */
+static void print_ship(json_t *v, uint64_t now)
+{
+	char a[64], b[64];
+
+	printf("%-22s %s: stream %s, subject %s, as host %s%s%s\n", "shipping", S(v, "state"),
+	       S(v, "stream"), S(v, "subject"), S(v, "host"), *S(v, "server") ? ", server " : "",
+	       S(v, "server"));
+	if (*S(v, "error"))
+		printf("%-22s %s\n", "", S(v, "error"));
+	printf("%-22s %s in %llu chunks, %.1f s behind; last ack %s\n", "ship lag",
+	       human((double)I(v, "lag_bytes"), a, sizeof(a)), (unsigned long long)I(v, "lag_chunks"),
+	       json_real_value(json_object_get(v, "lag_seconds")),
+	       I(v, "last_ack_ns") ? ago(I(v, "last_ack_ns"), now, b, sizeof(b)) : "never");
+	printf("%-22s %llu events (%s) acknowledged, %llu messages sent again, %llu de-duplicated "
+	       "by the stream, %llu events not shipped\n", "", (unsigned long long)I(v, "shipped_events"),
+	       human((double)I(v, "shipped_bytes"), a, sizeof(a)), (unsigned long long)I(v, "resent"),
+	       (unsigned long long)I(v, "deduplicated"), (unsigned long long)I(v, "not_shipped"));
+}
+
 static const char *level_word(unsigned l)
 {
 	static const char *const n[] = { "off", "critical", "error", "warning", "info", "verbose" };
@@ -209,6 +230,8 @@ static void print_human(json_t *j, bool down)
 		printf("%-22s %s (%s)\n", "write backend", S(j, "backend"), S(j, "backend_note"));
 		v = json_object_get(j, "forwarding");
 		printf("%-22s user_events: %s, etw: %s\n", "forwarding", S(v, "user_events"), S(v, "etw"));
+		if ((v = json_object_get(j, "ship")))
+			print_ship(v, now);
 		if (!strcmp(S(v, "user_events"), "on"))
 			printf("%-22s %llu tracepoints, %llu traced now; %llu events forwarded, lost %llu "
 			       "(tracepoint gone %llu, tracer full %llu, other %llu)\n", "",

@@ -64,7 +64,12 @@ static void tail_help(void)
 	       "  FIELD=VALUE            events whose field equals VALUE (see ringlog read --help)\n"
 	       "  -o, --output MODE      %s\n"
 	       "      --json --utc --color[=WHEN]\n"
-	       "      --socket PATH      ringlogd's socket\n",
+	       "      --socket PATH      ringlogd's socket\n"
+	       "      --nats URL[,URL...] follow a NATS JetStream cluster that ringlogd ships to\n"
+	       "                         (-n: the newest of its last messages, at least 64)\n"
+	       "      --stream S         the stream (default: ringlog)\n"
+	       "      --host GLOB        events of these hosts only (repeat: alternatives)\n"
+	       "      --durable NAME     a named consumer, resumed by the next run\n",
 	       out_mode_names);
 }
 
@@ -213,10 +218,14 @@ int cli_follow(struct query *q, const char *dir)
 int cmd_tail(int argc, char **argv)
 {
 	struct query q;
-	int rc = query_parse(&q, "tail", Q_LIVE, 10, argc, argv, tail_help);
+	int rc = query_parse(&q, "tail", Q_LIVE | Q_NATS, 10, argc, argv, tail_help);
 
-	if (!rc)
+	if (!rc && q.nats) {
+		q.out.color = out_color(q.color, 1);
+		rc = nats_tail(&q);
+	} else if (!rc) {
 		rc = cli_follow(&q, NULL);
+	}
 	query_free(&q);
 	return rc == QUERY_HELPED ? EXIT_OK : rc;
 }

@@ -11,6 +11,7 @@
 #include "sink/tail.h"
 #include "sink/flight.h"
 #include "sink/forward/forward.h"
+#include "sink/shipping.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -141,6 +142,12 @@ int status_reply(struct client *c, bool detail)
 			    json_integer((json_int_t)(d->lost_ring - attributed)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
 	json_object_set_new(j, "store", store);
+	{
+		json_t *ship = ship_status(d);
+
+		if (ship)
+			json_object_set_new(j, "ship", ship);
+	}
 	/* Run-time enablement rules (`ringlog enable`), and why "clients" is
 	 * empty for a peer not in read_group. */
 	json_object_set_new(j, "enable_rules", op_status(d));

@@ -135,6 +135,8 @@ static void delete_seg(struct store *st, struct segfile *s)
 {
 	int err;
 
+	if (st->deleting)
+		st->deleting(st->ctx, s);
 	for (struct segfile **pp = &st->segs; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
@@ -167,7 +169,7 @@ unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 
 	for (struct segfile *s = st->segs, *next; s && st->used_bytes > keep_bytes; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight)
+		if (!s->closed || s->current || s->inflight || (st->keep && st->keep(st->ctx, s)))
 			continue;
 		if (each)
 			each(ctx, s);
@@ -176,7 +178,8 @@ unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 	}
 	for (struct segfile *s = before_ns ? st->segs : NULL, *next; s; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns)
+		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns ||
+		    (st->keep && st->keep(st->ctx, s)))
 			continue;
 		if (each)
 			each(ctx, s);

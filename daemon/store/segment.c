@@ -1048,6 +1048,8 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 	st->written = p->written;
 	st->mkdir = p->mkdir ? p->mkdir : mkdir_plain;
 	st->space = p->space ? p->space : file_space;
+	st->deleting = p->deleting;
+	st->keep = p->keep;
 	st->ctx = p->ctx;
 	sys_identity(st->boot_id, st->host, sizeof(st->host));
 	if ((err = st->mkdir(st->ctx, st->dir)) < 0) {

@@ -155,7 +155,14 @@ struct store_params {
 	int (*mkdir)(void *ctx, const char *dir);
 	/* What the filesystem has. NULL: file_space() (file.h). */
 	int (*space)(const char *dir, uint64_t *avail, uint64_t *total);
-	void *ctx;                /* for written() and mkdir() */
+	/* A segment file is about to be deleted (budget, vacuum, age): set
+	 * by lifecycle.c (shipping counts what goes unshipped). NULL: nobody. */
+	void (*deleting)(void *ctx, const struct segfile *s);
+	/* Should a segment the budget does not force out stay (vacuum,
+	 * max_retention)? Shipping keeps what is not yet acknowledged, up to
+	 * ship.max_backlog. NULL: nothing is kept. */
+	bool (*keep)(void *ctx, const struct segfile *s);
+	void *ctx;                /* for written(), mkdir(), deleting(), keep() */
 };
 
 struct store {
@@ -166,6 +173,13 @@ struct store {
 	struct sink_list no_sinks;
 	void (*written)(void *ctx, bool idle);
 	int (*mkdir)(void *ctx, const char *dir);
+	/* A segment file is about to be deleted (budget, vacuum, age):
+	 * shipping counts what goes unshipped. May be NULL. */
+	void (*deleting)(void *ctx, const struct segfile *s);
+	/* Should a segment the budget does not force out stay (vacuum,
+	 * max_retention)? Shipping keeps what is not yet acknowledged, up to
+	 * ship.max_backlog. NULL: nothing is kept. */
+	bool (*keep)(void *ctx, const struct segfile *s);
 	void *ctx;
 	struct d_clock *clock;
 	char dir[RINGLOG_CONFIG_PATH_MAX];
@@ -287,7 +301,7 @@ void ret_add(struct store *st, struct segfile *s);
 /* Delete the oldest segments until `bytes` more fit the budget. */
 enum store_room ret_make_room(struct store *st, uint64_t bytes);
 /* Delete sealed segments (never the one being written, nor one with writes
- * in flight), oldest first, until the store takes at most keep_bytes; then
+ * in flight, nor one st->keep keeps), oldest first, until the store takes at most keep_bytes; then
  * those whose newest event is older than before_ns (0: no age limit). each
  * (may be NULL) sees each one before it goes. Returns how many went. */
 unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,

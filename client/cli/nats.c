@@ -1,0 +1,515 @@
+/* client/cli/nats.c - `ringlog read --nats` and `ringlog tail --nats`: the
+ * chunks every host's ringlogd shipped to a NATS JetStream stream
+ * (proto/ship.h), decoded by the same code as a local store (read.c's
+ * lines, select.c's matcher, output.c), each event with its host.
+ *
+ * read: an ordered consumer (or the durable one --durable names) from the
+ * start of the stream to its end as it was when we began; messages are
+ * put in each host's order by their id (host, segment, chunk, part) and
+ * an id seen twice is decoded once, whatever the stream's order (a re-
+ * send after a failure may be stored after newer chunks). tail: an
+ * ordered consumer from now on, each message printed as it comes.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nats/nats.h>
+
+#include "decode.h"
+#include "query.h"
+#include "ship.h"
+
+/* One NATS message: a whole shipped message, or a fragment of one. */
+struct nmsg {
+	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	uint64_t seg, chunk;
+	unsigned part, parts;
+	uint8_t *data;
+	size_t len;
+};
+
+struct conn {
+	natsConnection *nc;
+	jsCtx *js;
+	natsSubscription *sub;
+	char subject[256];
+	uint64_t last_seq;        /* the stream's last message when we began */
+};
+
+static const char *stream_of(const struct query *q)
+{
+	return q->stream ? q->stream : "ringlog";
+}
+
+static void conn_close(struct conn *c)
+{
+	/* the acknowledgements of a durable consumer reach the server before
+	 * we go: the next run resumes after them */
+	if (c->nc)
+		natsConnection_FlushTimeout(c->nc, 2000);
+	natsSubscription_Destroy(c->sub);
+	jsCtx_Destroy(c->js);
+	natsConnection_Destroy(c->nc);
+	nats_Close();
+}
+
+static int nats_fail(const struct query *q, const char *what, natsStatus st)
+{
+	const char *why = nats_GetLastError(NULL);
+
+	fprintf(stderr, "ringlog %s: %s %s: %s\n", q->cmd, what, q->nats,
+		why && *why ? why : natsStatus_GetText(st));
+	return EXIT_FAIL;
+}
+
+/* How far back a consumer starts: the stream's start, now, or its last
+ * `back` messages. */
+#define FROM_START UINT64_MAX
+#define FROM_NOW 0
+
+/* Connect, find the stream, subscribe from where back says. 0 or an exit
+ * code after a message. */
+static int conn_open(const struct query *q, struct conn *c, uint64_t back)
+{
+	bool from_now = back == FROM_NOW;
+	uint64_t last = 0;
+	natsOptions *o = NULL;
+	jsStreamInfo *si = NULL;
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsStatus st;
+	char urls[4096], *save = NULL;
+	const char *list[64];
+	int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(urls, sizeof(urls), "%s", q->nats);
+	for (char *u = strtok_r(urls, ",", &save); u && n < 64; u = strtok_r(NULL, ",", &save))
+		list[n++] = u;
+	st = natsOptions_Create(&o);
+	if (st == NATS_OK)
+		st = natsOptions_SetServers(o, list, n);
+	if (st == NATS_OK)
+		st = natsOptions_SetName(o, "ringlog");
+	if (st == NATS_OK)
+		st = natsOptions_SetTimeout(o, 3000);
+	if (st == NATS_OK)
+		st = natsOptions_SetMaxReconnect(o, from_now || q->follow ? -1 : 10);
+	if (st == NATS_OK)
+		st = natsConnection_Connect(&c->nc, o);
+	natsOptions_Destroy(o);
+	if (st != NATS_OK)
+		return nats_fail(q, "cannot connect to", st);
+	st = natsConnection_JetStream(&c->js, c->nc, NULL);
+	if (st != NATS_OK)
+		return nats_fail(q, "no JetStream at", st);
+	st = js_GetStreamInfo(&si, c->js, stream_of(q), NULL, &jerr);
+	if (st != NATS_OK) {
+		if (st == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+			fprintf(stderr, "ringlog %s: no stream \"%s\" at %s (ringlogd's ship.stream; "
+				"--stream names another)\n", q->cmd, stream_of(q), q->nats);
+		else
+			nats_fail(q, "cannot read the stream of", st);
+		return EXIT_FAIL;
+	}
+	/* An ordered consumer needs one subject: the stream's, when it has
+	 * one (ringlogd creates it with "ringlog.>"). */
+	if (si->Config && si->Config->SubjectsLen == 1)
+		snprintf(c->subject, sizeof(c->subject), "%s", si->Config->Subjects[0]);
+	else
+		snprintf(c->subject, sizeof(c->subject), ">");
+	last = c->last_seq = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	jsSubOptions_Init(&so);
+	so.Stream = stream_of(q);
+	so.Config.DeliverPolicy = from_now ? js_DeliverNew : js_DeliverAll;
+	if (back != FROM_START && back != FROM_NOW && last > back) {
+		so.Config.DeliverPolicy = js_DeliverByStartSequence;
+		so.Config.OptStartSeq = last - back + 1;
+	}
+	if (q->durable) {
+		so.Config.Durable = q->durable;
+		so.Config.AckPolicy = js_AckExplicit;
+		so.ManualAck = true;
+	} else {
+		so.Ordered = true; /* acks none, by definition */
+	}
+	jerr = 0;
+	st = js_SubscribeSync(&c->sub, c->js, c->subject, NULL, &so, &jerr);
+	if (st != NATS_OK)
+		return nats_fail(q, "cannot read the stream at", st);
+	natsSubscription_SetPendingLimits(c->sub, -1, 512 << 20);
+	return 0;
+}
+
+/* Take a NATS message: its id, fragment number and CRC checked, its data
+ * copied. false (after a message) when it is not one of ours. */
+static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
+{
+	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	const char *id = NULL, *crc = NULL, *parts = NULL, *slash;
+	char boot[40];
+
+	memset(out, 0, sizeof(*out));
+	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK || !id ||
+	    !(slash = strchr(id, '/')) || (size_t)(slash - id) > RINGLOG_SHIP_HOST_MAX ||
+	    sscanf(slash, "/%32[0-9a-f]/%" SCNu64 "/%" SCNu64 "/%u", boot, &out->seg, &out->chunk,
+		   &out->part) != 4)
+		goto bad;
+	memcpy(out->host, id, (size_t)(slash - id));
+	out->parts = 1;
+	if (natsMsgHeader_Get(m, "Ringlog-Parts", &parts) == NATS_OK && parts)
+		out->parts = (unsigned)strtoul(parts, NULL, 10);
+	if (!out->parts || out->part >= out->parts || out->parts > 65536)
+		goto bad;
+	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
+	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
+		fprintf(stderr, "ringlog %s: message %s fails its CRC32C; skipped\n", cmd, id);
+		return false;
+	}
+	out->len = len;
+	out->data = malloc(len ? len : 1);
+	if (!out->data)
+		return false;
+	memcpy(out->data, d, len);
+	return true;
+bad:
+	fprintf(stderr, "ringlog %s: a message on %s is not a ringlog chunk (%s); skipped\n", cmd,
+		natsMsg_GetSubject(m), id ? id : "no Nats-Msg-Id");
+	return false;
+}
+
+/* A whole message (joined when cut) checked against proto/ship.h. */
+static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char *cmd)
+{
+	const struct ringlog_ship_hdr *h = (const void *)x->data;
+
+	if (x->len < sizeof(*h) || h->magic != RINGLOG_SHIP_MAGIC ||
+	    h->version != RINGLOG_SHIP_VERSION || h->header_size < sizeof(*h) ||
+	    (uint64_t)h->header_size + h->desc_len + h->body_len > x->len) {
+		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is not in a format "
+			"this ringlog reads; skipped\n", cmd, x->seg, x->chunk, x->host);
+		return NULL;
+	}
+	return h;
+}
+
+static bool host_wanted(const struct query *q, const char *host)
+{
+	if (!q->nhosts)
+		return true;
+	for (unsigned i = 0; i < q->nhosts; i++)
+		if (!fnmatch(q->hosts[i], host, 0))
+			return true;
+	return false;
+}
+
+static int cmp_msg(const void *a, const void *b)
+{
+	const struct nmsg *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	if (c)
+		return c;
+	if (x->seg != y->seg)
+		return x->seg < y->seg ? -1 : 1;
+	if (x->chunk != y->chunk)
+		return x->chunk < y->chunk ? -1 : 1;
+	return (int)x->part - (int)y->part;
+}
+
+/* One whole message's events and its "not shipped" count into the lines. */
+static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
+		       const char *cmd)
+{
+	const struct ringlog_ship_hdr *h = ship_hdr(m, cmd);
+	const uint8_t *desc;
+
+	if (!h)
+		return;
+	desc = m->data + h->header_size;
+	if (h->not_shipped) {
+		struct ringlog_dec_loss l = {
+			.records = h->not_shipped,
+			.reason = h->not_shipped_reason >= 1 && h->not_shipped_reason <= 2 ?
+				RINGLOG_LOSS_SHIP + h->not_shipped_reason - 1 : 0,
+			.real_ns = h->first_real_ns,
+		};
+
+		read_loss(r, m->host, &l);
+	}
+	read_decode(r, m->host, &h->clock, dedup, h->first_real_ns, h->first_real_ns,
+		    h->last_real_ns, desc, h->desc_len, desc + h->desc_len, h->body_len);
+}
+
+/* Append fragment y to x (the next one of the same chunk). */
+static bool join(struct nmsg *x, const struct nmsg *y)
+{
+	uint8_t *d = realloc(x->data, x->len + y->len);
+
+	if (!d)
+		return false;
+	memcpy(d + x->len, y->data, y->len);
+	x->data = d;
+	x->len += y->len;
+	x->part = y->part;
+	return true;
+}
+
+struct follow_host;
+static int follow(struct query *q, struct conn *c);
+
+/* The stream's messages from where back says up to its end as it was
+ * when we began, put in order, decoded once and printed as `read` prints a
+ * store; with then_follow, then what comes next on the same consumer. */
+static int read_stream(struct query *q, uint64_t back, bool then_follow)
+{
+	struct conn c;
+	struct nmsg *msgs = NULL;
+	size_t n = 0, cap = 0;
+	struct rd *r;
+	int rc = conn_open(q, &c, back);
+
+	if (rc) {
+		conn_close(&c);
+		return rc;
+	}
+	/* The history ends at the stream's last message when we began: what
+	 * comes after is for the follow (an empty stream has none). */
+	for (bool more = c.last_seq > 0; more;) {
+		natsMsg *m = NULL;
+		jsMsgMetaData *meta = NULL;
+		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 3000);
+		struct nmsg x;
+
+		if (st == NATS_TIMEOUT)
+			break; /* nothing more (an empty stream, or its end) */
+		if (st != NATS_OK) {
+			rc = nats_fail(q, "reading the stream at", st);
+			break;
+		}
+		if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+			more = meta->NumPending && meta->Sequence.Stream < c.last_seq;
+			jsMsgMetaData_Destroy(meta);
+		}
+		if (take_msg(m, &x, q->cmd)) {
+			if (!host_wanted(q, x.host)) {
+				free(x.data);
+			} else if (n == cap) {
+				struct nmsg *y = realloc(msgs, (cap = cap ? cap * 2 : 256) * sizeof(*y));
+
+				if (!y) {
+					free(x.data);
+					natsMsg_Destroy(m);
+					rc = EXIT_FAIL;
+					break;
+				}
+				msgs = y;
+				msgs[n++] = x;
+			} else {
+				msgs[n++] = x;
+			}
+		}
+		if (q->durable)
+			natsMsg_Ack(m, NULL);
+		natsMsg_Destroy(m);
+	}
+	if (!then_follow)
+		conn_close(&c);
+	if (n)
+		qsort(msgs, n, sizeof(*msgs), cmp_msg);
+	r = read_open(q);
+	if (!r)
+		rc = EXIT_FAIL;
+	{
+		struct ringlog_dedup dedup = { 0 };
+
+		for (size_t i = 0; r && i < n; i++) {
+			struct nmsg whole;
+
+			/* an id twice: a re-send the stream kept (outside its
+			 * duplicate window) */
+			if (i && !cmp_msg(&msgs[i - 1], &msgs[i]))
+				continue;
+			if (i && strcmp(msgs[i - 1].host, msgs[i].host)) {
+				ringlog_dedup_free(&dedup);
+				memset(&dedup, 0, sizeof(dedup));
+			}
+			if (msgs[i].parts == 1) {
+				decode_msg(r, &msgs[i], &dedup, q->cmd);
+				continue;
+			}
+			/* fragments: 0..N-1 of one chunk, in order (sorted) */
+			whole = msgs[i];
+			whole.data = NULL;
+			whole.len = 0;
+			if (msgs[i].part == 0 && join(&whole, &msgs[i]))
+				while (i + 1 < n && whole.part + 1 < whole.parts &&
+				       !strcmp(msgs[i + 1].host, whole.host) &&
+				       msgs[i + 1].seg == whole.seg && msgs[i + 1].chunk == whole.chunk &&
+				       msgs[i + 1].part <= whole.part + 1) {
+					i++;
+					if (msgs[i].part == whole.part + 1 && !join(&whole, &msgs[i]))
+						break;
+				}
+			if (whole.part + 1 == whole.parts && whole.data)
+				decode_msg(r, &whole, &dedup, q->cmd);
+			else
+				fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s lacks "
+					"fragments in the stream; skipped\n", q->cmd, msgs[i].seg,
+					msgs[i].chunk, msgs[i].host);
+			free(whole.data);
+		}
+		ringlog_dedup_free(&dedup);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(msgs[i].data);
+	free(msgs);
+	if (r) {
+		int prc = read_close(r, !then_follow);
+
+		if (!rc)
+			rc = prc;
+	}
+	/* read -f, tail: the same consumer goes on with what comes next */
+	if (then_follow && (!rc || rc == EXIT_DAMAGED)) {
+		fflush(stdout);
+		return follow(q, &c);
+	}
+	if (then_follow)
+		conn_close(&c);
+	return rc;
+}
+
+int nats_read(struct query *q)
+{
+	return read_stream(q, FROM_START, q->follow);
+}
+
+/* Per host: its ring-position dedup, the newest id printed, and the
+ * fragments of a chunk being joined. */
+struct follow_host {
+	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	struct ringlog_dedup dedup;
+	uint64_t seg, chunk;
+	int part;
+	struct nmsg whole;
+};
+
+/* Print what arrives on c's subscription, each message as it comes, until
+ * an error; closes c. */
+static int follow(struct query *q, struct conn *c)
+{
+	struct follow_host *hosts = NULL;
+	size_t nh = 0;
+	int rc = 0;
+
+	q->lines = -1; /* each message's events, all of them */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		natsMsg *m = NULL;
+		natsStatus st = natsSubscription_NextMsg(&m, c->sub, 1000);
+		struct follow_host *fh = NULL;
+		struct nmsg x;
+		struct rd *r;
+
+		if (st == NATS_TIMEOUT)
+			continue;
+		if (st != NATS_OK) {
+			rc = nats_fail(q, "reading the stream at", st);
+			break;
+		}
+		if (q->durable)
+			natsMsg_Ack(m, NULL);
+		if (!take_msg(m, &x, q->cmd) || !host_wanted(q, x.host)) {
+			natsMsg_Destroy(m);
+			free(x.data);
+			continue;
+		}
+		natsMsg_Destroy(m);
+		for (size_t i = 0; i < nh; i++)
+			if (!strcmp(hosts[i].host, x.host))
+				fh = &hosts[i];
+		if (!fh) {
+			struct follow_host *y = realloc(hosts, (nh + 1) * sizeof(*y));
+
+			if (!y) {
+				free(x.data);
+				continue;
+			}
+			hosts = y;
+			fh = &hosts[nh++];
+			memset(fh, 0, sizeof(*fh));
+			memcpy(fh->host, x.host, sizeof(fh->host));
+			fh->part = -1;
+		}
+		/* a re-send of what was printed: once is enough */
+		if (fh->part >= 0 && (x.seg < fh->seg || (x.seg == fh->seg &&
+		    (x.chunk < fh->chunk || (x.chunk == fh->chunk && (int)x.part <= fh->part))))) {
+			free(x.data);
+			continue;
+		}
+		fh->seg = x.seg;
+		fh->chunk = x.chunk;
+		fh->part = (int)x.part;
+		if (x.parts > 1) {
+			/* join the fragments; a chunk whose fragments do not come
+			 * in order (a failure in between) is skipped */
+			if (x.part == 0) {
+				free(fh->whole.data);
+				fh->whole = x;
+				continue;
+			}
+			if (!fh->whole.data || fh->whole.seg != x.seg || fh->whole.chunk != x.chunk ||
+			    fh->whole.part + 1 != x.part || !join(&fh->whole, &x) ||
+			    x.part + 1 < x.parts) {
+				free(x.data);
+				continue;
+			}
+			free(x.data);
+			x = fh->whole;
+			memset(&fh->whole, 0, sizeof(fh->whole));
+		}
+		r = read_open(q);
+		if (r) {
+			decode_msg(r, &x, &fh->dedup, q->cmd);
+			read_close(r, false);
+			fflush(stdout);
+		}
+		free(x.data);
+	}
+	for (size_t i = 0; i < nh; i++) {
+		ringlog_dedup_free(&hosts[i].dedup);
+		free(hosts[i].whole.data);
+	}
+	free(hosts);
+	conn_close(c);
+	return rc;
+}
+
+/* tail -n N: the newest N events of the stream's last messages (at least
+ * 64 of them: a chunk holds many events, so this nearly always has N, but
+ * with filters that few messages match it may show fewer), then what
+ * comes next. */
+int nats_tail(struct query *q)
+{
+	struct conn c;
+	int rc;
+
+	if (q->lines > 0)
+		return read_stream(q, (uint64_t)q->lines > 64 ? (uint64_t)q->lines : 64, true);
+	rc = conn_open(q, &c, FROM_NOW);
+	if (rc) {
+		conn_close(&c);
+		return rc;
+	}
+	return follow(q, &c);
+}

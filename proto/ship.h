@@ -1,0 +1,97 @@
+/* proto/ship.h - one shipped message: what ringlogd publishes to a NATS
+ * JetStream stream for each sealed chunk (daemon/sink/ship.c) and what
+ * `ringlog read --nats` / `tail --nats` decode (client/cli/nats.c).
+ *
+ * A chunk on disk needs its segment: the header's clock calibration, and
+ * the WRITER, STREAM and META records that the daemon writes only where a
+ * writer first appears and every 4th chunk (segment.h). A shipped message
+ * must decode alone, so it carries them:
+ *
+ *   0                 184                     184 + desc_len
+ *   +-----------------+-----------------------+--------------------------+
+ *   | ringlog_ship_hdr| description records   | chunk body records       |
+ *   |  host, boot id, | (WRITER, STREAM, META |  (the chunk's records as |
+ *   |  segment, chunk,|  of every stream the  |   on disk)               |
+ *   |  clock, not     |  body names; segment  |                          |
+ *   |  shipped        |  record format)       |                          |
+ *   +-----------------+-----------------------+--------------------------+
+ *
+ * A message larger than the server's max_payload (1 MiB by default, and a
+ * chunk alone may be 1 MiB) is cut into fragments of consecutive bytes, one
+ * NATS message each, PART 0..N-1 in their ids and "Ringlog-Parts: N" in
+ * their headers; a reader joins them before decoding. Cutting bytes rather
+ * than records: one PACK record may fill a chunk.
+ *
+ * NATS headers of each message:
+ *   Nats-Msg-Id     HOST/BOOTID/SEGMENT/CHUNK/PART (hex boot id, decimal
+ *                   numbers; PART 0 unless cut): the same bytes for the
+ *                   same fragment whenever it
+ *                   is sent, so JetStream drops a re-send after a crash,
+ *                   an outage or a lost acknowledgement
+ *   Ringlog-Host    HOST (ship.host, default the system's host name)
+ *   Ringlog-Crc32c  8 hex digits: CRC32C of this NATS message's data
+ *   Ringlog-Parts   N, when the message is cut into N > 1 fragments
+ *   Ringlog-Format  "1"
+ * The subject is ship.subject, by default "ringlog.HOST".
+ *
+ * All integers little-endian, as on disk.
+ */
+#ifndef RINGLOG_PROTO_SHIP_H
+#define RINGLOG_PROTO_SHIP_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segment.h"
+
+#define RINGLOG_SHIP_MAGIC    0x50485352u /* "RSHP" */
+#define RINGLOG_SHIP_VERSION  1u
+#define RINGLOG_SHIP_HOST_MAX 64u
+
+/* not_shipped_reason */
+enum ringlog_ship_loss {
+	RINGLOG_SHIP_LOST_RETENTION = 1, /* the disk budget deleted it first */
+	RINGLOG_SHIP_LOST_BACKLOG = 2,   /* over ship.max_backlog: given up */
+};
+
+struct ringlog_ship_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t header_size;      /* 184; readers skip what they do not know */
+	uint32_t desc_len;         /* bytes of description records */
+	uint32_t body_len;         /* bytes of chunk records after them */
+	uint64_t segment;          /* the segment's seq on the host */
+	uint64_t chunk;            /* the chunk's seq in the segment */
+	uint8_t boot_id[16];
+	char host[RINGLOG_SHIP_HOST_MAX]; /* NUL-padded */
+	struct ringlog_seg_clock clock;   /* the segment's calibration */
+	uint64_t first_real_ns;    /* of the chunk's events (0: none) */
+	uint64_t last_real_ns;
+	uint32_t events;           /* in the chunk */
+	uint32_t reserved0;        /* 0 */
+	uint64_t not_shipped;      /* events given up since the previous
+	                            * message, for reason: */
+	uint32_t not_shipped_reason; /* enum ringlog_ship_loss, 0: none */
+	uint32_t reserved;
+};
+
+static_assert(sizeof(struct ringlog_ship_hdr) == 184, "ship header size");
+static_assert(offsetof(struct ringlog_ship_hdr, desc_len) == 8, "ship desc_len");
+static_assert(offsetof(struct ringlog_ship_hdr, body_len) == 12, "ship body_len");
+static_assert(offsetof(struct ringlog_ship_hdr, segment) == 16, "ship segment");
+static_assert(offsetof(struct ringlog_ship_hdr, chunk) == 24, "ship chunk");
+static_assert(offsetof(struct ringlog_ship_hdr, boot_id) == 32, "ship boot_id");
+static_assert(offsetof(struct ringlog_ship_hdr, host) == 48, "ship host");
+static_assert(offsetof(struct ringlog_ship_hdr, clock) == 112, "ship clock");
+static_assert(offsetof(struct ringlog_ship_hdr, first_real_ns) == 144, "ship first");
+static_assert(offsetof(struct ringlog_ship_hdr, last_real_ns) == 152, "ship last");
+static_assert(offsetof(struct ringlog_ship_hdr, events) == 160, "ship events");
+static_assert(offsetof(struct ringlog_ship_hdr, not_shipped) == 168, "ship not_shipped");
+static_assert(offsetof(struct ringlog_ship_hdr, not_shipped_reason) == 176, "ship reason");
+
+#define RINGLOG_SHIP_HDR_SIZE ((uint32_t)sizeof(struct ringlog_ship_hdr))
+/* The Nats-Msg-Id text: host, 32 hex digits, three numbers, slashes. */
+#define RINGLOG_SHIP_ID_MAX (RINGLOG_SHIP_HOST_MAX + 32 + 3 * 21 + 8)
+
+#endif /* RINGLOG_PROTO_SHIP_H */

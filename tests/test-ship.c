@@ -1,0 +1,1016 @@
+/* tests/test-ship.c - shipping to NATS JetStream (daemon/sink/ship.c) and
+ * reading the fleet back (`ringlog read/tail --nats`), against real
+ * nats-server processes the tests start on loopback ports with their own
+ * JetStream directories: a 3-node cluster with a 3-replica stream under
+ * node, daemon and whole-cluster faults; two hosts into one stream; what
+ * the daemon says when the cluster refuses it. Skips, saying why, without
+ * nats-server (Debian: nats-server). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live.h"
+
+#define MAXN 3
+
+struct node {
+	pid_t pid;
+	int port, cport;
+	char conf[400], log[400];
+};
+
+struct cluster {
+	int n;
+	struct node node[MAXN];
+	char urls[256];
+	char dir[300];
+};
+
+static const char *nats_server(void)
+{
+	static const char *const where[] = { "/usr/sbin/nats-server", "/usr/bin/nats-server",
+					     "/usr/local/bin/nats-server" };
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (access(where[i], X_OK) == 0)
+			return where[i];
+	return NULL;
+}
+
+static void need_nats(void)
+{
+#ifndef RINGLOG_HAVE_NATS
+	cr_skip("this build has no libnats (Debian: libnats-dev): shipping not tested");
+#endif
+	if (!nats_server())
+		cr_skip("nats-server is not installed (Debian: nats-server): shipping not tested");
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A loopback port nobody listens on now. Each test process takes its own
+ * range (by pid): the kernel's "any free port" handed two tests running in
+ * parallel the same one, and a daemon then met the other test's server. */
+static int free_port(void)
+{
+	static int next;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int port = 20000 + (int)(getpid() % 1500) * 20 + next++ % 20, fd, ok;
+
+		a.sin_port = htons((uint16_t)port);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(fd >= 0);
+		ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return port;
+	}
+	cr_assert_fail("no free loopback port");
+	return -1;
+}
+
+static bool port_open(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+
+	close(fd);
+	return ok;
+}
+
+/* Write node i's configuration: JetStream in its own directory, routes to
+ * the others, extra (server options) appended. */
+static void node_conf(struct cluster *c, int i, const char *extra)
+{
+	struct node *nd = &c->node[i];
+	char text[2048], routes[512] = "", cl[700] = "";
+	size_t used = 0;
+
+	for (int k = 0; k < c->n; k++)
+		if (k != i)
+			used += (size_t)snprintf(routes + used, sizeof(routes) - used,
+						 "%snats-route://127.0.0.1:%d", used ? ", " : "",
+						 c->node[k].cport);
+	if (c->n > 1)
+		snprintf(cl, sizeof(cl), "cluster { name: rl, listen: 127.0.0.1:%d, routes: [ %s ] }\n",
+			 nd->cport, routes);
+	snprintf(nd->conf, sizeof(nd->conf), "%s/n%d.conf", c->dir, i);
+	snprintf(nd->log, sizeof(nd->log), "%s/n%d.log", c->dir, i);
+	snprintf(text, sizeof(text),
+		 "server_name: n%d\nlisten: 127.0.0.1:%d\njetstream { store_dir: \"%s/js%d\" }\n%s%s\n",
+		 i, nd->port, c->dir, i, cl, extra ? extra : "");
+	live_write_file(nd->conf, text);
+}
+
+static void node_start(struct cluster *c, int i)
+{
+	struct node *nd = &c->node[i];
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(nd->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives its test */
+		execl(nats_server(), "nats-server", "-c", nd->conf, (char *)NULL);
+		_exit(127);
+	}
+	nd->pid = pid;
+	for (int k = 0; k < 400 && !port_open(nd->port); k++)
+		sleep_ms(25);
+	cr_assert(port_open(nd->port), "nats-server n%d does not listen on %d (see %s)", i,
+		  nd->port, nd->log);
+}
+
+static void node_kill(struct cluster *c, int i, int sig)
+{
+	int st;
+
+	if (c->node[i].pid <= 0)
+		return;
+	kill(c->node[i].pid, sig);
+	waitpid(c->node[i].pid, &st, 0);
+	c->node[i].pid = 0;
+}
+
+static void cluster_start(struct cluster *c, const struct live *e, int n, const char *extra)
+{
+	size_t used = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->n = n;
+	snprintf(c->dir, sizeof(c->dir), "%s/nats", e->dir);
+	mkdir(c->dir, 0700);
+	for (int i = 0; i < n; i++) {
+		c->node[i].port = free_port();
+		c->node[i].cport = free_port();
+		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used, "%snats://127.0.0.1:%d",
+					 used ? "," : "", c->node[i].port);
+	}
+	for (int i = 0; i < n; i++) {
+		node_conf(c, i, extra);
+		node_start(c, i);
+	}
+}
+
+static void cluster_stop(struct cluster *c)
+{
+	for (int i = 0; i < c->n; i++)
+		node_kill(c, i, SIGTERM);
+}
+
+/* The servers as a JSON list. */
+static void urls_json(const struct cluster *c, char *buf, size_t len)
+{
+	size_t used = (size_t)snprintf(buf, len, "[");
+
+	for (int i = 0; i < c->n; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s\"nats://127.0.0.1:%d\"", i ? ", " : "",
+					 c->node[i].port);
+	snprintf(buf + used, len - used, "]");
+}
+
+/* A daemon on e shipping to c as host, with ship keys extra (JSON members,
+ * may be ""). Returns its configuration path in conf. */
+static pid_t ship_daemon(const struct live *e, const struct cluster *c, const char *host,
+			 const char *extra, char *conf, size_t len)
+{
+	char text[2048], urls[300];
+
+	urls_json(c, urls, sizeof(urls));
+	snprintf(conf, len, "%s/ringlogd-%s.json", e->dir, host);
+	snprintf(text, sizeof(text),
+		 "{ \"max_disk\": \"4G\", \"min_free\": \"1%%\", \"flush_interval\": \"200ms\",\n"
+		 "  \"forward\": { \"user_events\": false, \"etw\": false },\n"
+		 "  \"ship\": { \"servers\": %s, \"stream\": \"RLTEST\", \"host\": \"%s\", "
+		 "\"live\": true, \"interval\": \"200ms\"%s%s } }\n", urls, host, *extra ? ", " : "",
+		 extra);
+	live_write_file(conf, text);
+	return live_daemon(e, "--config", conf, NULL);
+}
+
+/* The daemon's "ship" status (of the daemon at e->sock). */
+static json_t *ship_status(const struct live *e)
+{
+	json_t *st, *ship;
+
+	setenv("RINGLOG_SOCKET", e->sock, 1);
+	st = live_status_json();
+	if (!st)
+		return NULL;
+	ship = json_incref(json_object_get(st, "ship"));
+	json_decref(st);
+	return ship;
+}
+
+static void log_status(const struct live *e)
+{
+	json_t *s = ship_status(e);
+	char *t = s ? json_dumps(s, JSON_COMPACT) : NULL;
+
+	cr_log_info("ship status: %s", t ? t : "none");
+	free(t);
+	json_decref(s);
+}
+
+/* Wait until everything stored is acknowledged by the cluster. */
+static void wait_shipped(const struct live *e, int seconds)
+{
+	json_t *s = NULL;
+
+	for (int i = 0; i < seconds * 10; i++) {
+		s = ship_status(e);
+		if (s && !strcmp(json_string_value(json_object_get(s, "state")) ?: "", "connected") &&
+		    json_integer_value(json_object_get(s, "lag_bytes")) == 0 &&
+		    json_integer_value(json_object_get(s, "lag_chunks")) == 0) {
+			json_decref(s);
+			return;
+		}
+		json_decref(s);
+		s = NULL;
+		sleep_ms(100);
+	}
+	log_status(e);
+	cr_assert_fail("not everything was shipped within %d s", seconds);
+}
+
+/* Wait until the daemon's ship state says something containing want. */
+static json_t *wait_ship_error(const struct live *e, const char *want)
+{
+	for (int i = 0; i < 150; i++) {
+		json_t *s = ship_status(e);
+		const char *err = s ? json_string_value(json_object_get(s, "error")) : NULL;
+
+		if (err && strstr(err, want))
+			return s;
+		json_decref(s);
+		sleep_ms(100);
+	}
+	log_status(e);
+	cr_assert_fail("ship status never said \"%s\"", want);
+	return NULL;
+}
+
+/* What `ringlog read --nats` gave, per writer. */
+#define MAXW 16
+struct fleet {
+	struct {
+		char host[64];
+		uint32_t pid;
+		uint64_t events, lost;
+		uint64_t next[8];        /* per emitter thread: the next seq */
+		bool seen[8];
+	} w[MAXW];
+	int nw;
+	uint64_t events, lost, disorder, lines;
+	uint64_t not_shipped;    /* loss lines of cause ship_* */
+};
+
+static int writer(struct fleet *f, const char *host, uint32_t pid)
+{
+	for (int i = 0; i < f->nw; i++)
+		if (f->w[i].pid == pid && !strcmp(f->w[i].host, host))
+			return i;
+	cr_assert(f->nw < MAXW);
+	snprintf(f->w[f->nw].host, sizeof(f->w[f->nw].host), "%s", host);
+	f->w[f->nw].pid = pid;
+	return f->nw++;
+}
+
+/* Run `ringlog read --nats ... -o json` with args, tally its lines. */
+static void read_fleet(const struct live *e, const struct cluster *c, const char *args,
+		       struct fleet *f)
+{
+	char cmd[1024], path[400], line[4096];
+	FILE *in;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(path, sizeof(path), "%s/fleet.json", e->dir);
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --nats %s --stream RLTEST -o json %s > %s",
+		 c->urls, args, path);
+	rc = system(cmd);
+	cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s: status %d", cmd, rc);
+	in = fopen(path, "r");
+	cr_assert(in);
+	while (fgets(line, sizeof(line), in)) {
+		json_t *j = json_loads(line, 0, NULL), *fields;
+		const char *host, *type;
+		int w;
+
+		cr_assert(j, "not JSON: %s", line);
+		f->lines++;
+		type = json_string_value(json_object_get(j, "type"));
+		host = json_string_value(json_object_get(j, "host"));
+		cr_assert(host, "a line without its host: %s", line);
+		w = writer(f, host, (uint32_t)json_integer_value(json_object_get(j, "pid")));
+		if (type && !strcmp(type, "loss")) {
+			uint64_t n = (uint64_t)json_integer_value(json_object_get(j, "lost"));
+
+			const char *cause = json_string_value(json_object_get(j, "cause"));
+
+			f->w[w].lost += n;
+			f->lost += n;
+			if (cause && !strncmp(cause, "ship_", 5))
+				f->not_shipped += n;
+		} else if ((fields = json_object_get(j, "fields")) &&
+			   json_object_get(fields, "seq")) {
+			unsigned th = (unsigned)json_integer_value(json_object_get(fields, "thread"));
+			uint64_t seq = (uint64_t)json_integer_value(json_object_get(fields, "seq"));
+
+			f->w[w].events++;
+			f->events++;
+			/* every writer's events once and in order: each seq after
+			 * the previous one of its thread (gaps only where a loss
+			 * is counted) */
+			if (th < 8) {
+				if (f->w[w].seen[th] && seq < f->w[w].next[th])
+					f->disorder++;
+				f->w[w].seen[th] = true;
+				f->w[w].next[th] = seq + 1;
+			}
+		}
+		json_decref(j);
+	}
+	fclose(in);
+}
+
+/* Sum of the "emitted N" of an emitter's report. */
+static uint64_t emitted_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	uint64_t sum = 0;
+
+	cr_assert(f, "no report %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned th, tid;
+		unsigned long long em;
+
+		if (sscanf(line, "thread %u tid %u emitted %llu", &th, &tid, &em) == 3)
+			sum += em;
+	}
+	fclose(f);
+	return sum;
+}
+
+static pid_t emitter(const struct live *e, const char *threads, const char *events,
+		     const char *pause, char *out, size_t len, int k)
+{
+	const char *argv[] = { EMITTER_PATH, threads, events, "--pause-us", pause, "--wait-daemon",
+			       "20", NULL };
+	char env[400];
+	const char *envp[] = { env, NULL };
+
+	snprintf(env, sizeof(env), "RINGLOG_SOCKET=%s", e->sock);
+	snprintf(out, len, "%s/emitter-%d.out", e->dir, k);
+	return live_spawn(argv, envp, out);
+}
+
+/* The whole story on a 3-node cluster with 3 replicas: several programs
+ * emit; one node is killed -9 mid-run (and comes back); ringlogd is killed
+ * -9 mid-run and restarted; all three nodes stop for longer than the ship
+ * interval and restart. Then the stream holds, for every writer, every
+ * event once and in order, and stored + counted lost == emitted. */
+Test(ship, cluster_faults, .timeout = 600)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[4][400];
+	pid_t d, em[4];
+	uint64_t emitted = 0;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 3, "max_payload: 8MB");
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 3", conf,
+			sizeof(conf));
+	/* ~10 k events/s a thread: a ring holds ~2 s of them while ringlogd
+	 * is down, so its restart costs nothing, or a counted loss */
+	for (int k = 0; k < 3; k++)
+		em[k] = emitter(&e, "2", "40000", "10000", out[k], sizeof(out[k]), k);
+	sleep_ms(1000);
+	node_kill(&c, 1, SIGKILL); /* a replica goes */
+	sleep_ms(1000);
+	{
+		int st;
+
+		kill(d, SIGKILL); /* and ringlogd, mid-run */
+		waitpid(d, &st, 0);
+	}
+	sleep_ms(300);
+	d = live_daemon(&e, "--config", conf, NULL);
+	sleep_ms(500);
+	node_start(&c, 1);
+	for (int k = 0; k < 3; k++)
+		live_wait_ok(em[k], "emitter");
+	/* the whole cluster away for longer than ship.interval */
+	em[3] = emitter(&e, "2", "30000", "10000", out[3], sizeof(out[3]), 3);
+	sleep_ms(500);
+	for (int i = 0; i < 3; i++)
+		node_kill(&c, i, SIGKILL);
+	sleep_ms(2000);
+	for (int i = 0; i < 3; i++)
+		node_start(&c, i);
+	live_wait_ok(em[3], "emitter");
+	wait_shipped(&e, 180);
+	log_status(&e);
+	live_daemon_stop(d);
+
+	read_fleet(&e, &c, "", &f);
+	for (int k = 0; k < 4; k++)
+		emitted += emitted_of(out[k]);
+	fprintf(stderr, "ship: cluster faults: %llu emitted, %llu in the stream, %llu counted lost, "
+		"%d writers\n", (unsigned long long)emitted, (unsigned long long)f.events,
+		(unsigned long long)f.lost, f.nw);
+	cr_expect_eq(f.disorder, 0, "%llu events duplicated or out of order",
+		     (unsigned long long)f.disorder);
+	cr_expect_eq(f.nw, 4, "4 writers in the stream, got %d", f.nw);
+	cr_expect_eq(f.events + f.lost, emitted, "in the stream %llu + counted lost %llu != "
+		     "emitted %llu", (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted);
+	for (int k = 0; k < 4; k++) {
+		int w = -1;
+
+		for (int i = 0; i < f.nw; i++)
+			if ((pid_t)f.w[i].pid == em[k])
+				w = i;
+		cr_assert(w >= 0, "emitter %d (pid %d) is not in the stream", k, em[k]);
+		cr_expect_eq(f.w[w].events + f.w[w].lost, emitted_of(out[k]),
+			     "emitter %d: %llu + lost %llu != emitted %llu", k,
+			     (unsigned long long)f.w[w].events, (unsigned long long)f.w[w].lost,
+			     (unsigned long long)emitted_of(out[k]));
+		cr_expect_str_eq(f.w[w].host, "alpha");
+	}
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* Two daemons (two stores, two host names) into one stream: read --host
+ * selects each, tail --nats shows both as they come. */
+Test(ship, two_hosts, .timeout = 300)
+{
+	struct live a, b;
+	struct cluster c;
+	struct fleet f;
+	char conf_a[400], conf_b[400], out[2][400], tail_out[400], line[4096];
+	const char *targv[8];
+	pid_t da, db, ea, eb, tail;
+	uint64_t lines = 0, seen_a = 0, seen_b = 0;
+	FILE *in;
+
+	need_nats();
+	live_init(&a);
+	live_init(&b);
+	cluster_start(&c, &a, 1, NULL);
+	da = ship_daemon(&a, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf_a,
+			 sizeof(conf_a));
+	db = ship_daemon(&b, &c, "beta", "\"create_stream\": true, \"replicas\": 1", conf_b,
+			 sizeof(conf_b));
+	wait_shipped(&a, 60);
+	wait_shipped(&b, 60);
+	snprintf(tail_out, sizeof(tail_out), "%s/tail.json", a.dir);
+	targv[0] = RINGLOG_CLI_PATH;
+	targv[1] = "tail";
+	targv[2] = "--nats";
+	targv[3] = c.urls;
+	targv[4] = "--stream";
+	targv[5] = "RLTEST";
+	targv[6] = "--json";
+	targv[7] = NULL;
+	tail = live_spawn(targv, NULL, tail_out);
+	sleep_ms(1000); /* its consumer exists: it delivers from now on */
+	ea = emitter(&a, "1", "3000", "1000", out[0], sizeof(out[0]), 0);
+	eb = emitter(&b, "1", "2000", "1000", out[1], sizeof(out[1]), 1);
+	live_wait_ok(ea, "emitter alpha");
+	live_wait_ok(eb, "emitter beta");
+	wait_shipped(&a, 60);
+	wait_shipped(&b, 60);
+
+	read_fleet(&a, &c, "--host alpha", &f);
+	cr_expect_eq(f.nw, 1);
+	cr_expect_str_eq(f.w[0].host, "alpha");
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]));
+	read_fleet(&a, &c, "--host beta", &f);
+	cr_expect_eq(f.nw, 1);
+	cr_expect_str_eq(f.w[0].host, "beta");
+	cr_expect_eq(f.events + f.lost, emitted_of(out[1]));
+	read_fleet(&a, &c, "--host 'a*' --host 'b*'", &f);
+	cr_expect_eq(f.nw, 2);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]));
+	cr_expect_eq(f.disorder, 0);
+
+	/* the tail saw both hosts' events live (no time is asserted here:
+	 * scripts/bench.sh --ship measures emit -> tail --nats) */
+	for (int i = 0; i < 300; i++) {
+		lines = seen_a = seen_b = 0;
+		in = fopen(tail_out, "r");
+		while (in && fgets(line, sizeof(line), in)) {
+			lines++;
+			seen_a += strstr(line, "\"host\":\"alpha\"") != NULL;
+			seen_b += strstr(line, "\"host\":\"beta\"") != NULL;
+		}
+		if (in)
+			fclose(in);
+		if (seen_a == emitted_of(out[0]) && seen_b == emitted_of(out[1]))
+			break;
+		sleep_ms(100);
+	}
+	kill(tail, SIGTERM);
+	waitpid(tail, NULL, 0);
+	cr_expect_eq(seen_a, emitted_of(out[0]), "tail --nats: %llu of alpha's events",
+		     (unsigned long long)seen_a);
+	cr_expect_eq(seen_b, emitted_of(out[1]), "tail --nats: %llu of beta's events",
+		     (unsigned long long)seen_b);
+
+	/* read -f --nats: the newest 5 of alpha's, then what alpha ships next
+	 * (beta's are not selected) */
+	{
+		char follow_out[400], hostarg[] = "alpha";
+		const char *fargv[] = { RINGLOG_CLI_PATH, "read", "-f", "--nats", c.urls, "--stream",
+					"RLTEST", "--host", hostarg, "-n", "5", "--json", NULL };
+		uint64_t n = 0, beta = 0;
+		pid_t rf, e2, e3;
+
+		snprintf(follow_out, sizeof(follow_out), "%s/follow.json", a.dir);
+		rf = live_spawn(fargv, NULL, follow_out);
+		for (int i = 0; i < 300 && n < 5; i++) {
+			n = 0;
+			in = fopen(follow_out, "r");
+			while (in && fgets(line, sizeof(line), in))
+				n++;
+			if (in)
+				fclose(in);
+			sleep_ms(50);
+		}
+		cr_expect_eq(n, 5, "read -f --nats -n 5: %llu lines of history", (unsigned long long)n);
+		e2 = emitter(&a, "1", "100", "0", out[0], sizeof(out[0]), 2);
+		e3 = emitter(&b, "1", "100", "0", out[1], sizeof(out[1]), 3);
+		live_wait_ok(e2, "emitter alpha");
+		live_wait_ok(e3, "emitter beta");
+		for (int i = 0; i < 300 && n < 105; i++) {
+			n = beta = 0;
+			in = fopen(follow_out, "r");
+			while (in && fgets(line, sizeof(line), in)) {
+				n++;
+				beta += strstr(line, "\"host\":\"beta\"") != NULL;
+			}
+			if (in)
+				fclose(in);
+			sleep_ms(100);
+		}
+		kill(rf, SIGTERM);
+		waitpid(rf, NULL, 0);
+		cr_expect_eq(n, 105, "read -f --nats: %llu lines, 5 + 100 expected",
+			     (unsigned long long)n);
+		cr_expect_eq(beta, 0, "--host alpha printed beta's events");
+	}
+	live_daemon_stop(da);
+	live_daemon_stop(db);
+	cluster_stop(&c);
+	live_cleanup(&b);
+	live_cleanup(&a);
+}
+
+/* The cluster is away while events are stored under the daemon's
+ * configuration keys (budget and ship.max_backlog in config); then it comes
+ * back. What could not be shipped is counted "not shipped" in status (by
+ * ns_key) and reaches the stream as a loss line once shipping resumes, so
+ * that in the stream + counted lost == emitted. */
+static void not_shipped_case(const char *config, const char *ship_extra, const char *ns_key,
+			     bool before_start)
+{
+	struct live e;
+	struct cluster c = { .n = 1 };
+	struct fleet f;
+	char conf[400], out[400], urls[300], text[1500];
+	pid_t d, em;
+	uint64_t ns = 0;
+
+	live_init(&e);
+	snprintf(c.dir, sizeof(c.dir), "%s/nats", e.dir);
+	mkdir(c.dir, 0700);
+	c.node[0].port = free_port();
+	snprintf(c.urls, sizeof(c.urls), "nats://127.0.0.1:%d", c.node[0].port);
+	node_conf(&c, 0, NULL); /* not started yet */
+	urls_json(&c, urls, sizeof(urls));
+	snprintf(conf, sizeof(conf), "%s/ringlogd.json", e.dir);
+	snprintf(text, sizeof(text),
+		 "{ %s, \"min_free\": \"1%%\",\n"
+		 "  \"flush_interval\": \"200ms\", \"forward\": { \"user_events\": false, \"etw\": false },\n"
+		 "  \"ship\": { \"servers\": %s, \"stream\": \"RLTEST\", \"host\": \"alpha\",\n"
+		 "            \"create_stream\": true, \"replicas\": 1%s%s } }\n", config, urls,
+		 *ship_extra ? ", " : "", ship_extra);
+	live_write_file(conf, text);
+	d = live_daemon(&e, "--config", conf, NULL);
+	em = emitter(&e, "1", "300000", "2000", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	if (before_start) {
+		for (int i = 0; i < 100 && !ns; i++) {
+			json_t *s = ship_status(&e);
+
+			ns = (uint64_t)json_integer_value(json_object_get(
+				json_object_get(s, "not_shipped_by"), ns_key));
+			json_decref(s);
+			if (!ns)
+				sleep_ms(100);
+		}
+		cr_assert_gt(ns, 0, "nothing counted not shipped (%s) while the cluster was away",
+			     ns_key);
+	}
+	node_start(&c, 0);
+	wait_shipped(&e, 120);
+	{
+		json_t *s = ship_status(&e);
+
+		ns = (uint64_t)json_integer_value(json_object_get(json_object_get(s, "not_shipped_by"),
+								  ns_key));
+		json_decref(s);
+	}
+	cr_expect_gt(ns, 0, "nothing counted not shipped (%s)", ns_key);
+	log_status(&e);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	fprintf(stderr, "ship: %s: %llu emitted, %llu in the stream, %llu counted lost (%llu not "
+		"shipped, %llu in status)\n", ns_key, (unsigned long long)emitted_of(out),
+		(unsigned long long)f.events, (unsigned long long)f.lost,
+		(unsigned long long)f.not_shipped, (unsigned long long)ns);
+	cr_expect_geq(f.not_shipped, ns, "the stream says %llu not shipped, status %llu",
+		      (unsigned long long)f.not_shipped, (unsigned long long)ns);
+	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	node_kill(&c, 0, SIGTERM);
+	live_cleanup(&e);
+}
+
+/* The disk budget deletes segments while the cluster is away. */
+Test(ship, budget_deletes_before_shipping, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 true);
+}
+
+/* More un-shipped bytes than ship.max_backlog when the cluster comes back:
+ * the oldest segments beyond it are given up. */
+Test(ship, backlog_over_max_backlog, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"64M\", \"max_segment_size\": \"1M\"",
+			 "\"max_backlog\": \"2M\"", "backlog", false);
+}
+
+/* read --durable: a job that reads again goes on after what it read. */
+Test(ship, durable_reader_resumes, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[2][400];
+	pid_t d, em;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "1", "1000", "0", out[0], sizeof(out[0]), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	read_fleet(&e, &c, "--durable job1", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]), "first run: %llu",
+		     (unsigned long long)f.events);
+	em = emitter(&e, "1", "500", "0", out[1], sizeof(out[1]), 1);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	read_fleet(&e, &c, "--durable job1", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[1]), "second run: %llu, only the new %llu "
+		     "expected", (unsigned long long)f.events, (unsigned long long)emitted_of(out[1]));
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]));
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* SIGTERM right after the events: the daemon drains them, writes the last
+ * chunk and ships it before it exits (the cluster answering). */
+Test(ship, stop_ships_the_last_chunk, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[400];
+	pid_t d, em;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	wait_shipped(&e, 60); /* connected, the stream made */
+	em = emitter(&e, "1", "3000", "0", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out));
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* ship.state lost (a crash before it was written): the daemon sends its
+ * chunks again, JetStream discards them by Nats-Msg-Id, and the stream
+ * still holds every event once. */
+Test(ship, resent_chunks_are_discarded, .timeout = 300)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[400], state[400];
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "2", "20000", "100", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	live_daemon_stop(d);
+	snprintf(state, sizeof(state), "%s/ship.state", e.store);
+	cr_assert_eq(access(state, R_OK), 0, "no %s", state);
+	cr_assert_eq(unlink(state), 0);
+	d = live_daemon(&e, "--config", conf, NULL);
+	wait_shipped(&e, 60);
+	s = ship_status(&e);
+	/* the stream itself discarded them (read --nats would hide a
+	 * duplicate the stream kept) */
+	cr_expect_gt(json_integer_value(json_object_get(s, "deduplicated")), 0,
+		     "nothing was discarded as a duplicate");
+	json_decref(s);
+	log_status(&e);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* Emit n events into daemon d at e, stop it and read its local store:
+ * every one is there, whatever the cluster said. */
+static void stores_locally(const struct live *e, pid_t d, const char *n)
+{
+	struct live_read rd = { 0 };
+	char out[400];
+	pid_t em = emitter(e, "1", n, "0", out, sizeof(out), 9);
+
+	live_wait_ok(em, "emitter");
+	live_daemon_stop(d);
+	live_read_store(e->store, &rd);
+	cr_expect_eq(rd.events + rd.lost, emitted_of(out), "stored %llu + lost %llu != emitted %llu",
+		     (unsigned long long)rd.events, (unsigned long long)rd.lost,
+		     (unsigned long long)emitted_of(out));
+}
+
+static void expect_error(json_t *s, const char *want)
+{
+	const char *err = json_string_value(json_object_get(s, "error"));
+
+	cr_expect(err && strstr(err, want), "ship error \"%s\" does not say \"%s\"",
+		  err ? err : "", want);
+}
+
+/* A stream that does not exist, without create_stream: refused, named,
+ * and the daemon stores locally. */
+Test(ship, unknown_stream, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400];
+	pid_t d;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "", conf, sizeof(conf));
+	s = wait_ship_error(&e, "does not exist");
+	expect_error(s, "stream \"RLTEST\" does not exist");
+	expect_error(s, "ship.create_stream");
+	cr_expect_str_eq(json_string_value(json_object_get(s, "state")), "refused");
+	json_decref(s);
+	{
+		/* and `ringlog status` says it to people */
+		char cmd[600], text[16384];
+
+		snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET=%s " RINGLOG_CLI_PATH " status", e.sock);
+		cr_expect_eq(live_run(cmd, text, sizeof(text)), 0);
+		cr_expect(strstr(text, "shipping") && strstr(text, "refused: stream RLTEST") &&
+			  strstr(text, "does not exist") && strstr(text, "ship lag"),
+			  "status: %s", text);
+	}
+	stores_locally(&e, d, "5000");
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* No server answers: said, retried, stored locally. */
+Test(ship, unreachable, .timeout = 120)
+{
+	struct live e;
+	struct cluster c = { .n = 1 };
+	char conf[400];
+	pid_t d;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	c.node[0].port = free_port(); /* nobody listens there */
+	d = ship_daemon(&e, &c, "alpha", "", conf, sizeof(conf));
+	s = wait_ship_error(&e, "no server of");
+	expect_error(s, "accepts a connection");
+	json_decref(s);
+	stores_locally(&e, d, "5000");
+	live_cleanup(&e);
+}
+
+/* Wrong password: said (with where to look), nothing secret in status,
+ * stored locally. */
+Test(ship, wrong_credentials, .timeout = 120)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], pw[400], extra[600], *dump;
+	pid_t d;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, "authorization { user: ringlog, password: s3cret-right }");
+	snprintf(pw, sizeof(pw), "%s/password", e.dir);
+	live_write_file(pw, "s3cret-wrong\n");
+	snprintf(extra, sizeof(extra), "\"user\": \"ringlog\", \"password_file\": \"%s\"", pw);
+	d = ship_daemon(&e, &c, "alpha", extra, conf, sizeof(conf));
+	s = wait_ship_error(&e, "uthoriz");
+	expect_error(s, "ship.password_file");
+	dump = json_dumps(s, JSON_COMPACT);
+	cr_expect(!strstr(dump, "s3cret"), "a password in status: %s", dump);
+	free(dump);
+	json_decref(s);
+	stores_locally(&e, d, "5000");
+	{
+		char log[65536];
+
+		live_log(&e, log, sizeof(log));
+		cr_expect(!strstr(log, "s3cret"), "a password in the log");
+	}
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* A server whose max_payload (64 KiB) is smaller than a chunk: messages
+ * are cut into fragments and read back whole. */
+Test(ship, small_max_payload, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[400];
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, "max_payload: 65536");
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "2", "50000", "100", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 120);
+	s = ship_status(&e);
+	cr_expect_eq(json_integer_value(json_object_get(s, "max_payload")), 65536);
+	json_decref(s);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* TLS both ways: a server that asks for a client certificate, ringlogd
+ * with ship.tls_ca, tls_cert and tls_key. Certificates made here with
+ * openssl (skips without it). */
+Test(ship, mutual_tls, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], cmd[4096], out[4096], extra[1500], tls[1200], d_[300];
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	if (access("/usr/bin/openssl", X_OK) != 0)
+		cr_skip("openssl is not installed: TLS certificates cannot be made");
+	live_init(&e);
+	snprintf(d_, sizeof(d_), "%s", e.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && "
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout ca.key -out ca.pem -days 2 -subj /CN=ringlog-test-ca && "
+		 "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+		 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
+		 "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		 "-out server.pem -days 2 -extfile san.ext && "
+		 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout client.key -out client.csr -subj /CN=ringlogd && "
+		 "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		 "-out client.pem -days 2 2>&1", d_);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "openssl: %s", out);
+	snprintf(tls, sizeof(tls), "tls { cert_file: \"%s/server.pem\", key_file: \"%s/server.key\", "
+		 "ca_file: \"%s/ca.pem\", verify: true, timeout: 2 }", d_, d_, d_);
+	cluster_start(&c, &e, 1, tls);
+	snprintf(extra, sizeof(extra), "\"create_stream\": true, \"replicas\": 1, \"tls_ca\": "
+		 "\"%s/ca.pem\", \"tls_cert\": \"%s/client.pem\", \"tls_key\": \"%s/client.key\"",
+		 d_, d_, d_);
+	d = ship_daemon(&e, &c, "alpha", extra, conf, sizeof(conf));
+	em = emitter(&e, "1", "5000", "0", out, sizeof(out), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	s = ship_status(&e);
+	cr_expect_geq(json_integer_value(json_object_get(s, "shipped_events")), 5000);
+	json_decref(s);
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* --check-config names the ship key and the value. */
+Test(ship, check_config)
+{
+	static const struct {
+		const char *json, *want;
+	} cases[] = {
+		{ "{\"ship\": {\"servers\": [\"http://a:4222\"]}}", "\"ship.servers\": \"http://a:4222\" is not a NATS server URL" },
+		{ "{\"ship\": {\"servers\": [\"nats://a:4222\"], \"stream\": \"a.b\"}}", "\"ship.stream\": \"a.b\" is not a JetStream stream name" },
+		{ "{\"ship\": {\"servers\": \"nats://a:4222\", \"subject\": \"x.*\"}}", "\"ship.subject\"" },
+		{ "{\"ship\": {\"servers\": [\"nats://a:4222\"], \"creds\": \"/nonexistent/x.creds\"}}", "\"ship.creds\": cannot read \"/nonexistent/x.creds\"" },
+		{ "{\"ship\": {\"servers\": [\"nats://a:4222\"], \"user\": \"u\"}}", "user and password_file go together" },
+		{ "{\"ship\": {\"max_pending\": 0}}", "\"ship.max_pending\": expected an integer from 1 to 4096" },
+		{ "{\"ship\": {\"colour\": 1}}", "\"ship.colour\": unknown key" },
+	};
+	struct live e;
+
+	live_init(&e);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char conf[400], cmd[600], out[4096];
+		int rc;
+
+		snprintf(conf, sizeof(conf), "%s/bad.json", e.dir);
+		live_write_file(conf, cases[i].json);
+		snprintf(cmd, sizeof(cmd), RINGLOGD_PATH " --check-config --config %s 2>&1", conf);
+		rc = live_run(cmd, out, sizeof(out));
+		cr_expect_neq(rc, 0, "%s: accepted", cases[i].json);
+		cr_expect(strstr(out, cases[i].want), "%s: said \"%s\", not \"%s\"", cases[i].json, out,
+			  cases[i].want);
+	}
+	live_cleanup(&e);
+}
