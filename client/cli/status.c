@@ -230,8 +230,8 @@ static void print_human(json_t *j, bool down)
 		printf("%-22s %s (%s)\n", "write backend", S(j, "backend"), S(j, "backend_note"));
 		v = json_object_get(j, "forwarding");
 		printf("%-22s user_events: %s, etw: %s\n", "forwarding", S(v, "user_events"), S(v, "etw"));
-		if ((v = json_object_get(j, "ship")))
-			print_ship(v, now);
+		if (json_object_get(j, "ship"))
+			print_ship(json_object_get(j, "ship"), now);
 		if (!strcmp(S(v, "user_events"), "on"))
 			printf("%-22s %llu tracepoints, %llu traced now; %llu events forwarded, lost %llu "
 			       "(tracepoint gone %llu, tracer full %llu, other %llu)\n", "",
