@@ -186,8 +186,12 @@ static bool finish(struct daemon *d, struct ring *r)
 	if (!ringlog_cons_done(&r->cons) && !(r->c->gone && ringlog_cons_pending(&r->cons) == 0))
 		return false;
 	l = ringlog_cons_pending_loss(&r->cons);
+	/* by level when the ring kept it; a store with no room now (a slow
+	 * disk, every chunk in flight) is asked again on a later pass, so
+	 * that the count reaches the stream (it was dropped, uncounted) */
+	if (l.records && ovl_exit_loss(d, r, &l) == STORE_FULL)
+		return false;
 	if (l.records) {
-		ovl_exit_loss(d, r, &l); /* by level when the ring kept it */
 		r->c->lost_ring += l.records;
 		d->lost_ring += l.records;
 	}

@@ -129,28 +129,32 @@ void ovl_count_levels(struct daemon *d, struct ring *r, struct provider *p,
 	}
 }
 
-void ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l)
+int ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l)
 {
 	uint64_t lv[RINGLOG_LOSS_LEVELS], sum = 0;
+	int err;
 
 	ringlog_cons_pending_levels(&r->cons, lv);
 	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
 		sum += lv[i];
-	if (sum != l->records) { /* not kept, or not all seen: one record */
-		store_loss(d->st, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
-		return;
-	}
-	ovl_count_levels(d, r, NULL, lv);
+	if (sum != l->records) /* not kept, or not all seen: one record */
+		return store_loss(d->st, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
+	/* One record a level; a level already stored by an earlier try (the
+	 * store was full for a later one) is not stored twice. */
 	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
 		/* The bytes are the ring's total, given with the first level. */
 		struct ringlog_seg_loss sl = { .records = lv[i], .reason = RINGLOG_LOSS_EXIT,
-					       .level = (uint8_t)i, .bytes = sum ? l->bytes : 0 };
+					       .level = (uint8_t)i,
+					       .bytes = r->exit_levels_done ? 0 : l->bytes };
 
-		if (!lv[i])
+		if (!lv[i] || (r->exit_levels_done & 1u << i))
 			continue;
-		sum = 0;
-		store_loss_rec(d->st, r, &sl);
+		if ((err = store_loss_rec(d->st, r, &sl)) != 0)
+			return err;
+		r->exit_levels_done |= (uint8_t)(1u << i);
 	}
+	ovl_count_levels(d, r, NULL, lv);
+	return 0;
 }
 
 int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)

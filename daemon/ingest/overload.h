@@ -36,7 +36,11 @@ void ovl_count_levels(struct daemon *d, struct ring *r, struct provider *p,
 		      const uint64_t by_level[RINGLOG_LOSS_LEVELS]);
 /* Store the loss a ring counted but never reported in-stream (its end):
  * one LOSS record per level when the ring kept them, else one. */
-void ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l);
+/* The loss a finished ring's producer counted but never reported in its
+ * stream, stored by level when the ring kept them: 0, or STORE_FULL (no
+ * room now: call again later; what was stored is not stored twice) or
+ * -errno from the store. */
+int ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l);
 /* A SUPPRESSED frame: each count becomes a LOSS record naming its event.
  * 0, or -EPROTO for a frame of the wrong size. */
 int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len);

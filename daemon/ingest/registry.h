@@ -60,6 +60,7 @@ struct ring {
 	/* Idle rings are visited less often (drain.c): the loop's clock (ms)
 	 * when a pass last found data in it, and when one last looked. */
 	uint64_t last_data_ms, last_visit_ms;
+	uint8_t exit_levels_done; /* levels whose exit loss is stored (overload.c) */
 };
 
 int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o);
