@@ -172,23 +172,6 @@ static const char *mmm(double *v, int n, int decimals, double *med, char *buf, s
 	return buf;
 }
 
-static FILE *table;
-
-static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void out(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (table) {
-		va_start(ap, fmt);
-		vfprintf(table, fmt, ap);
-		va_end(ap);
-	}
-}
-
 enum better { LOWER, HIGHER, NONE };
 
 /* One row: the figure for ringlog and LTTng, how many times ringlog is
@@ -209,7 +192,7 @@ static void row(const char *label, const double *a, const double *b, bool have_b
 		if (x >= 0)
 			snprintf(ratio, sizeof(ratio), x < 1 ? "%.2fx" : "%.1fx", x);
 	}
-	out("| %s | %s | %s | %s | %s |\n", label, sa, sb, ratio, target);
+	bu_out("| %s | %s | %s | %s | %s |\n", label, sa, sb, ratio, target);
 }
 
 /* The 48-byte event's highest lossless rate from THREADS ("1 thread"),
@@ -368,7 +351,7 @@ int main(int argc, char **argv)
 
 		mkdir(out_dir, 0755);
 		snprintf(p, sizeof(p), "%s/table.md", out_dir);
-		table = fopen(p, "w");
+		bu_table_open(p);
 	}
 
 	if (collector_ringlog.setup(&collector_ringlog, why, sizeof(why)) < 0) {
@@ -410,12 +393,12 @@ int main(int argc, char **argv)
 	if (have_lt)
 		collector_lttng.teardown(&collector_lttng);
 
-	out("## End to end: ringlog vs LTTng-UST, same workload, same machine\n\n");
-	out("Standard event: three u64 + a 15-character string. Median of %d runs (min..max). "
+	bu_out("## End to end: ringlog vs LTTng-UST, same workload, same machine\n\n");
+	bu_out("Standard event: three u64 + a 15-character string. Median of %d runs (min..max). "
 	    "TSC %.3f GHz, %ld CPUs. Emit cost per call from batches of %d calls. "
 	    "\"ringlog x\": how many times better ringlog is.%s%s\n\n",
 	    runs, tpn, ncpu, 64, have_lt ? "" : " LTTng-UST left out: ", have_lt ? "" : why);
-	out("| figure | ringlog | LTTng-UST | ringlog x | target |\n|---|---|---|---|---|\n");
+	bu_out("| figure | ringlog | LTTng-UST | ringlog x | target |\n|---|---|---|---|---|\n");
 	row("emit p50, 1 thread (ns)", COL(rl.lat1, p50), COL(lt.lat1, p50), have_lt, runs, 1,
 	    LOWER, "<= 15");
 	row("emit p99, 1 thread (ns)", COL(rl.lat1, p99), COL(lt.lat1, p99), have_lt, runs, 1,
@@ -471,23 +454,22 @@ int main(int argc, char **argv)
 		int got = tail_latency(quick ? 300 : 1500, &p50, &p99);
 
 		if (got)
-			out("| emit -> `ringlog tail` line, p50 / p99 (ms) | %.2f / %.2f (%d events) | "
+			bu_out("| emit -> `ringlog tail` line, p50 / p99 (ms) | %.2f / %.2f (%d events) | "
 			    "- | - | p99 <= 50 |\n", p50, p99, got);
 		else
-			out("| emit -> `ringlog tail` line | no line received | - | - | p99 <= 50 |\n");
+			bu_out("| emit -> `ringlog tail` line | no line received | - | - | p99 <= 50 |\n");
 	}
-	out("\nRuns, in the order they ran; steal: %% of the machine's CPU time taken by "
+	bu_out("\nRuns, in the order they ran; steal: %% of the machine's CPU time taken by "
 	    "other guests during the run (over 2%%: disturbed, its figures are suspect; the "
 	    "spread of each row above says how much it mattered).\n\n");
 	for (int i = 0; i < runs; i++) {
-		out("- run %d: ringlog steal %.1f%%%s", i + 1, rl.steal[i],
+		bu_out("- run %d: ringlog steal %.1f%%%s", i + 1, rl.steal[i],
 		    rl.steal[i] > 2 ? " (disturbed)" : "");
 		if (have_lt)
-			out(", LTTng-UST steal %.1f%%%s", lt.steal[i],
+			bu_out(", LTTng-UST steal %.1f%%%s", lt.steal[i],
 			    lt.steal[i] > 2 ? " (disturbed)" : "");
-		out("\n");
+		bu_out("\n");
 	}
-	if (table)
-		fclose(table);
+	bu_table_close();
 	return 0;
 }

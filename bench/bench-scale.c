@@ -385,23 +385,6 @@ static double idle_rings(int writers, int procs, double seconds)
 	return 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
 }
 
-static FILE *table;
-
-static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void out(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (table) {
-		va_start(ap, fmt);
-		vfprintf(table, fmt, ap);
-		va_end(ap);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
@@ -452,7 +435,7 @@ int main(int argc, char **argv)
 
 		mkdir(out_dir, 0755);
 		snprintf(p, sizeof(p), "%s/scale.md", out_dir);
-		table = fopen(p, "w");
+		bu_table_open(p);
 	}
 	for (int i = 0; i < 4; i++) {
 		fprintf(stderr, "bench-scale: %d writers in %d processes\n", cases[i][0], cases[i][1]);
@@ -462,20 +445,20 @@ int main(int argc, char **argv)
 	idle_pct = idle_rings(1000, 100, idle_s);
 	rmdir(workdir);
 
-	out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
-	out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, rings of 16 MiB "
+	bu_out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
+	bu_out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, rings of 16 MiB "
 	    "(1 and 10 writers), 4 MiB (100) and 512 KiB (1,000), "
 	    "a `ringlog tail` attached throughout. \"x 1 writer\": the figure over the "
 	    "1-writer figure (goal: each <= 2). Writers emit in bursts (10 ms worth, at least "
 	    "50 events) and sleep in between; a burst's first call runs on caches other threads "
 	    "filled meanwhile (TLS, the ring's lines and page-table entries), which is what "
 	    "raises the p99 as the bursts shrink: shown apart.\n\n", PROBE_EVERY, seconds);
-	out("| writers (processes) | daemon CPU per event (ns) | x 1 writer | emit p99 (ns) | "
+	bu_out("| writers (processes) | daemon CPU per event (ns) | x 1 writer | emit p99 (ns) | "
 	    "x 1 writer | emit p99 after a burst's first call (ns) | a burst's first call p50 (ns) | "
 	    "emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
-	out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	bu_out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < 4; i++)
-		out("| %d (%d) | %.1f | %.2f | %.1f | %.2f | %.1f | %.0f | %.2f / %.2f | %.2f | %llu / %llu |\n",
+		bu_out("| %d (%d) | %.1f | %.2f | %.1f | %.2f | %.1f | %.0f | %.2f / %.2f | %.2f | %llu / %llu |\n",
 		    r[i].writers, r[i].procs, r[i].cpu_ns_per_ev,
 		    r[0].cpu_ns_per_ev > 0 ? r[i].cpu_ns_per_ev / r[0].cpu_ns_per_ev : 0,
 		    r[i].emit_p99, r[0].emit_p99 > 0 ? r[i].emit_p99 / r[0].emit_p99 : 0,
@@ -483,10 +466,9 @@ int main(int argc, char **argv)
 		    r[i].tail_p50, r[i].tail_p99,
 		    r[0].tail_p99 > 0 ? r[i].tail_p99 / r[0].tail_p99 : 0,
 		    (unsigned long long)r[i].stored, (unsigned long long)r[i].emitted);
-	out("\n| figure | ringlog | target |\n|---|---:|---|\n");
-	out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | %.2f | "
+	bu_out("\n| figure | ringlog | target |\n|---|---:|---|\n");
+	bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | %.2f | "
 	    "<= 0.5 |\n\n", idle_s, idle_pct);
-	if (table)
-		fclose(table);
+	bu_table_close();
 	return 0;
 }

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "bench-util.h"
 
+#include <stdarg.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -55,4 +57,32 @@ uint64_t bu_quantile(const uint64_t *sorted, size_t n, double q)
 {
 	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
 	return n ? sorted[i < n ? i : n - 1] : 0;
+}
+
+FILE *bu_table;
+
+void bu_table_open(const char *path)
+{
+	bu_table = fopen(path, "w");
+}
+
+void bu_table_close(void)
+{
+	if (bu_table)
+		fclose(bu_table);
+	bu_table = NULL;
+}
+
+void bu_out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (bu_table) {
+		va_start(ap, fmt);
+		vfprintf(bu_table, fmt, ap);
+		va_end(ap);
+	}
 }

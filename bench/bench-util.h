@@ -16,6 +16,14 @@ static inline uint64_t bu_ticks(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+/* The benchmarks' tables: printed, and also written to the file
+ * bu_table_open() opened (none: printed only). */
+#include <stdio.h>
+extern FILE *bu_table;
+void bu_table_open(const char *path);
+void bu_table_close(void);
+void bu_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif
 
 /* Ticks per nanosecond, measured against CLOCK_MONOTONIC_RAW over ~200 ms. */
@@ -25,5 +33,13 @@ int bu_pin_cpu(int cpu);
 /* Sort samples in place and return the q-quantile (0..1). */
 void bu_sort(uint64_t *v, size_t n);
 uint64_t bu_quantile(const uint64_t *sorted, size_t n, double q);
+
+/* The benchmarks' tables: printed, and also written to the file
+ * bu_table_open() opened (none: printed only). */
+#include <stdio.h>
+extern FILE *bu_table;
+void bu_table_open(const char *path);
+void bu_table_close(void);
+void bu_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -121,33 +121,6 @@ struct export_writer {
 	size_t sig_cap;
 };
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t k = write(fd, b, n);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* ------------------------------------------------------------------------
  * Streams and packets.
  */
@@ -217,7 +190,7 @@ static int packet_flush(struct export_writer *w, struct cstream *s, uint64_t emp
 	memcpy(p + 76, s->comm, 16);
 	err = stream_open(w, s);
 	if (!err)
-		err = write_all(s->fd, p, len);
+		err = export_write_all(s->fd, p, len);
 	if (err)
 		return err;
 	w->bytes += len;
@@ -263,7 +236,7 @@ static uint64_t stream_key_hash(uint32_t pid, uint32_t tid, uint64_t start, uint
 {
 	uint64_t k[3] = { ((uint64_t)pid << 32) | tid, start, ring };
 
-	return fnv(k, sizeof(k), 0xcbf29ce484222325ull);
+	return export_fnv(k, sizeof(k), EXPORT_FNV_START);
 }
 
 static int index_grow(uint32_t **ix, uint32_t *cap, uint32_t n)
@@ -516,7 +489,7 @@ static long class_of(struct export_writer *w, const struct ringlog_dec_event *e)
 	n = signature(w, provider, d);
 	if (n < 0)
 		return n;
-	h = fnv(w->sig, (size_t)n, 0xcbf29ce484222325ull);
+	h = export_fnv(w->sig, (size_t)n, EXPORT_FNV_START);
 	for (i = w->cls_ix ? h & (w->cls_ixcap - 1) : 0; w->cls_ix && w->cls_ix[i] != UINT32_MAX;
 	     i = (i + 1) & (w->cls_ixcap - 1)) {
 		struct cclass *c = &w->cls[w->cls_ix[i]];
@@ -532,13 +505,13 @@ static long class_of(struct export_writer *w, const struct ringlog_dec_event *e)
 	for (uint32_t k = g ? 0 : w->ncls - 1; k < w->ncls; k++) {
 		const struct cclass *c = &w->cls[k];
 
-		i = fnv(c->sig, c->sig_len, 0xcbf29ce484222325ull) & (w->cls_ixcap - 1);
+		i = export_fnv(c->sig, c->sig_len, EXPORT_FNV_START) & (w->cls_ixcap - 1);
 		while (w->cls_ix[i] != UINT32_MAX)
 			i = (i + 1) & (w->cls_ixcap - 1);
 		w->cls_ix[i] = k;
 	}
 	i = UINT32_MAX;
-	for (uint32_t k = fnv(w->sig, (size_t)n, 0xcbf29ce484222325ull) & (w->cls_ixcap - 1);;
+	for (uint32_t k = export_fnv(w->sig, (size_t)n, EXPORT_FNV_START) & (w->cls_ixcap - 1);;
 	     k = (k + 1) & (w->cls_ixcap - 1))
 		if (w->cls_ix[k] == w->ncls - 1) {
 			i = k;

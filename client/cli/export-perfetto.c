@@ -237,21 +237,11 @@ struct stab {
 	size_t alen, acap;
 };
 
-static uint64_t fnv(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* The value of key, or UINT32_MAX when absent and add is false; with add,
  * an absent key gets val. Returns UINT32_MAX - 1 when out of memory. */
 static uint32_t stab_get(struct stab *t, const void *key, uint32_t len, bool add, uint32_t val)
 {
-	uint64_t h = fnv(key, len);
+	uint64_t h = export_fnv(key, len, EXPORT_FNV_START);
 	uint32_t i;
 
 	if (t->cap) {
@@ -443,27 +433,9 @@ struct export_writer {
 	uint32_t cat_ringlog;
 };
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t k = write(fd, b, n);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 static int flush(struct export_writer *w)
 {
-	int err = w->len ? write_all(w->fd, w->buf, w->len) : 0;
+	int err = w->len ? export_write_all(w->fd, w->buf, w->len) : 0;
 
 	if (err)
 		return err;
@@ -969,7 +941,7 @@ static struct pact *act_find(struct export_writer *w, uint32_t proc, const uint8
 		w->actused = 0;
 		for (uint32_t i = 0; old && i < w->actcap; i++)
 			if (old[i].state == A_USED) {
-				uint32_t j = (uint32_t)fnv(&old[i].proc, 20) & (cap - 1);
+				uint32_t j = (uint32_t)export_fnv(&old[i].proc, 20, EXPORT_FNV_START) & (cap - 1);
 
 				while (n[j].state)
 					j = (j + 1) & (cap - 1);
@@ -980,7 +952,7 @@ static struct pact *act_find(struct export_writer *w, uint32_t proc, const uint8
 		free(old);
 	}
 	memcpy(key.id, id, 16);
-	for (uint32_t i = (uint32_t)fnv(&key.proc, 20) & (w->actcap - 1);;
+	for (uint32_t i = (uint32_t)export_fnv(&key.proc, 20, EXPORT_FNV_START) & (w->actcap - 1);;
 	     i = (i + 1) & (w->actcap - 1)) {
 		struct pact *a = &w->act[i];
 
@@ -1003,7 +975,7 @@ static struct pact *act_find(struct export_writer *w, uint32_t proc, const uint8
 
 static uint64_t act_uuid(const struct pact *a)
 {
-	return fnv(&a->proc, 20) | (1ull << 63);
+	return export_fnv(&a->proc, 20, EXPORT_FNV_START) | (1ull << 63);
 }
 
 static int pf_event(struct export_writer *w, const struct ringlog_dec_event *e)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "export.h"
@@ -332,4 +333,31 @@ out:
 		read_free_files(files, nf);
 	query_free(&q);
 	return rc;
+}
+
+int export_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t k = write(fd, b, n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+uint64_t export_fnv(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
 }

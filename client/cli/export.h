@@ -41,6 +41,13 @@ struct export_ops {
 	int (*end)(struct export_writer *w, uint64_t *bytes);
 };
 
+/* Helpers the writers share (export.c). */
+/* write(2) all n bytes, through EINTR and short writes: 0 or -errno. */
+int export_write_all(int fd, const void *p, size_t n);
+/* FNV-1a 64 over n bytes, continuing from h (EXPORT_FNV_START to begin). */
+#define EXPORT_FNV_START 0xcbf29ce484222325ull
+uint64_t export_fnv(const void *p, size_t n, uint64_t h);
+
 extern const struct export_ops export_ctf_ops;
 extern const struct export_ops export_json_ops;
 extern const struct export_ops export_perfetto_ops;

@@ -337,11 +337,9 @@ static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, un
 	if (!moved)
 		ms = ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS : ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : ms * 2;
 	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)
-		ms = ms >= DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : ms * 2;
+		ms = ms * 2 > DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : ms * 2;
 	else
 		ms = DRAIN_BUSY_MS;
-	if (ms > DRAIN_SPARSE_MAX_MS && moved)
-		ms = DRAIN_SPARSE_MAX_MS;
 	if (d->ntails && ms > DRAIN_TAIL_MAX_MS)
 		ms = DRAIN_TAIL_MAX_MS;
 	return d->drain_wait_ms = ms;
