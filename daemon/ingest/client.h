@@ -74,6 +74,8 @@ struct client {
 	struct store_writer store; /* the store's (store/stream.h) */
 	uint64_t stored, lost_ring, lost_corrupt;
 	struct ovl_counts ovl;    /* ingest/overload.c */
+	struct ovl_pending *ovl_pending; /* reports not stored yet (overload.h) */
+	uint32_t ovl_npending;
 	struct ringlog_config_policy *pol_sent; /* POLICY last sent, by event id */
 	uint32_t npol_sent;
 	bool refused;

@@ -138,6 +138,7 @@ void client_maybe_free(struct client *c)
 	free(c->prov);
 	free(c->prov_sent);
 	free(c->pol_sent);
+	free(c->ovl_pending);
 	free(c->exe);
 	free(c->tx.buf);
 	free(c);

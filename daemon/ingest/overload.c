@@ -157,15 +157,50 @@ int ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_los
 	return 0;
 }
 
+/* A live ring of c to place a report in, or NULL. */
+static struct ring *first_ring(struct client *c)
+{
+	struct ring *r = c->rings;
+
+	while (r && (r->dead || !r->mem))
+		r = r->next;
+	return r;
+}
+
+static int store_suppressed(struct daemon *d, struct ring *r, const struct ringlog_event_desc *e,
+			    uint16_t event, uint64_t count)
+{
+	struct ringlog_seg_loss sl = { .records = count, .reason = RINGLOG_LOSS_RATE,
+				       .provider = e->provider, .event = event, .level = e->level };
+
+	return store_loss_rec(d->st, r, &sl);
+}
+
+/* Keep a report for ovl_retry(), added to one of the same event. Out of
+ * memory, the count stays in status only. */
+static void pend(struct client *c, uint16_t event, uint64_t count)
+{
+	struct ovl_pending *n;
+
+	for (uint32_t i = 0; i < c->ovl_npending; i++)
+		if (c->ovl_pending[i].event == event) {
+			c->ovl_pending[i].count += count;
+			return;
+		}
+	n = realloc(c->ovl_pending, (c->ovl_npending + 1) * sizeof(*n));
+	if (!n)
+		return;
+	n[c->ovl_npending++] = (struct ovl_pending){ .event = event, .count = count };
+	c->ovl_pending = n;
+}
+
 int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 {
 	struct daemon *d = c->d;
-	struct ring *r = c->rings;
+	struct ring *r = first_ring(c);
 
 	if (len % sizeof(struct ringlog_ctl_suppressed))
 		return -EPROTO;
-	while (r && (r->dead || !r->mem))
-		r = r->next;
 	for (uint32_t off = 0; off < len; off += sizeof(struct ringlog_ctl_suppressed)) {
 		struct ringlog_ctl_suppressed m;
 		const struct ringlog_event_desc *e;
@@ -187,14 +222,27 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		/* In a stream of the writer, so that readers name the program
 		 * and the event; a writer without a ring has stored nothing to
 		 * place it next to, and keeps only the count. */
-		if (r) {
-			struct ringlog_seg_loss sl = { .records = m.count, .reason = RINGLOG_LOSS_RATE,
-				.provider = e->provider, .event = m.event, .level = e->level };
-
-			store_loss_rec(d->st, r, &sl);
-		}
+		if (r && store_suppressed(d, r, e, m.event, m.count) == STORE_FULL)
+			pend(c, m.event, m.count);
 	}
 	return 0;
+}
+
+void ovl_retry(struct daemon *d, struct client *c)
+{
+	struct ring *r = first_ring(c);
+	uint32_t i = 0;
+
+	for (; r && i < c->ovl_npending; i++) {
+		const struct ringlog_event_desc *e =
+			ringlog_meta_event(&c->meta, c->ovl_pending[i].event);
+
+		if (e && store_suppressed(d, r, e, c->ovl_pending[i].event,
+					  c->ovl_pending[i].count) == STORE_FULL)
+			break;
+	}
+	memmove(c->ovl_pending, c->ovl_pending + i, (c->ovl_npending - i) * sizeof(*c->ovl_pending));
+	c->ovl_npending -= i;
 }
 
 static json_t *levels_json(const uint64_t lv[RINGLOG_LOSS_LEVELS])

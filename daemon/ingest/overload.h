@@ -24,6 +24,16 @@ struct ovl_counts {
 	uint64_t suppressed;                      /* by rate limits */
 };
 
+/* A rate limit's report the store had no room for (a slow disk, every
+ * chunk in flight): kept by the writer and stored by ovl_retry(). */
+struct ovl_pending {
+	uint16_t event;
+	uint64_t count;
+};
+/* Store what c's reports left pending (called by the drain, once a pass
+ * per writer that has some). */
+void ovl_retry(struct daemon *d, struct client *c);
+
 /* A ring was attached: give it the configured shed reserve and level. */
 void ovl_ring_attached(struct daemon *d, struct ring *r);
 /* Configuration or run-time rules changed: every ring and every writer's
