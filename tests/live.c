@@ -146,6 +146,25 @@ void live_wait_ok(pid_t pid, const char *what)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", what, st);
 }
 
+void live_damage_second_chunk(const struct live *e)
+{
+	char cmd[2048], out[256];
+
+	/* Damage at a fixed offset (it was 64 KiB) lands in the first chunk
+	 * when a fast drain writes chunks of a MiB or more, and takes the
+	 * descriptions of the next three with it: CI once read 1,000 events
+	 * of 120,000. Chunk 1 starts after chunk 0 (at 4096): its 48-byte
+	 * header and body_len (offset 8) bytes, rounded up to 4096. */
+	snprintf(cmd, sizeof(cmd), "f=$(ls '%s'/*.rlseg | head -1); "
+		 "bl=$(od -An -tu4 -j 4104 -N 4 \"$f\"); "
+		 "c1=$(( (4096 + 48 + bl + 4095) / 4096 )); "
+		 "[ $(stat -c %%s \"$f\") -gt $(( c1 * 4096 + 4096 )) ] || exit 3; "
+		 "head -c 4096 /dev/zero | tr '\\0' X | "
+		 "dd of=\"$f\" bs=4096 seek=$c1 conv=notrunc 2>/dev/null", e->store);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0,
+		     "the first segment in %s has no second chunk to damage", e->store);
+}
+
 int live_run(const char *cmd, char *out, size_t cap)
 {
 	FILE *p = popen(cmd, "r");

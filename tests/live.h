@@ -45,6 +45,12 @@ int live_fd_count(pid_t pid);
  * returns its exit status (or -1). */
 int live_run(const char *cmd, char *out, size_t cap);
 
+/* Overwrite the first 4 KiB of the second chunk (seq 1) of the store's
+ * first segment with 'X's: a damaged chunk that is not the one describing
+ * the writers (chunk 0, repeated every 4th), so that the events of every
+ * other chunk still read. The test fails if that segment has one chunk. */
+void live_damage_second_chunk(const struct live *e);
+
 /* `ringlog status --json` against $RINGLOG_SOCKET, parsed (a json_t *, the
  * caller's to json_decref); NULL when it failed. void * keeps jansson out
  * of this header. */

@@ -524,12 +524,7 @@ Test(export, a_damaged_chunk_is_skipped_and_said_as_read_says_it)
 	d = live_daemon(&e, NULL);
 	live_wait_ok(live_spawn(calm, NULL, "/dev/null"), "emitter");
 	live_daemon_stop(d);
-	/* 4 KiB from 64 KiB into the first segment: inside its chunks for
-	 * sure (the file's middle may be room not yet written) */
-	snprintf(cmd, sizeof(cmd), "f=$(ls '%s'/*.rlseg | head -1); "
-		 "head -c 4096 /dev/zero | tr '\\0' X | dd of=\"$f\" bs=4096 seek=16 "
-		 "conv=notrunc 2>/dev/null", e.store);
-	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0);
+	live_damage_second_chunk(&e);
 	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' > /dev/null 2>&1", e.store);
 	rc = live_run(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 4, "read of a damaged store: exit %d", rc);
