@@ -13,7 +13,9 @@
  * emitted once and sleep), as a share of one core: the drain must not cost
  * in proportion to rings that have nothing in them.
  *
- * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]
+ * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] [--only WRITERS]
+ *   (--only: that one case, e.g. 1000, and no idle figure: for looking
+ *    into one row)
  *   (as a writer process, re-executed by itself:
  *    bench-scale --child THREADS RATE_PER_THREAD SECONDS SAMPLES_FILE TPN)
  */
@@ -390,7 +392,8 @@ int main(int argc, char **argv)
 	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
 	struct result r[4];
 	const char *out_dir = NULL;
-	double seconds = 5, idle_s = 10, idle_pct;
+	double seconds = 5, idle_s = 10, idle_pct = 0;
+	int only = 0;
 	char why[300] = "", self_dir[2048];
 
 	if (argc > 1 && !strcmp(argv[1], "--child")) {
@@ -408,6 +411,8 @@ int main(int argc, char **argv)
 			seconds = 2, idle_s = 4;
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out_dir = argv[++i];
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = atoi(argv[++i]);
 	}
 	{
 		static char exe[2048];
@@ -438,11 +443,17 @@ int main(int argc, char **argv)
 		bu_table_open(p);
 	}
 	for (int i = 0; i < 4; i++) {
+		if (only && cases[i][0] != only) {
+			memset(&r[i], 0, sizeof(r[i]));
+			continue;
+		}
 		fprintf(stderr, "bench-scale: %d writers in %d processes\n", cases[i][0], cases[i][1]);
 		run_case(cases[i][0], cases[i][1], seconds, &r[i]);
 	}
-	fprintf(stderr, "bench-scale: 1000 idle rings\n");
-	idle_pct = idle_rings(1000, 100, idle_s);
+	if (!only) {
+		fprintf(stderr, "bench-scale: 1000 idle rings\n");
+		idle_pct = idle_rings(1000, 100, idle_s);
+	}
 	rmdir(workdir);
 
 	bu_out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
