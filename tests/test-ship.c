@@ -869,6 +869,51 @@ Test(ship, unreachable, .timeout = 120)
 	live_cleanup(&e);
 }
 
+/* The daemon's sandbox denies the network (how: as the shipped unit's
+ * RestrictAddressFamilies=AF_UNIX or IPAddressDeny=any do) while a server
+ * listens: status and the log name the cause and the drop-in, the state is
+ * "denied", and every event is stored locally. */
+static void sandbox_case(enum live_net how, const char *cause)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], cmd[600], text[16384];
+	pid_t d;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	e.deny_net = how;
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	s = wait_ship_error(&e, "the sandbox");
+	expect_error(s, cause);
+	expect_error(s, "ringlogd.service.d/ship.conf");
+	expect_error(s, "storing locally");
+	cr_expect_str_eq(json_string_value(json_object_get(s, "state")) ?: "", "denied");
+	json_decref(s);
+	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET=%s " RINGLOG_CLI_PATH " status", e.sock);
+	cr_expect_eq(live_run(cmd, text, sizeof(text)), 0);
+	cr_expect(strstr(text, "shipping") && strstr(text, "denied") && strstr(text, cause) &&
+		  strstr(text, "ship.conf"), "status: %s", text);
+	live_log(&e, text, sizeof(text));
+	cr_expect(strstr(text, "ship: the sandbox") && strstr(text, cause), "log: %s", text);
+	stores_locally(&e, d, "20000");
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+Test(ship, sandbox_denies_internet_sockets, .timeout = 120)
+{
+	sandbox_case(LIVE_NET_NO_INET, "RestrictAddressFamilies=");
+}
+
+Test(ship, sandbox_denies_connecting, .timeout = 120)
+{
+	sandbox_case(LIVE_NET_NO_CONNECT, "IPAddressDeny=any");
+}
+
 /* Wrong password: said (with where to look), nothing secret in status,
  * stored locally. */
 Test(ship, wrong_credentials, .timeout = 120)

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "sink/shipping.h"
 #include "sink/ship-disk.h"
+#include "sink/ship-sandbox.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -93,6 +94,8 @@ struct ship {
 	char error[512];       /* the last problem, for status */
 	char server[256];      /* connected URL, without user info */
 	char refusal[128];     /* a server refused our credentials: what it said */
+	bool sandboxed;        /* the service's sandbox denies the network */
+	uint64_t probe_ns;     /* when sandboxed() last looked */
 	struct {               /* lines for the loop to log, oldest first */
 		char text[600];
 		int level;
@@ -466,6 +469,33 @@ static int make_options(struct ship *s, natsOptions **out)
 	return 0;
 }
 
+/* No server answers: is it the service's sandbox (ship-sandbox.c)? Then
+ * the state is "denied", status and the log say why and name the drop-in
+ * that fixes it, and true. Looked at every 5 s at most while libnats
+ * retries (it costs a connection attempt). */
+static bool sandboxed(struct ship *s)
+{
+	uint64_t now = d_now(CLOCK_MONOTONIC);
+	char why[sizeof(s->error)];
+	bool denied;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->probe_ns && now - s->probe_ns < 5000000000ull) {
+		denied = s->sandboxed;
+		pthread_mutex_unlock(&s->mu);
+		return denied;
+	}
+	s->probe_ns = now;
+	pthread_mutex_unlock(&s->mu);
+	denied = ship_sandbox_denies(s->servers, why, sizeof(why)) < 0;
+	pthread_mutex_lock(&s->mu);
+	s->sandboxed = denied;
+	if (denied)
+		set_error(s, "denied", "%s", why);
+	pthread_mutex_unlock(&s->mu);
+	return denied;
+}
+
 /* Connect (libnats retries in the background while the servers are down)
  * and check the stream: 0, or -errno after setting the state; the caller
  * tries again later. */
@@ -495,6 +525,11 @@ static int connect_cluster(struct ship *s)
 		}
 	}
 	if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
+		if (sandboxed(s)) {
+			natsConnection_Destroy(s->nc);
+			s->nc = NULL;
+			return -ECONNREFUSED;
+		}
 		why = nats_GetLastError(NULL);
 		pthread_mutex_lock(&s->mu);
 		set_error(s, "refused", "cannot connect to %s: %s%s", s->shown,
@@ -562,13 +597,14 @@ static int check_stream(struct ship *s)
 			auth = true;
 			last = refusal;
 		}
+		pthread_mutex_unlock(&s->mu);
+		if (!auth && sandboxed(s))
+			return -EAGAIN;
+		pthread_mutex_lock(&s->mu);
 		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
 			  "storing locally meanwhile%s", s->shown, last && *last ? " (" : "",
 			  last && *last ? last : "", last && *last ? ")" : "",
-			  auth ? "; check ship.creds, ship.user and ship.password_file" :
-			  /* the shipped unit denies the network (ringlogd(8)) */
-			  getenv("INVOCATION_ID") ? "; under systemd, the shipped unit allows no "
-			  "network: add the drop-in of ringlogd(8) SHIPPING" : "");
+			  auth ? "; check ship.creds, ship.user and ship.password_file" : "");
 		pthread_mutex_unlock(&s->mu);
 		return -EAGAIN;
 	}
