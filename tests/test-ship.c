@@ -166,14 +166,15 @@ static void cluster_start(struct cluster *c, const struct live *e, int n, const 
 
 	memset(c, 0, sizeof(*c));
 	c->n = n;
-	snprintf(c->dir, sizeof(c->dir), "%s/nats", e->dir);
-	mkdir(c->dir, 0700);
 	for (int i = 0; i < n; i++) {
 		c->node[i].port = free_port();
 		c->node[i].cport = free_port();
 		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used, "%snats://127.0.0.1:%d",
 					 used ? "," : "", c->node[i].port);
 	}
+	/* by its first port: a test may run two clusters */
+	snprintf(c->dir, sizeof(c->dir), "%s/nats-%d", e->dir, c->node[0].port);
+	mkdir(c->dir, 0700);
 	for (int i = 0; i < n; i++) {
 		node_conf(c, i, extra);
 		node_start(c, i);
@@ -197,10 +198,10 @@ static void urls_json(const struct cluster *c, char *buf, size_t len)
 	snprintf(buf + used, len - used, "]");
 }
 
-/* A daemon on e shipping to c as host, with ship keys extra (JSON members,
- * may be ""). Returns its configuration path in conf. */
-static pid_t ship_daemon(const struct live *e, const struct cluster *c, const char *host,
-			 const char *extra, char *conf, size_t len)
+/* Write the configuration of a daemon on e shipping to c as host, with
+ * ship keys extra (JSON members, may be ""): its path in conf. */
+static void ship_conf(const struct live *e, const struct cluster *c, const char *host,
+		      const char *extra, char *conf, size_t len)
 {
 	char text[2048], urls[300];
 
@@ -213,6 +214,13 @@ static pid_t ship_daemon(const struct live *e, const struct cluster *c, const ch
 		 "\"live\": true, \"interval\": \"200ms\"%s%s } }\n", urls, host, *extra ? ", " : "",
 		 extra);
 	live_write_file(conf, text);
+}
+
+/* A daemon on e shipping to c as host (ship_conf()). */
+static pid_t ship_daemon(const struct live *e, const struct cluster *c, const char *host,
+			 const char *extra, char *conf, size_t len)
+{
+	ship_conf(e, c, host, extra, conf, len);
 	return live_daemon(e, "--config", conf, NULL);
 }
 
@@ -286,6 +294,7 @@ struct fleet {
 		uint32_t pid;
 		uint64_t events, lost;
 		uint64_t next[8];        /* per emitter thread: the next seq */
+		uint64_t first[8];       /* ... and the first one read */
 		bool seen[8];
 	} w[MAXW];
 	int nw;
@@ -353,6 +362,8 @@ static void read_fleet(const struct live *e, const struct cluster *c, const char
 			if (th < 8) {
 				if (f->w[w].seen[th] && seq < f->w[w].next[th])
 					f->disorder++;
+				if (!f->w[w].seen[th])
+					f->w[w].first[th] = seq;
 				f->w[w].seen[th] = true;
 				f->w[w].next[th] = seq + 1;
 			}
@@ -786,6 +797,169 @@ Test(ship, resent_chunks_are_discarded, .timeout = 300)
 	live_daemon_stop(d);
 	read_fleet(&e, &c, "", &f);
 	cr_expect_eq(f.events + f.lost, emitted_of(out));
+	cr_expect_eq(f.disorder, 0);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* Wait until the daemon's log has a line containing both a and b. */
+static void wait_log(const struct live *e, const char *a, const char *b)
+{
+	static char text[1 << 18];
+
+	for (int i = 0; i < 100; i++) {
+		char *line, *save = NULL;
+
+		live_log(e, text, sizeof(text));
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strstr(line, a) && strstr(line, b))
+				return;
+		sleep_ms(100);
+	}
+	live_log(e, text, sizeof(text));
+	cr_assert_fail("the log has no line with \"%s\" and \"%s\":\n%s", a, b, text);
+}
+
+/* Wait until the ship status names a server on port. */
+static void wait_server(const struct live *e, int port)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), ":%d", port);
+	for (int i = 0; i < 300; i++) {
+		json_t *s = ship_status(e);
+		const char *srv = s ? json_string_value(json_object_get(s, "server")) : NULL;
+		bool ok = srv && strstr(srv, want) &&
+			  !strcmp(json_string_value(json_object_get(s, "state")) ?: "", "connected");
+
+		json_decref(s);
+		if (ok)
+			return;
+		sleep_ms(100);
+	}
+	log_status(e);
+	cr_assert_fail("shipping never went to the server on port %d", port);
+}
+
+/* SIGHUP with the ship section moved to other servers (another cluster,
+ * with its own stream) and a larger window, while
+ * programs emit: shipping goes on there without a restart, and the two
+ * streams together hold every event once: the first a prefix of each
+ * writer's events, the second the rest (nothing acknowledged by the first
+ * is sent again, nothing is skipped). */
+Test(ship, reload_moves_shipping_without_loss_or_duplication, .timeout = 300)
+{
+	struct live e;
+	struct cluster c1, c2;
+	struct fleet f1, f2;
+	char conf[400], out[2][400];
+	pid_t d, em[2];
+	uint64_t emitted = 0;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c1, &e, 1, NULL);
+	cluster_start(&c2, &e, 1, NULL);
+	d = ship_daemon(&e, &c1, "alpha", "\"create_stream\": true, \"replicas\": 1, "
+			"\"max_pending\": 8", conf, sizeof(conf));
+	for (int k = 0; k < 2; k++)
+		em[k] = emitter(&e, "2", "30000", "10000", out[k], sizeof(out[k]), k);
+	wait_server(&e, c1.node[0].port);
+	sleep_ms(1000);
+	ship_conf(&e, &c2, "alpha", "\"create_stream\": true, \"replicas\": 1, "
+		  "\"max_pending\": 64", conf, sizeof(conf));
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	wait_log(&e, "SIGHUP: ship: to stream", "once the messages in flight");
+	wait_server(&e, c2.node[0].port);
+	for (int k = 0; k < 2; k++)
+		live_wait_ok(em[k], "emitter");
+	wait_shipped(&e, 120);
+	s = ship_status(&e);
+	cr_expect(json_integer_value(json_object_get(s, "shipped_events")) > 0);
+	json_decref(s);
+	live_daemon_stop(d);
+
+	read_fleet(&e, &c1, "", &f1);
+	read_fleet(&e, &c2, "", &f2);
+	for (int k = 0; k < 2; k++)
+		emitted += emitted_of(out[k]);
+	fprintf(stderr, "ship: reload: %llu emitted, %llu in the first stream, %llu in the second, "
+		"%llu + %llu counted lost\n", (unsigned long long)emitted,
+		(unsigned long long)f1.events, (unsigned long long)f2.events,
+		(unsigned long long)f1.lost, (unsigned long long)f2.lost);
+	cr_expect_gt(f1.events, 0, "nothing was shipped before the reload");
+	cr_expect_gt(f2.events, 0, "nothing was shipped to the new servers");
+	cr_expect_eq(f1.disorder + f2.disorder, 0, "events duplicated or out of order");
+	cr_expect_eq(f1.events + f2.events + f1.lost + f2.lost, emitted,
+		     "first %llu + second %llu + lost %llu != emitted %llu",
+		     (unsigned long long)f1.events, (unsigned long long)f2.events,
+		     (unsigned long long)(f1.lost + f2.lost), (unsigned long long)emitted);
+	/* once: what the second stream has of a writer's thread comes after
+	 * what the first has */
+	for (int a = 0; a < f2.nw; a++)
+		for (int b = 0; b < f1.nw; b++) {
+			if (f1.w[b].pid != f2.w[a].pid)
+				continue;
+			for (int th = 0; th < 8; th++)
+				if (f1.w[b].seen[th] && f2.w[a].seen[th])
+					cr_expect_geq(f2.w[a].first[th], f1.w[b].next[th],
+						      "pid %u thread %d: the second stream starts at "
+						      "%llu, the first ended before %llu", f2.w[a].pid,
+						      th, (unsigned long long)f2.w[a].first[th],
+						      (unsigned long long)f1.w[b].next[th]);
+		}
+	cluster_stop(&c1);
+	cluster_stop(&c2);
+	live_cleanup(&e);
+}
+
+/* SIGHUP with a ship section the parser refuses (the whole file is kept),
+ * then with one libnats refuses (a tls_ca that is no certificate: the rest
+ * of the file applies, the ship section is kept): each said in the log,
+ * naming the key or the cause, and shipping goes on as before, every
+ * event in the stream. */
+Test(ship, reload_refuses_an_invalid_ship_section, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[2][400], bad[400], extra[800];
+	pid_t d, em;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
+			sizeof(conf));
+	em = emitter(&e, "1", "5000", "0", out[0], sizeof(out[0]), 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+
+	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"max_pending\": 0", conf,
+		  sizeof(conf));
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	wait_log(&e, "SIGHUP: keeping the running configuration", "ship.max_pending");
+
+	snprintf(bad, sizeof(bad), "%s/not-a-ca.pem", e.dir);
+	live_write_file(bad, "this is no certificate\n");
+	snprintf(extra, sizeof(extra), "\"create_stream\": true, \"replicas\": 1, \"tls_ca\": "
+		 "\"%s\"", bad);
+	ship_conf(&e, &c, "alpha", extra, conf, sizeof(conf));
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	wait_log(&e, "SIGHUP: ship: keeping the running ship section", "the new one is refused");
+	wait_log(&e, "SIGHUP: configuration reloaded", "");
+
+	em = emitter(&e, "1", "5000", "0", out[1], sizeof(out[1]), 1);
+	live_wait_ok(em, "emitter");
+	wait_server(&e, c.node[0].port);
+	wait_shipped(&e, 60);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]),
+		     "%llu + lost %llu != emitted %llu", (unsigned long long)f.events,
+		     (unsigned long long)f.lost,
+		     (unsigned long long)(emitted_of(out[0]) + emitted_of(out[1])));
 	cr_expect_eq(f.disorder, 0);
 	cluster_stop(&c);
 	live_cleanup(&e);

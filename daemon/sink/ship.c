@@ -33,12 +33,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
 
 enum { P_SENT, P_ACKED, P_FAILED };
+
+/* The ship section as the thread uses it (conf_from()). */
+struct ship_conf {
+	char host[RINGLOG_SHIP_HOST_MAX], subject[300], stream[64];
+	char servers[RINGLOG_SHIP_SERVERS_MAX];
+	char shown[RINGLOG_SHIP_SERVERS_MAX]; /* the same without "user:pass@" */
+	struct ringlog_config cfg;            /* credentials, stream creation */
+	unsigned max_pending;
+	uint64_t max_backlog, interval_ns;
+	uint64_t files;                       /* the files named: inode, size, time */
+};
 
 struct pend {
 	uint64_t seg, chunk;
@@ -59,13 +71,15 @@ struct ship {
 	pthread_cond_t cv;
 	uint64_t stop_by_ns;   /* shutdown: ship what is on disk until then */
 
-	/* configuration, copied at start (the thread never reads d->cfg) */
-	char dir[1024], host[RINGLOG_SHIP_HOST_MAX], subject[300], stream[64];
-	char servers[RINGLOG_SHIP_SERVERS_MAX];
-	char shown[RINGLOG_SHIP_SERVERS_MAX]; /* the same without "user:pass@" */
-	struct ringlog_config cfgcopy; /* credentials, stream creation */
-	unsigned max_pending;
-	uint64_t max_backlog, interval_ns;
+	/* configuration: the thread's own copy (it never reads d->cfg),
+	 * replaced by the thread itself when a reload changed it (next) */
+	char dir[1024];        /* storage_dir: fixed for the process's life */
+	struct ship_conf c, next;
+	struct pend *next_win; /* next's window, allocated by the loop */
+	size_t next_cap;
+	bool reload;           /* next is waiting */
+	uint64_t reload_by_ns; /* wait for outstanding acks until then */
+	bool off;              /* a reload emptied ship.servers */
 
 	/* what the store has on disk: chunks up to front_chunk of front_seg,
 	 * every chunk of the segments before it (loop -> thread) */
@@ -231,7 +245,7 @@ static int state_save(const struct ship *s, uint64_t seg, uint64_t chunk, uint64
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "ringlog-ship 1 %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->host, seg, chunk, off);
+	fprintf(f, "ringlog-ship 1 %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->c.host, seg, chunk, off);
 	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
 		err = -errno;
 	if (fclose(f) != 0 && !err)
@@ -307,7 +321,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 			p->state = P_FAILED;
 			if (!s->failed)
 				set_error(s, "retrying", "no acknowledgement from stream \"%s\" for %s: %s; "
-					  "sending again from it", s->stream, id,
+					  "sending again from it", s->c.stream, id,
 					  pae && pae->ErrText ? pae->ErrText :
 					  natsStatus_GetText(pae ? pae->Err : NATS_ERR));
 			s->failed = true;
@@ -402,17 +416,20 @@ static int read_secret(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Options from the configuration: 0, or -EINVAL with the state set. */
-static int make_options(struct ship *s, natsOptions **out)
+/* libnats's options from the ship section sc (s: the callbacks' closure):
+ * 0, or -EINVAL with why set. No connection is made: a reload checks a new
+ * section with it before taking it. */
+static int make_options(struct ship *s, const struct ship_conf *sc, natsOptions **out, char *why,
+			size_t len)
 {
-	const struct ringlog_config *c = &s->cfgcopy;
+	const struct ringlog_config *c = &sc->cfg;
 	const char *urls[64];
 	char list[RINGLOG_SHIP_SERVERS_MAX], *save = NULL, pw[512];
 	natsOptions *o = NULL;
 	natsStatus st;
 	int n = 0;
 
-	snprintf(list, sizeof(list), "%s", s->servers);
+	snprintf(list, sizeof(list), "%s", sc->servers);
 	for (char *u = strtok_r(list, ",", &save); u && n < 64; u = strtok_r(NULL, ",", &save))
 		urls[n++] = u;
 	st = natsOptions_Create(&o);
@@ -442,8 +459,8 @@ static int make_options(struct ship *s, natsOptions **out)
 		st = natsOptions_SetUserCredentialsFromFiles(o, c->ship.creds, NULL);
 	if (st == NATS_OK && c->ship.user[0]) {
 		if (read_secret(c->ship.password_file, pw, sizeof(pw)) < 0) {
-			set_error(s, "refused", "cannot read ship.password_file %s: %s",
-				  c->ship.password_file, strerror(errno));
+			snprintf(why, len, "cannot read ship.password_file %.400s: %s",
+				 c->ship.password_file, strerror(errno));
 			natsOptions_Destroy(o);
 			return -EINVAL;
 		}
@@ -458,10 +475,10 @@ static int make_options(struct ship *s, natsOptions **out)
 	if (st == NATS_OK && c->ship.tls_cert[0])
 		st = natsOptions_LoadCertificatesChain(o, c->ship.tls_cert, c->ship.tls_key);
 	if (st != NATS_OK) {
-		const char *why = nats_GetLastError(NULL);
+		const char *last = nats_GetLastError(NULL);
 
-		set_error(s, "refused", "the ship settings are refused by libnats: %s",
-			  why ? why : natsStatus_GetText(st));
+		snprintf(why, len, "the ship settings are refused by libnats: %s",
+			 last ? last : natsStatus_GetText(st));
 		natsOptions_Destroy(o);
 		return -EINVAL;
 	}
@@ -487,7 +504,7 @@ static bool sandboxed(struct ship *s)
 	}
 	s->probe_ns = now;
 	pthread_mutex_unlock(&s->mu);
-	denied = ship_sandbox_denies(s->servers, why, sizeof(why)) < 0;
+	denied = ship_sandbox_denies(s->c.servers, why, sizeof(why)) < 0;
 	pthread_mutex_lock(&s->mu);
 	s->sandboxed = denied;
 	if (denied)
@@ -506,8 +523,14 @@ static int connect_cluster(struct ship *s)
 	natsStatus st;
 	const char *why;
 
-	if (make_options(s, &o) < 0)
+	char bad[sizeof(s->error)];
+
+	if (make_options(s, &s->c, &o, bad, sizeof(bad)) < 0) {
+		pthread_mutex_lock(&s->mu);
+		set_error(s, "refused", "%s", bad);
+		pthread_mutex_unlock(&s->mu);
 		return -EINVAL;
+	}
 	st = natsConnection_Connect(&s->nc, o);
 	natsOptions_Destroy(o);
 	{
@@ -532,7 +555,7 @@ static int connect_cluster(struct ship *s)
 		}
 		why = nats_GetLastError(NULL);
 		pthread_mutex_lock(&s->mu);
-		set_error(s, "refused", "cannot connect to %s: %s%s", s->shown,
+		set_error(s, "refused", "cannot connect to %s: %s%s", s->c.shown,
 			  why ? why : natsStatus_GetText(st),
 			  st == NATS_NOT_PERMITTED || (why && strstr(why, "uthoriz")) ?
 			  " (check ship.creds, ship.user and ship.password_file)" : "");
@@ -545,7 +568,7 @@ static int connect_cluster(struct ship *s)
 	jo.Wait = 5000;
 	jo.PublishAsync.AckHandler = on_ack;
 	jo.PublishAsync.AckHandlerClosure = s;
-	jo.PublishAsync.MaxPending = (int64_t)s->max_pending * 2 + 64;
+	jo.PublishAsync.MaxPending = (int64_t)s->c.max_pending * 2 + 64;
 	st = natsConnection_JetStream(&s->js, s->nc, &jo);
 	if (st != NATS_OK)
 		goto fail;
@@ -556,7 +579,7 @@ static int connect_cluster(struct ship *s)
 fail:
 	why = nats_GetLastError(NULL);
 	pthread_mutex_lock(&s->mu);
-	set_error(s, "refused", "JetStream on %s: %s", s->shown, why ? why : natsStatus_GetText(st));
+	set_error(s, "refused", "JetStream on %s: %s", s->c.shown, why ? why : natsStatus_GetText(st));
 	pthread_mutex_unlock(&s->mu);
 	return -EIO;
 }
@@ -565,7 +588,7 @@ fail:
  * -EAGAIN (not connected, no answer: try again), -ENOENT (refused). */
 static int check_stream(struct ship *s)
 {
-	const struct ringlog_config *c = &s->cfgcopy;
+	const struct ringlog_config *c = &s->c.cfg;
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
 	natsStatus st;
@@ -602,7 +625,7 @@ static int check_stream(struct ship *s)
 			return -EAGAIN;
 		pthread_mutex_lock(&s->mu);
 		set_error(s, "connecting", "no server of %s accepts a connection%s%s%s; retrying, "
-			  "storing locally meanwhile%s", s->shown, last && *last ? " (" : "",
+			  "storing locally meanwhile%s", s->c.shown, last && *last ? " (" : "",
 			  last && *last ? last : "", last && *last ? ")" : "",
 			  auth ? "; check ship.creds, ship.user and ship.password_file" : "");
 		pthread_mutex_unlock(&s->mu);
@@ -612,7 +635,7 @@ static int check_stream(struct ship *s)
 	s->refusal[0] = '\0';
 	pthread_mutex_unlock(&s->mu);
 	note_server(s, s->nc);
-	st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
+	st = js_GetStreamInfo(&si, s->js, s->c.stream, NULL, &jerr);
 	if (st == NATS_OK) {
 		jsStreamInfo_Destroy(si);
 		return 0;
@@ -620,19 +643,19 @@ static int check_stream(struct ship *s)
 	if (st == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
 		jsStreamConfig sc;
 		/* the default subject ringlog.HOST: one stream for every host */
-		const char *subjects[1] = { c->ship.subject[0] ? s->subject : "ringlog.>" };
+		const char *subjects[1] = { c->ship.subject[0] ? s->c.subject : "ringlog.>" };
 		const char *why;
 
 		if (!c->ship.create_stream) {
 			pthread_mutex_lock(&s->mu);
 			set_error(s, "refused", "stream \"%s\" does not exist on %s; create it (subject "
 				  "%s) or set ship.create_stream; storing locally meanwhile",
-				  s->stream, s->server, s->subject);
+				  s->c.stream, s->server, s->c.subject);
 			pthread_mutex_unlock(&s->mu);
 			return -ENOENT;
 		}
 		jsStreamConfig_Init(&sc);
-		sc.Name = s->stream;
+		sc.Name = s->c.stream;
 		sc.Subjects = subjects;
 		sc.SubjectsLen = 1;
 		sc.Storage = js_FileStorage;
@@ -649,13 +672,13 @@ static int check_stream(struct ship *s)
 			jsStreamInfo_Destroy(si);
 			pthread_mutex_lock(&s->mu);
 			say(s, LOG_NOTICE, "ship: created stream \"%s\" (subject %s, %u replicas)",
-			    s->stream, subjects[0], c->ship.replicas);
+			    s->c.stream, subjects[0], c->ship.replicas);
 			pthread_mutex_unlock(&s->mu);
 			return 0;
 		}
 		why = nats_GetLastError(NULL);
 		pthread_mutex_lock(&s->mu);
-		set_error(s, "refused", "cannot create stream \"%s\" on %s: %s (error %d)", s->stream,
+		set_error(s, "refused", "cannot create stream \"%s\" on %s: %s (error %d)", s->c.stream,
 			  s->server, why ? why : natsStatus_GetText(st), (int)jerr);
 		pthread_mutex_unlock(&s->mu);
 		return -ENOENT;
@@ -664,7 +687,7 @@ static int check_stream(struct ship *s)
 		const char *why = nats_GetLastError(NULL);
 
 		pthread_mutex_lock(&s->mu);
-		set_error(s, "retrying", "stream \"%s\" on %s: %s", s->stream, s->server,
+		set_error(s, "retrying", "stream \"%s\" on %s: %s", s->c.stream, s->server,
 			  why ? why : natsStatus_GetText(st));
 		pthread_mutex_unlock(&s->mu);
 	}
@@ -739,13 +762,13 @@ static int publish(struct ship *s, struct ship_reader *r, struct ship_part *msg,
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
-		msg_id(id, sizeof(id), s->host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
+		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
 		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, msg->data + off, len));
-		st = natsMsg_Create(&m, s->subject, NULL, (const char *)msg->data + off, (int)len);
+		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)msg->data + off, (int)len);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
 		if (st == NATS_OK)
-			st = natsMsgHeader_Set(m, "Ringlog-Host", s->host);
+			st = natsMsgHeader_Set(m, "Ringlog-Host", s->c.host);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
 		if (st == NATS_OK)
@@ -767,7 +790,7 @@ static int publish(struct ship *s, struct ship_reader *r, struct ship_part *msg,
 			p->state = P_FAILED;
 			if (!s->failed)
 				set_error(s, "retrying", "cannot publish to %s: %s; storing locally, "
-					  "sending again when it answers", s->subject,
+					  "sending again when it answers", s->c.subject,
 					  why ? why : natsStatus_GetText(st));
 			s->failed = true;
 			pthread_mutex_unlock(&s->mu);
@@ -786,6 +809,55 @@ static bool more_on_disk(const struct ship *s, const struct ship_reader *r, int6
 	if (r->seg < s->front_seg)
 		return true;
 	return (int64_t)last_chunk < s->front_chunk;
+}
+
+/* A message of the window awaits its ack (mu held). */
+static bool outstanding(struct ship *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (win_at(s, i)->state == P_SENT)
+			return true;
+	return false;
+}
+
+/* Take the section a reload left in next (mu held; dropped meanwhile):
+ * the connection goes, the window is the new one, empty (what was not
+ * acknowledged goes again, from the acknowledged position). */
+static void apply_reload(struct ship *s)
+{
+	struct pend *old = s->win;
+	natsConnection *nc = s->nc;
+	jsCtx *js = s->js;
+
+	s->resent += s->n;
+	s->c = s->next;
+	s->off = !s->c.servers[0];
+	if (s->next_win) {
+		s->win = s->next_win;
+		s->cap = s->next_cap;
+		s->next_win = NULL;
+	} else {
+		old = NULL; /* off: the old window stays, unused */
+	}
+	s->head = s->n = 0;
+	s->failed = false;
+	s->ns_inflight = false;
+	s->reload = false;
+	s->nc = NULL;
+	s->js = NULL;
+	s->refusal[0] = '\0';
+	s->server[0] = '\0';
+	s->error[0] = '\0';
+	s->sandboxed = false;
+	s->probe_ns = 0;
+	s->max_payload = 0;
+	snprintf(s->state, sizeof(s->state), "%s", s->off ? "off" : "connecting");
+	/* libnats's callbacks take mu: not held while it closes */
+	pthread_mutex_unlock(&s->mu);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	free(old); /* an ack still coming finds the new window: ignored */
+	pthread_mutex_lock(&s->mu);
 }
 
 static void *ship_main(void *arg)
@@ -831,6 +903,25 @@ static void *ship_main(void *arg)
 			}
 			pthread_mutex_lock(&s->mu);
 		}
+		/* A reload changed the section: what is in flight comes back
+		 * first (for at most a moment), so that what the old settings
+		 * sent is acknowledged, never sent again under the new ones;
+		 * then shipping goes on from the acknowledged position. */
+		if (s->reload) {
+			if (connected && !s->failed && outstanding(s) &&
+			    d_now(CLOCK_MONOTONIC) < s->reload_by_ns) {
+				wait_ms(s, 100);
+				continue;
+			}
+			apply_reload(s);
+			connected = false;
+			reposition = true;
+			continue;
+		}
+		if (s->off) {
+			wait_ms(s, 1000);
+			continue;
+		}
 		if (!connected) {
 			int err;
 
@@ -850,17 +941,12 @@ static void *ship_main(void *arg)
 			s->error[0] = '\0';
 			snprintf(s->state, sizeof(s->state), "connected");
 			say(s, LOG_NOTICE, "ship: shipping to stream \"%s\" on %s as %s (subject %s)",
-			    s->stream, s->server, s->host, s->subject);
+			    s->c.stream, s->server, s->c.host, s->c.subject);
 		}
 		/* After a failure: wait for everything outstanding, then send
 		 * again from the first unacknowledged message. */
 		if (s->failed) {
-			bool outstanding = false;
-
-			for (size_t i = 0; i < s->n; i++)
-				if (win_at(s, i)->state == P_SENT)
-					outstanding = true;
-			if (outstanding) {
+			if (outstanding(s)) {
 				wait_ms(s, 100);
 				continue;
 			}
@@ -892,7 +978,7 @@ static void *ship_main(void *arg)
 			reposition = false;
 			continue;
 		}
-		if (s->n >= s->max_pending) {
+		if (s->n >= s->c.max_pending) {
 			wait_ms(s, 200);
 			continue;
 		}
@@ -902,6 +988,7 @@ static void *ship_main(void *arg)
 		}
 		{
 			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
+			uint64_t max_backlog = s->c.max_backlog;
 			uint64_t aseg = s->ack_valid ? s->ack_seg : 0, achunk = s->ack_chunk;
 			bool ackv = s->ack_valid;
 			struct ship_part msg;
@@ -932,7 +1019,7 @@ static void *ship_main(void *arg)
 				if (next != UINT64_MAX && next <= front) {
 					uint64_t behind = shipr_bytes_from(s->dir, next);
 
-					while (behind > s->max_backlog && next < front) {
+					while (behind > max_backlog && next < front) {
 						struct ringlog_seg_file f;
 						const char *why;
 						char path[1100];
@@ -949,7 +1036,7 @@ static void *ship_main(void *arg)
 						say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not shipped are "
 						    "over ship.max_backlog (%" PRIu64 "): segment %" PRIu64
 						    " (%" PRIu64 " events) is not shipped", behind,
-						    s->max_backlog, next, ev);
+						    max_backlog, next, ev);
 						pthread_mutex_unlock(&s->mu);
 						after = shipr_next_seq(s->dir, next);
 						if (after == UINT64_MAX)
@@ -975,7 +1062,7 @@ static void *ship_main(void *arg)
 				continue;
 			}
 			shipr_absorb(r);
-			if (shipr_build(r, s->host, &msg) < 0) {
+			if (shipr_build(r, s->c.host, &msg) < 0) {
 				pthread_mutex_lock(&s->mu);
 				wait_ms(s, 200);
 				reposition = true;
@@ -1053,11 +1140,89 @@ static void host_default(const struct daemon *d, char *host, size_t len)
 		snprintf(host, len, "unknown");
 }
 
-void ship_init(struct daemon *d)
+/* The ship section of c as the thread uses it. */
+static void conf_from(const struct daemon *d, const struct ringlog_config *c, struct ship_conf *sc)
+{
+	char list[RINGLOG_SHIP_SERVERS_MAX], *save = NULL;
+	size_t used = 0;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->cfg = *c;
+	if (c->ship.host[0])
+		snprintf(sc->host, sizeof(sc->host), "%s", c->ship.host);
+	else
+		host_default(d, sc->host, sizeof(sc->host));
+	if (c->ship.subject[0])
+		snprintf(sc->subject, sizeof(sc->subject), "%s", c->ship.subject);
+	else
+		snprintf(sc->subject, sizeof(sc->subject), "ringlog.%s", sc->host);
+	snprintf(sc->stream, sizeof(sc->stream), "%s", c->ship.stream);
+	snprintf(sc->servers, sizeof(sc->servers), "%s", c->ship.servers);
+	snprintf(list, sizeof(list), "%s", c->ship.servers);
+	for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+		strip_userinfo(u);
+		used += (size_t)snprintf(sc->shown + used, sizeof(sc->shown) - used, "%s%s",
+					 used ? "," : "", u);
+		if (used >= sizeof(sc->shown))
+			break;
+	}
+	sc->max_pending = c->ship.max_pending;
+	sc->max_backlog = c->ship.max_backlog < c->max_disk ? c->ship.max_backlog : c->max_disk;
+	sc->interval_ns = c->ship.interval_ns;
+	/* the files named: a reload after one was replaced (a new password,
+	 * a renewed certificate) connects again */
+	{
+		const char *files[] = { c->ship.creds, c->ship.password_file, c->ship.tls_ca,
+					c->ship.tls_cert, c->ship.tls_key };
+		uint64_t h = 1469598103934665603ull;
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			struct stat st;
+			uint64_t v[4] = { 0 };
+
+			if (files[i][0] && stat(files[i], &st) == 0) {
+				v[0] = (uint64_t)st.st_ino;
+				v[1] = (uint64_t)st.st_size;
+				v[2] = (uint64_t)st.st_mtim.tv_sec;
+				v[3] = (uint64_t)st.st_mtim.tv_nsec;
+			}
+			for (size_t k = 0; k < 4; k++)
+				h = (h ^ v[k]) * 1099511628211ull;
+		}
+		sc->files = h;
+	}
+}
+
+/* Does going from a to b need a new connection (and window)? Everything
+ * but live, interval and max_backlog, which apply as they are. */
+static bool conf_reconnects(const struct ship_conf *a, const struct ship_conf *b)
+{
+	const __typeof__(a->cfg.ship) *x = &a->cfg.ship, *y = &b->cfg.ship;
+
+	return strcmp(a->host, b->host) || strcmp(a->subject, b->subject) ||
+	       strcmp(a->stream, b->stream) || strcmp(a->servers, b->servers) ||
+	       strcmp(x->creds, y->creds) || strcmp(x->user, y->user) ||
+	       strcmp(x->password_file, y->password_file) || strcmp(x->tls_ca, y->tls_ca) ||
+	       strcmp(x->tls_cert, y->tls_cert) || strcmp(x->tls_key, y->tls_key) ||
+	       a->files != b->files || a->max_pending != b->max_pending ||
+	       x->create_stream != y->create_stream || x->replicas != y->replicas ||
+	       x->max_age_ns != y->max_age_ns || x->max_bytes != y->max_bytes;
+}
+
+/* The window for max_pending messages: a chunk's fragments beyond it,
+ * 16 MiB chunks at most (segment.h), max_payload at least 64 KiB in
+ * practice. NULL when out of memory. */
+static struct pend *window_new(unsigned max_pending, size_t *cap)
+{
+	*cap = (size_t)max_pending + 512;
+	return calloc(*cap, sizeof(struct pend));
+}
+
+static void init_with(struct daemon *d, const struct ringlog_config *c)
 {
 	struct ship *s;
 
-	if (!d->cfg.ship.servers[0] || g)
+	if (!c->ship.servers[0] || g)
 		return;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -1065,58 +1230,33 @@ void ship_init(struct daemon *d)
 	s->d = d;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	if (strlen(d->cfg.storage_dir) >= sizeof(s->dir)) {
+	if (strlen(c->storage_dir) >= sizeof(s->dir)) {
 		d_log(LOG_ERR, "ship: storage_dir is longer than %zu bytes: shipping is off",
 		      sizeof(s->dir) - 1);
 		free(s);
 		return;
 	}
-	memcpy(s->dir, d->cfg.storage_dir, strlen(d->cfg.storage_dir) + 1);
+	memcpy(s->dir, c->storage_dir, strlen(c->storage_dir) + 1);
 	s->reading_seg = UINT64_MAX;
 	state_load(s);
 	snprintf(s->state, sizeof(s->state), "starting");
 	g = s;
 }
 
-int ship_start(struct daemon *d)
+void ship_init(struct daemon *d)
+{
+	init_with(d, &d->cfg);
+}
+
+static int start_with(struct daemon *d, const struct ringlog_config *c)
 {
 	struct ship *s = g;
-	const struct ringlog_config *c = &d->cfg;
 	int err;
 
-	if (!s)
+	if (!s || s->started)
 		return 0;
-	s->cfgcopy = *c;
-	if (c->ship.host[0])
-		snprintf(s->host, sizeof(s->host), "%s", c->ship.host);
-	else
-		host_default(d, s->host, sizeof(s->host));
-	if (c->ship.subject[0])
-		snprintf(s->subject, sizeof(s->subject), "%s", c->ship.subject);
-	else
-		snprintf(s->subject, sizeof(s->subject), "ringlog.%s", s->host);
-	snprintf(s->stream, sizeof(s->stream), "%s", c->ship.stream);
-	snprintf(s->servers, sizeof(s->servers), "%s", c->ship.servers);
-	{
-		char list[RINGLOG_SHIP_SERVERS_MAX], *save = NULL;
-		size_t used = 0;
-
-		snprintf(list, sizeof(list), "%s", c->ship.servers);
-		for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
-			strip_userinfo(u);
-			used += (size_t)snprintf(s->shown + used, sizeof(s->shown) - used, "%s%s",
-						 used ? "," : "", u);
-			if (used >= sizeof(s->shown))
-				break;
-		}
-	}
-	s->max_pending = c->ship.max_pending;
-	s->max_backlog = c->ship.max_backlog < c->max_disk ? c->ship.max_backlog : c->max_disk;
-	s->interval_ns = c->ship.interval_ns;
-	/* a chunk's fragments beyond the window: 16 MiB chunks at most
-	 * (segment.h), max_payload at least 64 KiB in practice */
-	s->cap = (size_t)s->max_pending + 512;
-	s->win = calloc(s->cap, sizeof(*s->win));
+	conf_from(d, c, &s->c);
+	s->win = window_new(s->c.max_pending, &s->cap);
 	if (!s->win)
 		return -ENOMEM;
 	/* What is on disk now: every segment before the one being written. */
@@ -1128,8 +1268,88 @@ int ship_start(struct daemon *d)
 		return -err;
 	}
 	s->started = true;
-	d_log(LOG_INFO, "ship: to stream \"%s\" at %s as %s", s->stream, s->shown, s->host);
+	d_log(LOG_INFO, "ship: to stream \"%s\" at %s as %s", s->c.stream, s->c.shown, s->c.host);
 	return 0;
+}
+
+int ship_start(struct daemon *d)
+{
+	return start_with(d, &d->cfg);
+}
+
+void ship_reload(struct daemon *d, struct ringlog_config *next)
+{
+	struct ship *s = g;
+	struct ship_conf *sc;
+	struct pend *win = NULL;
+	size_t cap = 0;
+	char why[sizeof(s->error)];
+	bool reconnect;
+
+	if (!s || !s->started) {
+		/* not shipping yet: a ship section set now starts it */
+		if (s && !next->ship.servers[0])
+			return;
+		init_with(d, next);
+		if (start_with(d, next) == 0 && g && g->started)
+			d_log(LOG_NOTICE, "SIGHUP: ship: shipping starts");
+		return;
+	}
+	sc = malloc(sizeof(*sc));
+	if (!sc) {
+		d_log(LOG_WARNING, "SIGHUP: ship: out of memory; keeping the running ship section");
+		next->ship = d->cfg.ship;
+		return;
+	}
+	conf_from(d, next, sc);
+	if (sc->servers[0]) {
+		natsOptions *o = NULL;
+
+		/* what libnats would refuse at the next connection is refused
+		 * now, while the running section still works */
+		if (make_options(s, sc, &o, why, sizeof(why)) < 0) {
+			d_log(LOG_WARNING, "SIGHUP: ship: keeping the running ship section (stream "
+			      "\"%s\" at %s): the new one is refused: %s", s->c.stream, s->c.shown, why);
+			next->ship = d->cfg.ship;
+			free(sc);
+			return;
+		}
+		natsOptions_Destroy(o);
+	}
+	pthread_mutex_lock(&s->mu);
+	reconnect = conf_reconnects(s->reload ? &s->next : &s->c, sc) || s->off != !sc->servers[0];
+	pthread_mutex_unlock(&s->mu);
+	if (reconnect && sc->servers[0] && !(win = window_new(sc->max_pending, &cap))) {
+		d_log(LOG_WARNING, "SIGHUP: ship: out of memory; keeping the running ship section");
+		next->ship = d->cfg.ship;
+		free(sc);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	/* these apply at once: the loop and the thread read them under mu */
+	s->c.max_backlog = sc->max_backlog;
+	s->c.interval_ns = sc->interval_ns;
+	if (reconnect) {
+		free(s->next_win);
+		s->next = *sc;
+		s->next_win = win;
+		s->next_cap = cap;
+		s->reload = true;
+		s->reload_by_ns = d_now(CLOCK_MONOTONIC) + 5000000000ull;
+		pthread_cond_broadcast(&s->cv);
+	} else if (s->reload) {
+		s->next.max_backlog = sc->max_backlog;
+		s->next.interval_ns = sc->interval_ns;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (reconnect && sc->servers[0])
+		d_log(LOG_NOTICE, "SIGHUP: ship: to stream \"%s\" at %s as %s (subject %s), from the "
+		      "acknowledged position, once the messages in flight are acknowledged",
+		      sc->stream, sc->shown, sc->host, sc->subject);
+	else if (reconnect)
+		d_log(LOG_NOTICE, "SIGHUP: ship: ship.servers is empty: shipping stops, once the "
+		      "messages in flight are acknowledged (ship.state keeps the position)");
+	free(sc);
 }
 
 bool ship_tick(struct daemon *d)
@@ -1137,6 +1357,7 @@ bool ship_tick(struct daemon *d)
 	struct ship *s = g;
 	char lines[8][sizeof(s->notes[0].text)];
 	int levels[8], n = 0;
+	uint64_t interval;
 	bool seal = false;
 
 	if (!s)
@@ -1150,12 +1371,13 @@ bool ship_tick(struct daemon *d)
 		memcpy(lines[n], s->notes[i].text, sizeof(lines[n]));
 		levels[n] = s->notes[i].level;
 	}
+	interval = s->c.interval_ns;
 	pthread_mutex_unlock(&s->mu);
 	for (int i = 0; i < n; i++)
 		d_log(levels[i], "%s", lines[i]);
 	/* ship.live: the open chunk goes at least every interval */
 	if (d->cfg.ship.live && d->st->open && d->st->open->events &&
-	    d_now(CLOCK_MONOTONIC) - d->st->open->opened_mono_ns >= s->interval_ns)
+	    d_now(CLOCK_MONOTONIC) - d->st->open->opened_mono_ns >= interval)
 		seal = true;
 	return seal;
 }
@@ -1187,13 +1409,13 @@ bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
 	if (!s)
 		return false;
 	pthread_mutex_lock(&s->mu);
-	keep = !s->ack_valid || seg->seq > s->ack_seg ||
-	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes);
+	keep = !s->off && (!s->ack_valid || seg->seq > s->ack_seg ||
+	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes));
 	if (keep) {
 		for (struct segfile *f = d->st->segs; f; f = f->next)
 			if (!s->ack_valid || f->seq >= s->ack_seg)
 				unshipped += f->bytes;
-		keep = unshipped <= s->max_backlog;
+		keep = unshipped <= s->c.max_backlog;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return keep;
@@ -1208,9 +1430,9 @@ json_t *ship_status(struct daemon *d)
 
 	if (!d->cfg.ship.servers[0])
 		return NULL;
-	if (!s) /* servers set by a reload: shipping starts with the daemon */
+	if (!s || !s->started) /* the thread could not start (logged) */
 		return json_pack("{s:s,s:s}", "state", "off",
-				 "error", "ship.servers was set by a reload: restart ringlogd to ship");
+				 "error", "the shipping thread could not start (see the log)");
 	pthread_mutex_lock(&s->mu);
 	/* lag from the index: the chunks after the acknowledged one, and
 	 * their bytes (a segment's header is not shipped) */
@@ -1228,8 +1450,8 @@ json_t *ship_status(struct daemon *d)
 		lag_s = (double)(now - s->ack_real_ns) / 1e9;
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 		      "s:{s:I,s:I}}",
-		"state", s->state, "error", s->error, "server", s->server, "stream", s->stream,
-		"subject", s->subject, "host", s->host,
+		"state", s->state, "error", s->error, "server", s->server, "stream", s->c.stream,
+		"subject", s->c.subject, "host", s->c.host,
 		"lag_bytes", (json_int_t)lag_bytes, "lag_chunks", (json_int_t)lag_chunks,
 		"lag_seconds", lag_s, "last_ack_ns", (json_int_t)s->last_ack_real_ns,
 		"acked_messages", (json_int_t)s->acked_msgs, "shipped_events", (json_int_t)s->acked_events,
@@ -1259,6 +1481,7 @@ void ship_stop(struct daemon *d)
 	natsConnection_Destroy(s->nc);
 	nats_CloseAndWait(1000);
 	free(s->win);
+	free(s->next_win);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
