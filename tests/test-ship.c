@@ -965,6 +965,68 @@ Test(ship, reload_refuses_an_invalid_ship_section, .timeout = 180)
 	live_cleanup(&e);
 }
 
+/* SIGHUP turns shipping on (a daemon started without a ship section),
+ * off (ship.servers emptied: no "ship" in status) and on again: what was
+ * stored before, meanwhile and after is all in the stream, once. */
+Test(ship, reload_starts_and_stops_shipping, .timeout = 240)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[3][400];
+	uint64_t emitted = 0;
+	pid_t d, em;
+	json_t *s;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	/* the path ship_conf() writes: the one SIGHUP reads again */
+	snprintf(conf, sizeof(conf), "%s/ringlogd-alpha.json", e.dir);
+	live_write_file(conf, "{ \"flush_interval\": \"200ms\", "
+			"\"forward\": { \"user_events\": false, \"etw\": false } }\n");
+	d = live_daemon(&e, "--config", conf, NULL);
+	em = emitter(&e, "1", "3000", "0", out[0], sizeof(out[0]), 0);
+	live_wait_ok(em, "emitter");
+	s = ship_status(&e);
+	cr_expect_null(s, "a ship status without a ship section");
+	json_decref(s);
+
+	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf, sizeof(conf));
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	wait_server(&e, c.node[0].port);
+	wait_shipped(&e, 60);
+
+	live_write_file(conf, "{ \"flush_interval\": \"200ms\", "
+			"\"forward\": { \"user_events\": false, \"etw\": false }, "
+			"\"ship\": { \"servers\": [] } }\n");
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	wait_log(&e, "SIGHUP: ship: ship.servers is empty", "shipping stops");
+	em = emitter(&e, "1", "3000", "0", out[1], sizeof(out[1]), 1);
+	live_wait_ok(em, "emitter");
+	s = ship_status(&e);
+	cr_expect_null(s, "a ship status with ship.servers empty");
+	json_decref(s);
+
+	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf, sizeof(conf));
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	em = emitter(&e, "1", "3000", "0", out[2], sizeof(out[2]), 2);
+	live_wait_ok(em, "emitter");
+	wait_server(&e, c.node[0].port);
+	wait_shipped(&e, 60);
+	live_daemon_stop(d);
+	read_fleet(&e, &c, "", &f);
+	for (int k = 0; k < 3; k++)
+		emitted += emitted_of(out[k]);
+	cr_expect_eq(f.events + f.lost, emitted, "%llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted);
+	cr_expect_eq(f.disorder, 0);
+	cr_expect_eq(f.nw, 3, "3 writers in the stream, got %d", f.nw);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* Emit n events into daemon d at e, stop it and read its local store:
  * every one is there, whatever the cluster said. */
 static void stores_locally(const struct live *e, pid_t d, const char *n)

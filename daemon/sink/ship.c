@@ -164,9 +164,11 @@ static int start_with(struct daemon *d, const struct ringlog_config *c)
 	s->win = ship_window_new(s->c.max_pending, &s->cap);
 	if (!s->win)
 		return -ENOMEM;
-	/* What is on disk now: every segment before the one being written. */
+	/* What is on disk now: every segment before the one being written,
+	 * and its chunks when none is in flight (a start by SIGHUP: chunks
+	 * sealed before it; with writes in flight, their completions tell) */
 	s->front_seg = d->st->cur ? d->st->cur->seq : d->st->next_seq;
-	s->front_chunk = -1;
+	s->front_chunk = d->st->cur && !d->st->cur->inflight ? (int64_t)d->st->cur->chunks - 1 : -1;
 	if ((err = pthread_create(&s->th, NULL, ship_thread_main, s)) != 0) {
 		d_log(LOG_ERR, "ship: cannot start the shipping thread: %s; storing locally only",
 		      strerror(err));
