@@ -293,7 +293,6 @@ void *ship_thread_main(void *arg)
 			/* room for the headers within max_payload */
 			if (ship_publish(s, r, &msg, limit > 8192 ? limit - 4096 : limit / 2) == 0)
 				backoff = 250;
-			free(msg.data);
 			pthread_mutex_lock(&s->mu);
 		}
 	}
@@ -316,8 +315,6 @@ void *ship_thread_main(void *arg)
 	} else {
 		pthread_mutex_unlock(&s->mu);
 	}
-	shipr_close(r);
-	free(r->descs);
-	free(r);
+	shipr_free(r);
 	return NULL;
 }
