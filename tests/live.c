@@ -43,6 +43,16 @@ void live_cleanup(struct live *e)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* Install a seccomp filter of n instructions on this process: 0 or -1. */
+static int seccomp_install(struct sock_filter *f, unsigned short n)
+{
+	struct sock_fprog prog = { .len = n, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
 static int deny_io_uring(void)
 {
 	struct sock_filter f[] = {
@@ -51,11 +61,8 @@ static int deny_io_uring(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return seccomp_install(f, sizeof(f) / sizeof(f[0]));
 }
 
 /* The daemon's network as systemd's sandbox leaves it: socket(AF_INET or
@@ -80,15 +87,10 @@ static int deny_net(enum live_net how)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(families) / sizeof(families[0]), .filter = families };
 
-	if (how == LIVE_NET_NO_CONNECT) {
-		prog.len = sizeof(connects) / sizeof(connects[0]);
-		prog.filter = connects;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	if (how == LIVE_NET_NO_CONNECT)
+		return seccomp_install(connects, sizeof(connects) / sizeof(connects[0]));
+	return seccomp_install(families, sizeof(families) / sizeof(families[0]));
 }
 
 void live_log(const struct live *e, char *buf, size_t cap)

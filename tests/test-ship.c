@@ -373,6 +373,20 @@ static void read_fleet(const struct live *e, const struct cluster *c, const char
 	fclose(in);
 }
 
+/* The stream on c holds emitted events (or counted losses), each writer's
+ * in order. */
+static void expect_in_stream(const struct live *e, const struct cluster *c, uint64_t emitted)
+{
+	struct fleet f;
+
+	read_fleet(e, c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted, "in the stream %llu + lost %llu != emitted %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted);
+	cr_expect_eq(f.disorder, 0, "%llu events duplicated or out of order",
+		     (unsigned long long)f.disorder);
+}
+
 /* Sum of the "emitted N" of an emitter's report. */
 static uint64_t emitted_of(const char *path)
 {
@@ -403,6 +417,24 @@ static pid_t emitter(const struct live *e, const char *threads, const char *even
 	snprintf(env, sizeof(env), "RINGLOG_SOCKET=%s", e->sock);
 	snprintf(out, len, "%s/emitter-%d.out", e->dir, k);
 	return live_spawn(argv, envp, out);
+}
+
+/* On a fresh e and a one-node cluster c, a daemon shipping as alpha (its
+ * configuration in conf) into which one thread emitted n events, all
+ * shipped; the emitter's report in out. */
+static pid_t shipped_daemon(struct live *e, struct cluster *c, char *conf, size_t len,
+			    const char *n, char *out, size_t outlen)
+{
+	pid_t d, em;
+
+	need_nats();
+	live_init(e);
+	cluster_start(c, e, 1, NULL);
+	d = ship_daemon(e, c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf, len);
+	em = emitter(e, "1", n, "0", out, outlen, 0);
+	live_wait_ok(em, "emitter");
+	wait_shipped(e, 60);
+	return d;
 }
 
 /* The whole story on a 3-node cluster with 3 replicas: several programs
@@ -710,14 +742,7 @@ Test(ship, durable_reader_resumes, .timeout = 120)
 	char conf[400], out[2][400];
 	pid_t d, em;
 
-	need_nats();
-	live_init(&e);
-	cluster_start(&c, &e, 1, NULL);
-	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
-			sizeof(conf));
-	em = emitter(&e, "1", "1000", "0", out[0], sizeof(out[0]), 0);
-	live_wait_ok(em, "emitter");
-	wait_shipped(&e, 60);
+	d = shipped_daemon(&e, &c, conf, sizeof(conf), "1000", out[0], sizeof(out[0]));
 	read_fleet(&e, &c, "--durable job1", &f);
 	cr_expect_eq(f.events + f.lost, emitted_of(out[0]), "first run: %llu",
 		     (unsigned long long)f.events);
@@ -923,18 +948,10 @@ Test(ship, reload_refuses_an_invalid_ship_section, .timeout = 180)
 {
 	struct live e;
 	struct cluster c;
-	struct fleet f;
 	char conf[400], out[2][400], bad[400], extra[800];
 	pid_t d, em;
 
-	need_nats();
-	live_init(&e);
-	cluster_start(&c, &e, 1, NULL);
-	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
-			sizeof(conf));
-	em = emitter(&e, "1", "5000", "0", out[0], sizeof(out[0]), 0);
-	live_wait_ok(em, "emitter");
-	wait_shipped(&e, 60);
+	d = shipped_daemon(&e, &c, conf, sizeof(conf), "5000", out[0], sizeof(out[0]));
 
 	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"max_pending\": 0", conf,
 		  sizeof(conf));
@@ -955,14 +972,22 @@ Test(ship, reload_refuses_an_invalid_ship_section, .timeout = 180)
 	wait_server(&e, c.node[0].port);
 	wait_shipped(&e, 60);
 	live_daemon_stop(d);
-	read_fleet(&e, &c, "", &f);
-	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]),
-		     "%llu + lost %llu != emitted %llu", (unsigned long long)f.events,
-		     (unsigned long long)f.lost,
-		     (unsigned long long)(emitted_of(out[0]) + emitted_of(out[1])));
-	cr_expect_eq(f.disorder, 0);
+	expect_in_stream(&e, &c, emitted_of(out[0]) + emitted_of(out[1]));
 	cluster_stop(&c);
 	live_cleanup(&e);
+}
+
+/* 3000 events from emitter k into e's daemon while it does not ship: no
+ * "ship" in its status (when: how the configuration says so). */
+static void emit_unshipped(const struct live *e, char *out, size_t len, int k, const char *when)
+{
+	pid_t em = emitter(e, "1", "3000", "0", out, len, k);
+	json_t *s;
+
+	live_wait_ok(em, "emitter");
+	s = ship_status(e);
+	cr_expect_null(s, "a ship status %s", when);
+	json_decref(s);
 }
 
 /* SIGHUP turns shipping on (a daemon started without a ship section),
@@ -972,11 +997,9 @@ Test(ship, reload_starts_and_stops_shipping, .timeout = 240)
 {
 	struct live e;
 	struct cluster c;
-	struct fleet f;
 	char conf[400], out[3][400];
 	uint64_t emitted = 0;
 	pid_t d, em;
-	json_t *s;
 
 	need_nats();
 	live_init(&e);
@@ -986,11 +1009,7 @@ Test(ship, reload_starts_and_stops_shipping, .timeout = 240)
 	live_write_file(conf, "{ \"flush_interval\": \"200ms\", "
 			"\"forward\": { \"user_events\": false, \"etw\": false } }\n");
 	d = live_daemon(&e, "--config", conf, NULL);
-	em = emitter(&e, "1", "3000", "0", out[0], sizeof(out[0]), 0);
-	live_wait_ok(em, "emitter");
-	s = ship_status(&e);
-	cr_expect_null(s, "a ship status without a ship section");
-	json_decref(s);
+	emit_unshipped(&e, out[0], sizeof(out[0]), 0, "without a ship section");
 
 	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf, sizeof(conf));
 	cr_assert_eq(kill(d, SIGHUP), 0);
@@ -1002,11 +1021,7 @@ Test(ship, reload_starts_and_stops_shipping, .timeout = 240)
 			"\"ship\": { \"servers\": [] } }\n");
 	cr_assert_eq(kill(d, SIGHUP), 0);
 	wait_log(&e, "SIGHUP: ship: ship.servers is empty", "shipping stops");
-	em = emitter(&e, "1", "3000", "0", out[1], sizeof(out[1]), 1);
-	live_wait_ok(em, "emitter");
-	s = ship_status(&e);
-	cr_expect_null(s, "a ship status with ship.servers empty");
-	json_decref(s);
+	emit_unshipped(&e, out[1], sizeof(out[1]), 1, "with ship.servers empty");
 
 	ship_conf(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf, sizeof(conf));
 	cr_assert_eq(kill(d, SIGHUP), 0);
@@ -1015,14 +1030,9 @@ Test(ship, reload_starts_and_stops_shipping, .timeout = 240)
 	wait_server(&e, c.node[0].port);
 	wait_shipped(&e, 60);
 	live_daemon_stop(d);
-	read_fleet(&e, &c, "", &f);
 	for (int k = 0; k < 3; k++)
 		emitted += emitted_of(out[k]);
-	cr_expect_eq(f.events + f.lost, emitted, "%llu + lost %llu != emitted %llu",
-		     (unsigned long long)f.events, (unsigned long long)f.lost,
-		     (unsigned long long)emitted);
-	cr_expect_eq(f.disorder, 0);
-	cr_expect_eq(f.nw, 3, "3 writers in the stream, got %d", f.nw);
+	expect_in_stream(&e, &c, emitted);
 	cluster_stop(&c);
 	live_cleanup(&e);
 }
@@ -1190,7 +1200,6 @@ Test(ship, small_max_payload, .timeout = 180)
 {
 	struct live e;
 	struct cluster c;
-	struct fleet f;
 	char conf[400], out[400];
 	pid_t d, em;
 	json_t *s;
@@ -1207,11 +1216,7 @@ Test(ship, small_max_payload, .timeout = 180)
 	cr_expect_eq(json_integer_value(json_object_get(s, "max_payload")), 65536);
 	json_decref(s);
 	live_daemon_stop(d);
-	read_fleet(&e, &c, "", &f);
-	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
-		     (unsigned long long)f.events, (unsigned long long)f.lost,
-		     (unsigned long long)emitted_of(out));
-	cr_expect_eq(f.disorder, 0);
+	expect_in_stream(&e, &c, emitted_of(out));
 	cluster_stop(&c);
 	live_cleanup(&e);
 }

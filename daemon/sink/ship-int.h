@@ -33,6 +33,17 @@
  * unacknowledged message once everything outstanding has come back (go-
  * back-N), so that the stream holds a host's chunks in order except
  * around a failure, where readers put them back in order by id.
+ *
+ * A reload (ship_reload(), on the loop) that changes more than live,
+ * interval or max_backlog leaves the new section in next; the thread
+ * sends nothing more, waits (5 s at most) for what is in flight, closes the
+ * connection and goes on from the acknowledged position with the new
+ * settings (apply_reload() in ship-thread.c): nothing acknowledged is sent
+ * again, not even to other servers or under another host name.
+ *
+ * The state status shows: starting, connecting, connected, retrying,
+ * disconnected, refused (a server or libnats said no), denied (the
+ * service's sandbox), off (a reload emptied ship.servers).
  */
 #ifndef RINGLOG_DAEMON_SHIP_INT_H
 #define RINGLOG_DAEMON_SHIP_INT_H
