@@ -198,9 +198,9 @@ int ship_connect(struct ship *s)
 {
 	natsOptions *o;
 	jsOptions jo;
+	jsCtx *js = NULL;
 	natsStatus st;
 	const char *why;
-
 	char bad[sizeof(s->error)];
 
 	if (ship_options(s, &s->c, &o, bad, sizeof(bad)) < 0) {
@@ -247,10 +247,11 @@ int ship_connect(struct ship *s)
 	jo.PublishAsync.AckHandler = ship_on_ack;
 	jo.PublishAsync.AckHandlerClosure = s;
 	jo.PublishAsync.MaxPending = (int64_t)s->c.max_pending * 2 + 64;
-	st = natsConnection_JetStream(&s->js, s->nc, &jo);
+	st = natsConnection_JetStream(&js, s->nc, &jo);
 	if (st != NATS_OK)
 		goto fail;
 	pthread_mutex_lock(&s->mu);
+	s->js = js; /* under mu: ship_on_ack() takes the acks of this one only */
 	snprintf(s->state, sizeof(s->state), "connecting");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
@@ -274,9 +275,13 @@ int ship_check_stream(struct ship *s)
 	if (natsConnection_Status(s->nc) == NATS_CONN_STATUS_CLOSED) {
 		/* libnats gave up (every server refused): a new connection
 		 * later, so that fixed credentials are taken without a restart */
-		jsCtx_Destroy(s->js);
-		natsConnection_Destroy(s->nc);
+		jsCtx *js = s->js;
+
+		pthread_mutex_lock(&s->mu);
 		s->js = NULL;
+		pthread_mutex_unlock(&s->mu);
+		jsCtx_Destroy(js);
+		natsConnection_Destroy(s->nc);
 		s->nc = NULL;
 		return -ECONNREFUSED;
 	}

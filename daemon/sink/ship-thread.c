@@ -130,7 +130,7 @@ void *ship_thread_main(void *arg)
 		 * sent is acknowledged, never sent again under the new ones;
 		 * then shipping goes on from the acknowledged position. */
 		if (s->reload) {
-			if (connected && !s->failed && ship_outstanding(s) &&
+			if (connected && ship_outstanding(s) &&
 			    d_now(CLOCK_MONOTONIC) < s->reload_by_ns) {
 				wait_ms(s, 100);
 				continue;

@@ -82,14 +82,15 @@ void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *
 	uint64_t seg, chunk;
 	unsigned part;
 
-	(void)js;
 	if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) != NATS_OK || !id ||
 	    !parse_id(id, &seg, &chunk, &part)) {
 		natsMsg_Destroy(msg);
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < s->n; i++) {
+	/* A late ack of a connection a reload closed is not for the window:
+	 * the same chunk, sent again to the new servers, awaits their own. */
+	for (size_t i = 0; js == s->js && i < s->n; i++) {
 		struct pend *p = ship_win_at(s, i);
 
 		if (p->seg != seg || p->chunk != chunk || p->part != part || p->state != P_SENT)
