@@ -205,6 +205,7 @@ static void on_hup(uv_signal_t *s, int sig)
 	memcpy(c.storage_dir, d->cfg.storage_dir, sizeof(c.storage_dir));
 	memcpy(c.socket_path, d->cfg.socket_path, sizeof(c.socket_path));
 	c.io_backend = d->cfg.io_backend;
+	ship_reload(d, &c); /* may keep the running ship section in c */
 	d->cfg = c;
 	store_reload(d->st, &d->cfg);
 	flight_start(d);

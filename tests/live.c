@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ void live_init(struct live *e)
 	snprintf(e->sock, sizeof(e->sock), "%s/sock", e->dir);
 	snprintf(e->log, sizeof(e->log), "%s/daemon.log", e->dir);
 	e->deny_io_uring = false;
+	e->deny_net = LIVE_NET_OPEN;
 	setenv("RINGLOG_SOCKET", e->sock, 1);
 }
 
@@ -41,6 +43,16 @@ void live_cleanup(struct live *e)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* Install a seccomp filter of n instructions on this process: 0 or -1. */
+static int seccomp_install(struct sock_filter *f, unsigned short n)
+{
+	struct sock_fprog prog = { .len = n, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
 static int deny_io_uring(void)
 {
 	struct sock_filter f[] = {
@@ -49,11 +61,36 @@ static int deny_io_uring(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return seccomp_install(f, sizeof(f) / sizeof(f[0]));
+}
+
+/* The daemon's network as systemd's sandbox leaves it: socket(AF_INET or
+ * AF_INET6) fails with EAFNOSUPPORT, as RestrictAddressFamilies=AF_UNIX
+ * makes it (a seccomp filter too); or every connect() fails with EPERM,
+ * as IPAddressDeny=any makes a TCP one (ringlogd connects nothing else:
+ * its clients connect to it). */
+static int deny_net(enum live_net how)
+{
+	struct sock_filter families[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter connects[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+
+	if (how == LIVE_NET_NO_CONNECT)
+		return seccomp_install(connects, sizeof(connects) / sizeof(connects[0]));
+	return seccomp_install(families, sizeof(families) / sizeof(families[0]));
 }
 
 void live_log(const struct live *e, char *buf, size_t cap)
@@ -89,6 +126,8 @@ pid_t live_daemon(const struct live *e, ...)
 			_exit(126);
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* nothing outlives its test */
 		if (e->deny_io_uring && deny_io_uring() < 0)
+			_exit(125);
+		if (e->deny_net != LIVE_NET_OPEN && deny_net(e->deny_net) < 0)
 			_exit(125);
 		execv(RINGLOGD_PATH, (char *const *)argv);
 		_exit(127);

@@ -10,6 +10,14 @@
 
 #include "decode.h"
 
+/* What the daemon's sandbox leaves of the network (live_daemon()). */
+enum live_net {
+	LIVE_NET_OPEN,
+	LIVE_NET_NO_INET,    /* socket(AF_INET/AF_INET6): EAFNOSUPPORT, as
+	                      * RestrictAddressFamilies=AF_UNIX */
+	LIVE_NET_NO_CONNECT, /* connect(): EPERM, as IPAddressDeny=any */
+};
+
 /* A private directory with the store and the socket in it; RINGLOG_SOCKET
  * points at the socket, so client processes started later find it. */
 struct live {
@@ -17,6 +25,7 @@ struct live {
 	char log[300];       /* the daemon's stderr (appended) */
 	bool deny_io_uring;  /* the daemon's io_uring_setup() fails with EPERM
 	                      * (seccomp), as under a hardened kernel */
+	enum live_net deny_net;
 };
 
 void live_init(struct live *e);

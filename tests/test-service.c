@@ -151,6 +151,65 @@ Test(service, install_puts_everything_in_place_and_programs_build_against_it)
 	live_cleanup(&e);
 }
 
+/* What `systemd-analyze security --offline` says of the unit (with the
+ * drop-ins beside it, as systemd merges them) about a setting: the line
+ * starting with "✓" (restricted) or "✗" (allowed) and naming it. */
+static bool unit_restricts(const char *unit, const char *setting)
+{
+	char cmd[1200], out[32768], *line;
+
+	snprintf(cmd, sizeof(cmd), "systemd-analyze security --offline=yes --no-pager '%s' 2>&1",
+		 unit);
+	live_run(cmd, out, sizeof(out));
+	line = strstr(out, setting);
+	cr_assert(line, "systemd-analyze security does not rate %s:\n%s", setting, out);
+	while (line > out && line[-1] != '\n')
+		line--;
+	return !strncmp(line, "\u2713", strlen("\u2713"));
+}
+
+/* The shipping drop-in, installed as an example under the documentation
+ * (not active), verifies with the unit, and the two merged allow Internet
+ * sockets to a listed address, which the unit alone does not. */
+Test(service, the_ship_drop_in_opens_the_network_to_the_unit)
+{
+	struct live e;
+	char pfx[400], cmd[4000], out[8192], unit[600];
+	int rc;
+
+	if (!have("systemd-analyze"))
+		cr_skip("no systemd-analyze (apt-get install systemd): the units cannot be checked");
+	live_init(&e);
+	snprintf(pfx, sizeof(pfx), "%s/usr", e.dir);
+	snprintf(cmd, sizeof(cmd), "cmake --install '%s' --prefix '%s' >/dev/null", RINGLOG_BUILD_DIR,
+		 pfx);
+	must(cmd);
+	expect_file(pfx, "share/doc/ringlog/examples/ringlogd.service.d/ship.conf", S_IFREG);
+	snprintf(unit, sizeof(unit), "%s/lib/systemd/system/ringlogd.service", pfx);
+	/* the unit as shipped: no Internet socket, no address */
+	cr_expect(unit_restricts(unit, "RestrictAddressFamilies=~AF_(INET|INET6)"),
+		  "the shipped unit allows Internet sockets");
+	cr_expect(unit_restricts(unit, "IPAddressDeny="), "the shipped unit allows addresses");
+	/* with the drop-in where an admin puts it (beside the unit, as
+	 * /etc/systemd/system/ringlogd.service.d/ is to systemd) */
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s.d' && cp '%s/share/doc/ringlog/examples/"
+		 "ringlogd.service.d/ship.conf' '%s.d/'", unit, pfx, unit);
+	must(cmd);
+	snprintf(cmd, sizeof(cmd), "MANPATH='%s/share/man' systemd-analyze verify '%s' "
+		 "'%s/lib/systemd/system/ringlogd.socket' 2>&1", pfx, unit, pfx);
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect(rc == 0 && out[0] == 0, "systemd-analyze verify with the drop-in said (exit %d):\n%s",
+		  rc, out);
+	cr_expect(!unit_restricts(unit, "RestrictAddressFamilies=~AF_(INET|INET6)"),
+		  "the unit with the drop-in still denies Internet sockets");
+	cr_expect(!unit_restricts(unit, "IPAddressDeny="),
+		  "the unit with the drop-in still denies every address");
+	/* and the rest of the sandbox stays */
+	cr_expect(unit_restricts(unit, "RestrictAddressFamilies=~AF_PACKET"));
+	cr_expect(unit_restricts(unit, "RestrictAddressFamilies=~AF_NETLINK"));
+	live_cleanup(&e);
+}
+
 #ifndef RINGLOG_TEST_SANITIZE
 /* Configure and build the product (no tests, no bench) in DIR/b-TAG for
  * PREFIX, install it into DIR/dest-TAG as a package build does, then build

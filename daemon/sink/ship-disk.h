@@ -34,9 +34,13 @@ struct ship_reader {
 	struct ship_desc *descs;
 	size_t ndesc, cap;
 	uint64_t chunk_end;   /* file offset past the chunk last returned */
+	uint8_t *msg;         /* the message shipr_build() made, kept */
+	size_t msg_cap;
+	bool *want;           /* shipr_build(): the descriptions it takes */
+	size_t want_cap;
 };
 
-/* One message (proto/ship.h): malloc'ed data, the header at its start. */
+/* One message (proto/ship.h): the header at the start of data. */
 struct ship_part {
 	uint8_t *data;
 	size_t len;
@@ -46,6 +50,8 @@ struct ship_part {
  * segment's descriptions. 0, -ENOENT when its file is gone, or -errno. */
 int shipr_open(struct ship_reader *r, uint64_t seq);
 void shipr_close(struct ship_reader *r);
+/* Close, and free r (calloc'ed) with everything it keeps. */
+void shipr_free(struct ship_reader *r);
 
 /* The next complete chunk of the open segment into r->f.chunk / r->f.body:
  * 1, 0 when there is none (yet), or -errno. The file may grow: its size is
@@ -60,8 +66,9 @@ int shipr_next(struct ship_reader *r);
 void shipr_absorb(struct ship_reader *r);
 
 /* Build the message of the chunk last returned (proto/ship.h): 0 or
- * -ENOMEM. host is ship.host; the caller frees out->data. (ship.c cuts
- * it into fragments when it exceeds the server's max_payload.) */
+ * -ENOMEM. host is ship.host; out->data is r's, valid until the next
+ * build or shipr_free(). (ship-window.c cuts it into fragments when it
+ * exceeds the server's max_payload.) */
 int shipr_build(struct ship_reader *r, const char *host, struct ship_part *out);
 
 /* The smallest segment seq in dir above after (UINT64_MAX: none), and the

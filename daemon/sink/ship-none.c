@@ -21,6 +21,13 @@ int ship_start(struct daemon *d)
 	return 0;
 }
 
+void ship_reload(struct daemon *d, struct ringlog_config *next)
+{
+	if (next->ship.servers[0] && !d->cfg.ship.servers[0])
+		d_log(LOG_WARNING, "SIGHUP: ship: shipping is unavailable: this ringlogd was built "
+		      "without libnats (Debian: libnats-dev); storing locally only");
+}
+
 bool ship_tick(struct daemon *d)
 {
 	(void)d;

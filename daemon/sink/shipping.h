@@ -19,6 +19,7 @@
 
 struct daemon;
 struct segfile;
+struct ringlog_config;
 
 extern const struct sink_ops ship_sink_ops;
 
@@ -28,6 +29,17 @@ void ship_init(struct daemon *d);
 /* After store_open(): start the shipping thread when ship.servers is set.
  * 0, or -errno (logged; the daemon stores locally all the same). */
 int ship_start(struct daemon *d);
+/* SIGHUP, before next replaces d->cfg: the new ship section takes effect
+ * without a restart and without loss or duplication. live, interval and
+ * max_backlog apply at once; any other change (servers, stream, subject,
+ * host, credentials or the files they name, max_pending, stream creation)
+ * makes the thread wait for the messages in flight (5 s at most), close
+ * the connection and go on with the new settings from the acknowledged
+ * position (ship.state); an emptied ship.servers stops shipping, a set one
+ * starts it. A section libnats refuses (a TLS file that is no certificate,
+ * an unreadable password_file) is logged and replaced in next by the
+ * running one. */
+void ship_reload(struct daemon *d, struct ringlog_config *next);
 /* Periodic, on the loop (lifecycle.c): log what the thread has to say;
  * true when ship.live wants the open chunk sealed now. */
 bool ship_tick(struct daemon *d);

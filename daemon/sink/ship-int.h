@@ -1,0 +1,183 @@
+/* daemon/sink/ship-int.h - the shipping sink's state, shared by its files
+ * (the sink's interface is shipping.h; message format proto/ship.h):
+ *
+ *   ship.c         the loop's entry points: start, reload, stop, sealed
+ *                  chunks noted; the ship section as the thread uses it
+ *   ship-thread.c  the shipping thread: reads chunks back (ship-disk.c),
+ *                  keeps the window full, rewinds after a failure, takes
+ *                  a reload's new section
+ *   ship-window.c  the publish window: a chunk's messages and their
+ *                  headers, the acks (libnats's thread), where to resume
+ *   ship-conn.c    the connection and the stream: libnats's options,
+ *                  connecting, checking or creating the stream, what a
+ *                  refusal or the sandbox (ship-sandbox.c) says
+ *   ship-status.c  what the loop shows and counts: STATUS, the log lines
+ *                  of the thread, not-shipped accounting, what retention
+ *                  keeps
+ *   ship-state.c   ship.state, the acknowledged position on disk
+ *
+ * Three threads touch this state, under one mutex:
+ *   the loop      notes sealed chunks (chunk op), deleted segments, STATUS;
+ *                 never waits on the network or the disk here
+ *   ours          connects, reads chunks back from the segment files
+ *                 (ship-disk.c), publishes them asynchronously, writes
+ *                 ship.state
+ *   libnats's     acknowledgements (ship_on_ack)
+ *
+ * Exactly once: the message id is the chunk's name (host, boot id,
+ * segment, chunk, part), so whatever is sent again (after a crash, an
+ * outage, a lost ack) JetStream discards within the stream's duplicate
+ * window; and what is acknowledged is never sent again, because the
+ * acknowledged position (the longest run of acks from the start of the
+ * window) is in ship.state. A failed publish or ack rewinds to the first
+ * unacknowledged message once everything outstanding has come back (go-
+ * back-N), so that the stream holds a host's chunks in order except
+ * around a failure, where readers put them back in order by id.
+ *
+ * A reload (ship_reload(), on the loop) that changes more than live,
+ * interval or max_backlog leaves the new section in next; the thread
+ * sends nothing more, waits (5 s at most) for what is in flight, closes the
+ * connection and goes on from the acknowledged position with the new
+ * settings (apply_reload() in ship-thread.c): nothing acknowledged is sent
+ * again, not even to other servers or under another host name.
+ *
+ * The state status shows: starting, connecting, connected, retrying,
+ * disconnected, refused (a server or libnats said no), denied (the
+ * service's sandbox), off (a reload emptied ship.servers).
+ */
+#ifndef RINGLOG_DAEMON_SHIP_INT_H
+#define RINGLOG_DAEMON_SHIP_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nats/nats.h>
+
+#include "config.h"
+#include "ship.h"
+#include "sink/ship-disk.h"
+
+struct daemon;
+
+enum { P_SENT, P_ACKED, P_FAILED };
+
+/* The ship section as the thread uses it (conf_from()). */
+struct ship_conf {
+	char host[RINGLOG_SHIP_HOST_MAX], subject[300], stream[64];
+	char servers[RINGLOG_SHIP_SERVERS_MAX];
+	char shown[RINGLOG_SHIP_SERVERS_MAX]; /* the same without "user:pass@" */
+	struct ringlog_config cfg;            /* credentials, stream creation */
+	unsigned max_pending;
+	uint64_t max_backlog, interval_ns;
+	uint64_t files;                       /* the files named: inode, size, time */
+};
+
+struct pend {
+	uint64_t seg, chunk;
+	uint16_t part, parts;
+	uint8_t state;
+	uint32_t events;
+	uint64_t bytes;        /* message bytes */
+	uint64_t file_end;     /* offset past the chunk in its segment */
+	uint64_t last_real_ns;
+	uint64_t not_shipped;  /* the loss count this message carries */
+};
+
+struct ship {
+	struct daemon *d;
+	pthread_t th;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t stop_by_ns;   /* shutdown: ship what is on disk until then */
+
+	/* configuration: the thread's own copy (it never reads d->cfg),
+	 * replaced by the thread itself when a reload changed it (next) */
+	char dir[1024];        /* storage_dir: fixed for the process's life */
+	struct ship_conf c, next;
+	struct pend *next_win; /* next's window, allocated by the loop */
+	size_t next_cap;
+	bool reload;           /* next is waiting */
+	uint64_t reload_by_ns; /* wait for outstanding acks until then */
+	bool off;              /* a reload emptied ship.servers */
+
+	/* what the store has on disk: chunks up to front_chunk of front_seg,
+	 * every chunk of the segments before it (loop -> thread) */
+	uint64_t front_seg;
+	int64_t front_chunk;   /* -1: none of front_seg yet */
+
+	/* acknowledged: every chunk up to ack_chunk of ack_seg */
+	bool ack_valid;
+	uint64_t ack_seg, ack_chunk, ack_off, ack_real_ns;
+	uint64_t acked_chunks, acked_msgs, acked_events, acked_bytes;
+	uint64_t last_ack_real_ns;
+	bool dirty;            /* ship.state is behind */
+	uint64_t reading_seg;  /* the segment the thread has open, UINT64_MAX none */
+
+	/* the window, oldest first */
+	struct pend *win;
+	size_t cap, head, n;
+	bool failed;
+
+	/* counters and state for STATUS and the log */
+	uint64_t resent, dedup, not_shipped_total, not_shipped_pending;
+	uint64_t ns_by_reason[3];
+	uint32_t ns_reason;    /* of the pending count */
+	bool ns_inflight;
+	char state[64];        /* "connecting", "connected", "refused", ... */
+	char error[512];       /* the last problem, for status */
+	char server[256];      /* connected URL, without user info */
+	char refusal[128];     /* a server refused our credentials: what it said */
+	bool sandboxed;        /* the service's sandbox denies the network */
+	uint64_t probe_ns;     /* when sandboxed() last looked */
+	struct {               /* lines for the loop to log, oldest first */
+		char text[600];
+		int level;
+	} notes[8];
+	unsigned note_gen, note_seen;
+	uint64_t max_payload;
+
+	natsConnection *nc;
+	jsCtx *js;
+};
+
+extern struct ship *ship_g; /* one daemon per process (ship.c) */
+
+/* ship-status.c. ship_say(): a line for the loop to log (mu held).
+ * ship_set_error(): the state and the problem for status, logged once
+ * while it stays the same (mu held). ship_give_up(): count a segment's
+ * events not shipped, for status and the next message (mu held). */
+void ship_say(struct ship *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ship_set_error(struct ship *s, const char *state, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ship_give_up(struct ship *s, uint64_t events, uint32_t reason);
+
+/* ship-state.c: ship.state read at start; written (without mu): 0 or
+ * -errno. */
+void ship_state_load(struct ship *s);
+int ship_state_save(const struct ship *s, uint64_t seg, uint64_t chunk, uint64_t off);
+
+/* ship-window.c */
+struct pend *ship_win_at(struct ship *s, size_t i);
+struct pend *ship_window_new(unsigned max_pending, size_t *cap);
+bool ship_outstanding(struct ship *s);
+void ship_resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk);
+int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit);
+void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure);
+
+/* ship-conn.c: ship_options() builds libnats's options from a section
+ * without connecting (0, or -EINVAL with why); ship_connect() and
+ * ship_check_stream() run on the thread: 0, or -errno with the state set
+ * (-EAGAIN: try again soon). ship_strip_userinfo(): nothing secret shown. */
+int ship_options(struct ship *s, const struct ship_conf *sc, natsOptions **out, char *why,
+		 size_t len);
+int ship_connect(struct ship *s);
+int ship_check_stream(struct ship *s);
+void ship_strip_userinfo(char *url);
+
+/* ship-thread.c */
+void *ship_thread_main(void *arg);
+
+#endif /* RINGLOG_DAEMON_SHIP_INT_H */

@@ -1,0 +1,320 @@
+/* daemon/sink/ship-thread.c - the shipping thread (ship-int.h): connect,
+ * read sealed chunks back from the segment files (ship-disk.c), keep the
+ * window full, persist the acknowledged position, rewind after a failure,
+ * give up what is over ship.max_backlog, take a reload's new section, and
+ * at shutdown ship the last chunks for at most a moment.
+ */
+#define _GNU_SOURCE
+#include "sink/ship-int.h"
+#include "daemon.h"
+#include "log.h"
+#include "clock.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Wait on cv at most ms (with mu held). */
+static void wait_ms(struct ship *s, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+}
+
+/* Is there a chunk on disk past what the reader returned? (mu held) */
+static bool more_on_disk(const struct ship *s, const struct ship_reader *r, int64_t last_chunk)
+{
+	if (!r->open)
+		return true; /* look for a segment */
+	if (r->seg < s->front_seg)
+		return true;
+	return (int64_t)last_chunk < s->front_chunk;
+}
+
+/* Take the section a reload left in next (mu held; dropped meanwhile):
+ * the connection goes, the window is the new one, empty (what was not
+ * acknowledged goes again, from the acknowledged position). */
+static void apply_reload(struct ship *s)
+{
+	struct pend *old = s->win;
+	natsConnection *nc = s->nc;
+	jsCtx *js = s->js;
+
+	s->resent += s->n;
+	s->c = s->next;
+	s->off = !s->c.servers[0];
+	if (s->next_win) {
+		s->win = s->next_win;
+		s->cap = s->next_cap;
+		s->next_win = NULL;
+	} else {
+		old = NULL; /* off: the old window stays, unused */
+	}
+	s->head = s->n = 0;
+	s->failed = false;
+	s->ns_inflight = false;
+	s->reload = false;
+	s->nc = NULL;
+	s->js = NULL;
+	s->refusal[0] = '\0';
+	s->server[0] = '\0';
+	s->error[0] = '\0';
+	s->sandboxed = false;
+	s->probe_ns = 0;
+	s->max_payload = 0;
+	snprintf(s->state, sizeof(s->state), "%s", s->off ? "off" : "connecting");
+	/* libnats's callbacks take mu: not held while it closes */
+	pthread_mutex_unlock(&s->mu);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	free(old); /* an ack still coming finds the new window: ignored */
+	pthread_mutex_lock(&s->mu);
+}
+
+void *ship_thread_main(void *arg)
+{
+	struct ship *s = arg;
+	struct ship_reader *r = calloc(1, sizeof(*r));
+	int64_t last = -1;        /* last chunk seq returned in r->seg */
+	uint64_t min_chunk = 0;   /* ship chunks of r->seg from this seq */
+	unsigned backoff = 250;
+	bool connected = false, reposition = true;
+	uint64_t saved_seg = UINT64_MAX, saved_chunk = 0, saved_off = 0;
+
+	if (!r)
+		return NULL;
+	snprintf(r->dir, sizeof(r->dir), "%s", s->dir);
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		/* Shutdown: the last chunks go too while the cluster answers,
+		 * for at most a moment; the rest goes after the next start. */
+		if (s->stop_by_ns && (!connected || s->failed ||
+				      d_now(CLOCK_MONOTONIC) >= s->stop_by_ns ||
+				      (!s->n && !more_on_disk(s, r, last))))
+			break;
+		/* Persist the acknowledged position, off the lock. */
+		if (s->dirty) {
+			uint64_t a = s->ack_seg, b = s->ack_chunk, c = s->ack_off;
+
+			s->dirty = false;
+			pthread_mutex_unlock(&s->mu);
+			if (a != saved_seg || b != saved_chunk || c != saved_off) {
+				int err = ship_state_save(s, a, b, c);
+
+				if (err < 0) {
+					pthread_mutex_lock(&s->mu);
+					ship_say(s, LOG_WARNING, "ship: cannot write %s/ship.state: %s; a "
+					    "restart would send again what the cluster discards",
+					    s->dir, strerror(-err));
+					pthread_mutex_unlock(&s->mu);
+				}
+				saved_seg = a;
+				saved_chunk = b;
+				saved_off = c;
+			}
+			pthread_mutex_lock(&s->mu);
+		}
+		/* A reload changed the section: what is in flight comes back
+		 * first (for at most a moment), so that what the old settings
+		 * sent is acknowledged, never sent again under the new ones;
+		 * then shipping goes on from the acknowledged position. */
+		if (s->reload) {
+			if (connected && ship_outstanding(s) &&
+			    d_now(CLOCK_MONOTONIC) < s->reload_by_ns) {
+				wait_ms(s, 100);
+				continue;
+			}
+			apply_reload(s);
+			connected = false;
+			reposition = true;
+			continue;
+		}
+		if (s->off) {
+			wait_ms(s, 1000);
+			continue;
+		}
+		if (!connected) {
+			int err;
+
+			pthread_mutex_unlock(&s->mu);
+			if (!s->nc)
+				err = ship_connect(s);
+			else
+				err = 0;
+			if (!err)
+				err = ship_check_stream(s);
+			pthread_mutex_lock(&s->mu);
+			if (err) {
+				wait_ms(s, err == -EAGAIN ? 250 : 2000);
+				continue;
+			}
+			connected = true;
+			s->error[0] = '\0';
+			snprintf(s->state, sizeof(s->state), "connected");
+			ship_say(s, LOG_NOTICE, "ship: shipping to stream \"%s\" on %s as %s (subject %s)",
+			    s->c.stream, s->server, s->c.host, s->c.subject);
+		}
+		/* After a failure: wait for everything ship_outstanding, then send
+		 * again from the first unacknowledged message. */
+		if (s->failed) {
+			if (ship_outstanding(s)) {
+				wait_ms(s, 100);
+				continue;
+			}
+			s->resent += s->n;
+			reposition = true;
+			s->failed = false;
+			wait_ms(s, backoff);
+			backoff = backoff < 2000 ? backoff * 2 : 2000;
+			continue;
+		}
+		if (reposition) {
+			uint64_t seg;
+
+			ship_resume_point(s, &seg, &min_chunk);
+			s->n = 0; /* the unacknowledged go again */
+			s->ns_inflight = false;
+			pthread_mutex_unlock(&s->mu);
+			shipr_close(r);
+			last = -1;
+			if (seg != UINT64_MAX && shipr_open(r, seg) < 0) {
+				uint64_t next = shipr_next_seq(s->dir, seg);
+
+				/* gone: counted when the store deleted it */
+				if (next != UINT64_MAX && shipr_open(r, next) == 0)
+					min_chunk = 0;
+			}
+			pthread_mutex_lock(&s->mu);
+			s->reading_seg = r->open ? r->seg : UINT64_MAX;
+			reposition = false;
+			continue;
+		}
+		if (s->n >= s->c.max_pending) {
+			wait_ms(s, 200);
+			continue;
+		}
+		if (!more_on_disk(s, r, last)) {
+			wait_ms(s, 200);
+			continue;
+		}
+		{
+			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
+			uint64_t max_backlog = s->c.max_backlog;
+			uint64_t aseg = s->ack_valid ? s->ack_seg : 0, achunk = s->ack_chunk;
+			bool ackv = s->ack_valid;
+			struct ship_part msg;
+			int got;
+
+			pthread_mutex_unlock(&s->mu);
+			if (!r->open) {
+				/* the oldest segment not acknowledged in full, never
+				 * one before the acknowledged position */
+				uint64_t seg = shipr_next_seq(s->dir, ackv && aseg ? aseg - 1 : UINT64_MAX);
+
+				if (seg != UINT64_MAX && seg <= front && shipr_open(r, seg) == 0) {
+					last = -1;
+					min_chunk = ackv && seg == aseg ? achunk + 1 : 0;
+				}
+				pthread_mutex_lock(&s->mu);
+				s->reading_seg = r->open ? r->seg : UINT64_MAX;
+				if (!r->open)
+					wait_ms(s, 200);
+				continue;
+			}
+			got = shipr_next(r);
+			if (got <= 0) {
+				/* the end of a finished segment: on to the next one,
+				 * past any given up for the backlog */
+				uint64_t next = r->seg < front ? shipr_next_seq(s->dir, r->seg) : UINT64_MAX;
+
+				if (next != UINT64_MAX && next <= front) {
+					uint64_t behind = shipr_bytes_from(s->dir, next);
+
+					while (behind > max_backlog && next < front) {
+						struct ringlog_seg_file f;
+						const char *why;
+						char path[1100];
+						uint64_t ev = 0, after;
+
+						snprintf(path, sizeof(path), "%s/%016" PRIx64 ".rlseg",
+							 s->dir, next);
+						if (ringlog_seg_open(&f, path, &why) == 0) {
+							ev = f.hdr.events;
+							ringlog_seg_close(&f);
+						}
+						pthread_mutex_lock(&s->mu);
+						ship_give_up(s, ev, RINGLOG_SHIP_LOST_BACKLOG);
+						ship_say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not shipped are "
+						    "over ship.max_backlog (%" PRIu64 "): segment %" PRIu64
+						    " (%" PRIu64 " events) is not shipped", behind,
+						    max_backlog, next, ev);
+						pthread_mutex_unlock(&s->mu);
+						after = shipr_next_seq(s->dir, next);
+						if (after == UINT64_MAX)
+							break;
+						next = after;
+						behind = shipr_bytes_from(s->dir, next);
+					}
+					if (shipr_open(r, next) == 0) {
+						last = -1;
+						min_chunk = 0;
+					}
+				}
+				pthread_mutex_lock(&s->mu);
+				s->reading_seg = r->open ? r->seg : UINT64_MAX;
+				if (next == UINT64_MAX)
+					wait_ms(s, 200);
+				continue;
+			}
+			last = (int64_t)r->f.chunk.seq;
+			if (r->f.chunk.seq < min_chunk) {
+				shipr_absorb(r);
+				pthread_mutex_lock(&s->mu);
+				continue;
+			}
+			shipr_absorb(r);
+			if (shipr_build(r, s->c.host, &msg) < 0) {
+				pthread_mutex_lock(&s->mu);
+				wait_ms(s, 200);
+				reposition = true;
+				continue;
+			}
+			/* room for the headers within max_payload */
+			if (ship_publish(s, r, &msg, limit > 8192 ? limit - 4096 : limit / 2) == 0)
+				backoff = 250;
+			pthread_mutex_lock(&s->mu);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	/* Outstanding acks: a moment for them, so that ship.state says as
+	 * much as the cluster has. */
+	if (s->js) {
+		jsPubOptions po;
+
+		jsPubOptions_Init(&po);
+		po.MaxWait = 1000;
+		js_PublishAsyncComplete(s->js, &po);
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->ack_valid) {
+		uint64_t a = s->ack_seg, b = s->ack_chunk, c = s->ack_off;
+
+		pthread_mutex_unlock(&s->mu);
+		ship_state_save(s, a, b, c);
+	} else {
+		pthread_mutex_unlock(&s->mu);
+	}
+	shipr_free(r);
+	return NULL;
+}

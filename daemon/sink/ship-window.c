@@ -1,0 +1,234 @@
+/* daemon/sink/ship-window.c - the publish window (ship-int.h): a chunk's
+ * message cut into fragments within max_payload, each published
+ * asynchronously with its headers (Nats-Msg-Id, host, CRC32C, format,
+ * parts); the acknowledgements, on libnats's thread, advance the
+ * acknowledged position over the longest run of acks; a failure marks the
+ * window for a go-back-N from the first unacknowledged message.
+ */
+#define _GNU_SOURCE
+#include "sink/ship-int.h"
+#include "daemon.h"
+#include "log.h"
+#include "clock.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pend *ship_win_at(struct ship *s, size_t i)
+{
+	return &s->win[(s->head + i) % s->cap];
+}
+
+static void msg_id(char *buf, size_t len, const char *host, const uint8_t boot[16], uint64_t seg,
+		   uint64_t chunk, unsigned part)
+{
+	char hex[33];
+
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", boot[i]);
+	snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/%u", host, hex, seg, chunk, part);
+}
+
+/* seg, chunk and part from an id msg_id() made. */
+static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *part)
+{
+	const char *p = strrchr(id, '/');
+	int k = 0;
+
+	/* the last three fields: walk back over two more slashes */
+	while (p && p > id && k < 2) {
+		p--;
+		while (p > id && *p != '/')
+			p--;
+		k++;
+	}
+	return p && sscanf(p, "/%" SCNu64 "/%" SCNu64 "/%u", seg, chunk, part) == 3;
+}
+
+/* Pop the acknowledged run at the head of the window. */
+static void advance(struct ship *s)
+{
+	while (s->n && ship_win_at(s, 0)->state == P_ACKED) {
+		struct pend *p = ship_win_at(s, 0);
+
+		if (p->part + 1 == p->parts) {
+			s->ack_valid = true;
+			s->ack_seg = p->seg;
+			s->ack_chunk = p->chunk;
+			s->ack_off = p->file_end;
+			s->ack_real_ns = p->last_real_ns;
+			s->acked_chunks++;
+			s->dirty = true;
+		}
+		s->acked_events += p->events;
+		s->acked_bytes += p->bytes;
+		if (p->not_shipped) {
+			s->not_shipped_pending -= p->not_shipped < s->not_shipped_pending ?
+				p->not_shipped : s->not_shipped_pending;
+			s->ns_inflight = false;
+		}
+		s->head = (s->head + 1) % s->cap;
+		s->n--;
+	}
+}
+
+void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+	struct ship *s = closure;
+	const char *id = NULL;
+	uint64_t seg, chunk;
+	unsigned part;
+
+	if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) != NATS_OK || !id ||
+	    !parse_id(id, &seg, &chunk, &part)) {
+		natsMsg_Destroy(msg);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	/* A late ack of a connection a reload closed is not for the window:
+	 * the same chunk, sent again to the new servers, awaits their own. */
+	for (size_t i = 0; js == s->js && i < s->n; i++) {
+		struct pend *p = ship_win_at(s, i);
+
+		if (p->seg != seg || p->chunk != chunk || p->part != part || p->state != P_SENT)
+			continue;
+		if (pa) {
+			/* acknowledged again after a failure: back to normal */
+			if (!s->failed && !strcmp(s->state, "retrying")) {
+				snprintf(s->state, sizeof(s->state), "connected");
+				s->error[0] = '\0';
+				ship_say(s, LOG_NOTICE, "ship: the stream acknowledges again");
+			}
+			p->state = P_ACKED;
+			s->acked_msgs++;
+			s->last_ack_real_ns = d_now(CLOCK_REALTIME);
+			if (pa->Duplicate)
+				s->dedup++;
+		} else {
+			p->state = P_FAILED;
+			if (!s->failed)
+				ship_set_error(s, "retrying", "no acknowledgement from stream \"%s\" for %s: %s; "
+					  "sending again from it", s->c.stream, id,
+					  pae && pae->ErrText ? pae->ErrText :
+					  natsStatus_GetText(pae ? pae->Err : NATS_ERR));
+			s->failed = true;
+		}
+		break;
+	}
+	advance(s);
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	natsMsg_Destroy(msg);
+}
+
+/* Where reading starts again: the chunk after the acknowledged one, or
+ * the first of the oldest segment. Sets *seg and *min_chunk. */
+void ship_resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk)
+{
+	if (s->n) {
+		*seg = ship_win_at(s, 0)->seg;
+		*min_chunk = ship_win_at(s, 0)->chunk;
+	} else if (s->ack_valid) {
+		*seg = s->ack_seg;
+		*min_chunk = s->ack_chunk + 1;
+	} else {
+		*seg = shipr_next_seq(s->dir, UINT64_MAX);
+		*min_chunk = 0;
+	}
+}
+
+/* Publish the current chunk's message, cut into fragments of at most
+ * limit bytes when it is larger (the server's max_payload: 1 MiB by
+ * default, and a chunk may be 1 MiB before its header and descriptions).
+ * 0, or -errno (the window is marked failed). */
+int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)
+{
+	struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)msg->data;
+	unsigned nparts = (unsigned)((msg->len + limit - 1) / limit);
+	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16];
+	int err = 0;
+
+	pthread_mutex_lock(&s->mu);
+	/* The loss a resumed shipping reports, once in flight. */
+	if (s->not_shipped_pending && !s->ns_inflight) {
+		h->not_shipped = s->not_shipped_pending;
+		h->not_shipped_reason = s->ns_reason;
+		s->ns_inflight = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	snprintf(parts, sizeof(parts), "%u", nparts);
+	for (unsigned i = 0; i < nparts; i++) {
+		size_t off = (size_t)i * limit, len = msg->len - off < limit ? msg->len - off : limit;
+		natsMsg *m = NULL;
+		natsStatus st;
+		struct pend *p;
+
+		pthread_mutex_lock(&s->mu);
+		p = ship_win_at(s, s->n);
+		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = (uint16_t)i,
+				    .parts = (uint16_t)nparts, .state = P_SENT,
+				    .events = i ? 0 : h->events, .bytes = len,
+				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns,
+				    .not_shipped = i ? 0 : h->not_shipped };
+		s->n++;
+		pthread_mutex_unlock(&s->mu);
+
+		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
+		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, msg->data + off, len));
+		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)msg->data + off, (int)len);
+		if (st == NATS_OK)
+			st = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
+		if (st == NATS_OK)
+			st = natsMsgHeader_Set(m, "Ringlog-Host", s->c.host);
+		if (st == NATS_OK)
+			st = natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
+		if (st == NATS_OK)
+			st = natsMsgHeader_Set(m, "Ringlog-Format", "1");
+		if (st == NATS_OK && nparts > 1)
+			st = natsMsgHeader_Set(m, "Ringlog-Parts", parts);
+		if (st == NATS_OK) {
+			jsPubOptions po;
+
+			jsPubOptions_Init(&po);
+			po.MaxWait = 5000;
+			st = js_PublishMsgAsync(s->js, &m, &po);
+		}
+		natsMsg_Destroy(m);
+		if (st != NATS_OK) {
+			const char *why = nats_GetLastError(NULL);
+
+			pthread_mutex_lock(&s->mu);
+			p->state = P_FAILED;
+			if (!s->failed)
+				ship_set_error(s, "retrying", "cannot publish to %s: %s; storing locally, "
+					  "sending again when it answers", s->c.subject,
+					  why ? why : natsStatus_GetText(st));
+			s->failed = true;
+			pthread_mutex_unlock(&s->mu);
+			err = -EIO;
+			break;
+		}
+	}
+	return err;
+}
+
+/* A message of the window awaits its ack (mu held). */
+bool ship_outstanding(struct ship *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (ship_win_at(s, i)->state == P_SENT)
+			return true;
+	return false;
+}
+
+/* The window for max_pending messages: a chunk's fragments beyond it,
+ * 16 MiB chunks at most (segment.h), max_payload at least 64 KiB in
+ * practice. NULL when out of memory. */
+struct pend *ship_window_new(unsigned max_pending, size_t *cap)
+{
+	*cap = (size_t)max_pending + 512;
+	return calloc(*cap, sizeof(struct pend));
+}
