@@ -85,6 +85,11 @@ static int open_segment(struct store *st)
 	s->hdr->mono_ref = st->clock->seg.mono_ref;
 	s->hdr->real_ref = st->clock->seg.real_ref;
 	s->hdr->tsc_hz = st->clock->seg.tsc_hz;
+	/* Whose stream it is (FORMAT.md "Retention classes"): strncpy pads
+	 * with NULs, as the field wants (the default class: all zero). */
+	s->lane = st->active;
+	snprintf(s->cls, sizeof(s->cls), "%s", st->lanes[st->active].name);
+	strncpy(s->hdr->class_name, s->cls, sizeof(s->hdr->class_name));
 	if ((err = write_header(s)) < 0) {
 		file_close(s->fd);
 		file_remove(path);
@@ -131,6 +136,89 @@ static void finalize(struct segfile *s)
 		free(s->path);
 		free(s);
 	}
+}
+
+/* Every lane's segment must describe everything again (its metadata
+ * records are gone: a lost chunk, a deleted directory). */
+static void regen_all(struct store *st)
+{
+	st->seg_gen++;
+	for (unsigned k = 0; k < STORE_LANES; k++)
+		st->lanes[k].gen++;
+}
+
+/* Close lane k's segment being written (the active one's is st->cur). */
+static void close_lane(struct store *st, unsigned k)
+{
+	struct segfile *s = st->lanes[k].cur;
+
+	if (k == st->active) {
+		store_close_current(st);
+		return;
+	}
+	if (!s)
+		return;
+	st->lanes[k].cur = NULL;
+	s->current = false;
+	if (s->inflight == 0)
+		finalize(s);
+}
+
+void store_close_lane(struct store *st, unsigned k)
+{
+	close_lane(st, k);
+}
+
+/* Fill lane k's segment from now on. One chunk is open at a time: the
+ * other lane's goes first, so that every ring's records are in chunks in
+ * sealing order and ring space goes back in that order as ever. -EAGAIN:
+ * it could not be sealed yet (writes must complete). */
+static int lane_use(struct store *st, unsigned k)
+{
+	store_events_end(st);
+	if (st->open && st->open->len) {
+		store_seal(st);
+		if (st->open && st->open->len)
+			return -EAGAIN;
+	}
+	st->lanes[st->active].cur = st->cur;
+	st->lanes[st->active].gen = st->seg_gen;
+	st->active = k;
+	st->cur = st->lanes[k].cur;
+	st->lanes[k].cur = NULL;
+	st->seg_gen = st->lanes[k].gen;
+	return 0;
+}
+
+/* The lane of event id of c: looked up once per event id and class
+ * configuration, then one byte per record. */
+static unsigned route(struct store *st, struct client *c, uint16_t id,
+		      const struct ringlog_event_desc *e)
+{
+	struct store_writer *w = &c->store;
+	unsigned k;
+
+	if (w->route_gen != st->route_gen) {
+		if (w->route)
+			memset(w->route, 0, w->nroute);
+		w->route_gen = st->route_gen;
+	}
+	if (id < w->nroute && w->route[id])
+		return w->route[id] - 1u;
+	k = ret_classify(st, e->provider < c->meta.nprov ? c->meta.providers[e->provider] : NULL,
+			 e->level);
+	if (id >= w->nroute) {
+		uint32_t n = id + 64u;
+		uint8_t *m = realloc(w->route, n);
+
+		if (!m)
+			return k; /* not cached: asked again next time */
+		memset(m + w->nroute, 0, n - w->nroute);
+		w->route = m;
+		w->nroute = n;
+	}
+	w->route[id] = (uint8_t)(k + 1);
+	return k;
 }
 
 void store_close_current(struct store *st)
@@ -254,9 +342,10 @@ static int put_provider(struct store *st, struct client *cl, uint32_t id, const 
 static int describe(struct store *st, struct ring *r)
 {
 	struct client *c = r->c;
+	struct store_desc *d = &c->store.lane[st->active];
 	int err;
 
-	if (c->store.seg_gen != st->seg_gen) {
+	if (d->seg_gen != st->seg_gen) {
 		struct ringlog_seg_writer w = {
 			.pid = c->pid, .uid = c->uid, .gid = c->gid,
 			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
@@ -267,30 +356,30 @@ static int describe(struct store *st, struct ring *r)
 		if ((err = put_rec(st, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
 				   c->exe, w.exe_len)))
 			return err;
-		c->store.seg_gen = st->seg_gen;
-		c->store.seg_nprov = c->store.seg_nev = 0;
+		d->seg_gen = st->seg_gen;
+		d->seg_nprov = d->seg_nev = 0;
 	}
 	/* Ids are dense from 1: stop at the first one not defined yet. */
-	if (!c->store.seg_nprov)
-		c->store.seg_nprov = 1;
-	if (!c->store.seg_nev)
-		c->store.seg_nev = 1;
-	for (; c->store.seg_nprov < c->meta.nprov && c->meta.providers[c->store.seg_nprov]; c->store.seg_nprov++)
-		if ((err = put_provider(st, c, c->store.seg_nprov, c->meta.providers[c->store.seg_nprov])))
+	if (!d->seg_nprov)
+		d->seg_nprov = 1;
+	if (!d->seg_nev)
+		d->seg_nev = 1;
+	for (; d->seg_nprov < c->meta.nprov && c->meta.providers[d->seg_nprov]; d->seg_nprov++)
+		if ((err = put_provider(st, c, d->seg_nprov, c->meta.providers[d->seg_nprov])))
 			return err;
-	for (; c->store.seg_nev < c->meta.nev && c->meta.events[c->store.seg_nev]; c->store.seg_nev++) {
-		const struct ringlog_event_desc *e = c->meta.events[c->store.seg_nev];
+	for (; d->seg_nev < c->meta.nev && c->meta.events[d->seg_nev]; d->seg_nev++) {
+		const struct ringlog_event_desc *e = c->meta.events[d->seg_nev];
 
 		if ((err = put_rec(st, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
 			return err;
 	}
-	if (r->store.seg_gen != st->seg_gen) {
+	if (r->store.seg_gen[st->active] != st->seg_gen) {
 		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
 						.ring_id = r->ring_id };
 
 		if ((err = put_rec(st, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
 			return err;
-		r->store.seg_gen = st->seg_gen;
+		r->store.seg_gen[st->active] = st->seg_gen;
 	}
 	return 0;
 }
@@ -556,6 +645,14 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	int err;
 
 	memcpy(&ts, payload, sizeof(ts));
+	/* Retention classes: the record's lane, a byte per record when any
+	 * is configured (issue 23: the drain's cost), nothing otherwise. */
+	if (__builtin_expect(st->nlanes > 1, 0)) {
+		unsigned k = route(st, r->c, id, e);
+
+		if (k != st->active && lane_use(st, k) < 0)
+			return STORE_FULL;
+	}
 	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
 	    need > run->room - run->packed || id >= run->nev) {
 		store_events_end(st);
@@ -565,7 +662,7 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		run->r = r;
 		run->recs = rec;
 		run->ts_min = run->ts_max = ts;
-		run->nev = r->c->store.seg_nev;
+		run->nev = r->c->store.lane[st->active].seg_nev;
 		run->publish = st->sinks->wanting != 0;
 	}
 	run->bytes += total;
@@ -669,7 +766,7 @@ static void chunk_lost(struct store *st, struct chunk *c, const char *why)
 	if (why != st->disk_error) /* it may already be the reason */
 		snprintf(st->disk_error, sizeof(st->disk_error), "%s", why);
 	/* Its metadata records are gone too: describe everything again. */
-	st->seg_gen++;
+	regen_all(st);
 }
 
 /* The open chunk cannot be written: counted lost, and done with at once
@@ -736,8 +833,8 @@ static void store_recover(struct store *st)
 	unsigned n = 0;
 	int err;
 
-	if (st->cur)
-		store_close_current(st); /* its in-flight writes land in the void */
+	for (unsigned k = 0; k < st->nlanes; k++)
+		close_lane(st, k); /* their in-flight writes land in the void */
 	for (struct segfile **pp = &st->segs, *s; (s = *pp);) {
 		struct stat sb;
 		bool open = s->fd >= 0 && !s->closed;
@@ -760,7 +857,7 @@ static void store_recover(struct store *st)
 		}
 	}
 	st->lost_deleted += events;
-	st->seg_gen++;
+	regen_all(st);
 	if (file_dir_id(st->dir, id) == 0 && id[0] == st->dir_id[0] && id[1] == st->dir_id[1]) {
 		/* Only files went: the directory and our lock on it stand. */
 		d_log(LOG_ERR, "%u segments (%llu bytes) of storage_dir %s were deleted under "
@@ -958,6 +1055,10 @@ void store_reload(struct store *st, const struct ringlog_config *cfg)
 	 * next one takes the new size. */
 	store_seal(st);
 	store_configure(st, cfg);
+	if ((!st->open || !st->open->len) && ret_classes(st, cfg))
+		d_log(LOG_INFO, "storage: retention classes changed: %u now, each class's segment "
+		      "closed; segments of a class no longer configured count as the default's",
+		      st->nlanes - 1);
 	if (st->cur) {
 		uint64_t lim = store_seg_limit(st);
 
@@ -1062,6 +1163,7 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 	if ((err = store_lock_dir(st)) < 0)
 		goto fail;
 	store_configure(st, cfg);
+	ret_classes(st, cfg);
 	if ((err = alloc_chunks(st)) < 0 || (err = ret_scan(st)) < 0)
 		goto fail;
 	if ((err = open_segment(st)) < 0) {

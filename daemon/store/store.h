@@ -33,6 +33,7 @@
 #include "ringbuf.h"
 #include "segment.h"
 #include "sink/sink.h"
+#include "store/stream.h"
 
 struct ring;
 struct io;
@@ -62,6 +63,9 @@ struct store_budget {
 struct segfile {
 	struct segfile *next;  /* by seq, oldest first */
 	uint64_t seq;
+	unsigned lane;       /* its class's lane (0: default, or a class no
+	                      * longer configured) */
+	char cls[RINGLOG_CLASS_NAME_MAX]; /* its header's class_name */
 	char *path;
 	uint64_t bytes;      /* file size we account for */
 	uint64_t first_real_ns, last_real_ns;
@@ -165,8 +169,39 @@ struct store_params {
 	void *ctx;                /* for written(), mkdir(), deleting(), keep() */
 };
 
+/* A retention class's segment stream (FORMAT.md "Retention classes"):
+ * lane 0 is the default class. */
+struct store_lane {
+	char name[RINGLOG_CLASS_NAME_MAX];  /* "" for the default class */
+	const struct ringlog_config_class *cls; /* st->classes[]; NULL: default */
+	struct segfile *cur; /* its segment being written, while not active */
+	uint32_t gen;        /* its seg_gen, while not active */
+	uint64_t share_bytes; /* min_share of budget.max_disk */
+	uint64_t min_age_ns;
+	/* evictions by the budget since the daemon started */
+	uint64_t evicted, evicted_bytes, forced;
+	char last_why[200];
+};
+
+/* The last evictions by the budget, for `ringlog status`. */
+#define STORE_EVICT_LOG 16
+struct store_eviction {
+	uint64_t seq, bytes, first_real_ns, last_real_ns, at_real_ns;
+	unsigned lane;
+	char why[200];
+};
+
 struct store {
 	struct store_budget budget;
+	/* Retention classes: lanes[0..nlanes), the one being filled is
+	 * active (st->cur and st->seg_gen are its). */
+	struct ringlog_config_class classes[RINGLOG_CONFIG_CLASSES];
+	struct store_lane lanes[STORE_LANES];
+	unsigned nlanes, active;
+	uint32_t route_gen;
+	struct store_eviction evictions[STORE_EVICT_LOG];
+	uint64_t nevictions;
+	bool forced_logged;
 	/* What the filesystem has: file_space() (file.h), or a test's figure. */
 	int (*space)(const char *dir, uint64_t *avail, uint64_t *total);
 	struct sink_list *sinks; /* never NULL: an empty list when not given */
@@ -276,8 +311,24 @@ void store_check(struct store *st);
 /* Nothing open, nothing in flight. */
 bool store_idle(const struct store *st);
 void store_close_current(struct store *st);
+/* Close retention class lane k's segment being written, so that the
+ * budget may delete it. */
+void store_close_lane(struct store *st, unsigned k);
 
 /* retention.c: the segment index and the budget */
+
+_Static_assert(STORE_LANES == RINGLOG_CONFIG_CLASSES + 1, "a lane per class and the default");
+
+/* The retention classes from cfg (at open before the scan, and at reload
+ * after the seal): lanes, shares, the routing cache invalidated. When the
+ * list of names changed, every lane's segment being written is closed and
+ * the index's segments are assigned to lanes by name again (a class no
+ * longer configured: the default's). Returns whether the names changed. */
+bool ret_classes(struct store *st, const struct ringlog_config *cfg);
+/* The lane (class) of an event of provider prov (NULL: unknown) at level. */
+unsigned ret_classify(const struct store *st, const char *prov, unsigned level);
+/* The lane named name ("" or unknown: 0). */
+unsigned ret_lane_of(const struct store *st, const char *name);
 
 /* Every size from cfg into st->budget; at open, and at each reload
  * (store_reload()), where chunk sizes stay within the buffers' size. */

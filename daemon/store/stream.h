@@ -12,14 +12,27 @@
 
 #include <stdint.h>
 
-struct store_writer {
+/* One segment stream per retention class (lane; 0: the default class):
+ * the default class and config.h's RINGLOG_CONFIG_CLASSES. */
+#define STORE_LANES 8
+
+/* What a lane's current segment already describes of a writer. */
+struct store_desc {
 	uint32_t seg_gen;    /* segment generation that has its WRITER + META[..] */
 	uint32_t seg_nprov, seg_nev; /* metadata entries already in the segment */
+};
+
+struct store_writer {
+	struct store_desc lane[STORE_LANES];
+	/* The lane of each of its event ids, + 1 (0: not routed yet), valid
+	 * while route_gen is the store's (a reload changes the classes). */
+	uint8_t *route;
+	uint32_t nroute, route_gen;
 	uint64_t lost_disk;  /* its events that did not reach the disk */
 };
 
 struct store_stream {
-	uint32_t seg_gen;    /* segment generation that has its STREAM record */
+	uint32_t seg_gen[STORE_LANES]; /* per lane: the generation with its STREAM record */
 	uint32_t held;       /* chunk entries (open or in flight) holding its
 	                      * records: their ring space is given back only
 	                      * once the chunk is written */
