@@ -126,6 +126,8 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 			return;
 		}
 		char close = x->text[*i] == '{' ? '}' : ']';
+		size_t n = 0;
+
 		for ((*i)++;;) {
 			size_t was;
 
@@ -144,7 +146,11 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 				skip_ws(x, i);
 				(*i)++; /* ':' */
 			} else {
-				snprintf(sub, sizeof(sub), "%s", path);
+				/* an element is "path/N", as walk() names it */
+				if (snprintf(sub, sizeof(sub), "%s/%zu", path, n++) < (int)sizeof(sub))
+					add_loc(x, sub, *i);
+				else
+					snprintf(sub, sizeof(sub), "%s", path);
 			}
 			scan_value(x, i, sub, depth + 1);
 			skip_ws(x, i);
