@@ -220,6 +220,8 @@ void h_stop(struct harness *h)
 	store_close(h->st);
 	h->st = NULL;
 	ringlog_meta_free(&h->c->meta);
+	free(h->c->store.route);
+	free(h->r->store.pend);
 	free(h->r);
 	free(h->c);
 	free(h->mem);

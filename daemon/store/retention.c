@@ -177,8 +177,15 @@ bool ret_classes(struct store *st, const struct ringlog_config *cfg)
 		for (unsigned k = 0; k < st->nlanes; k++)
 			store_close_lane(st, k);
 		st->cur = NULL;
+		/* sealed by the caller: empty chunks left open go back */
+		if (st->open)
+			st->open->opened = false;
+		st->open = NULL;
 		st->active = 0;
 		for (unsigned k = 0; k < STORE_LANES; k++) {
+			if (st->lanes[k].open)
+				st->lanes[k].open->opened = false;
+			st->lanes[k].open = NULL;
 			st->lanes[k].cur = NULL;
 			st->lanes[k].evicted = st->lanes[k].evicted_bytes = st->lanes[k].forced = 0;
 			st->lanes[k].last_why[0] = 0;
@@ -299,6 +306,10 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 				     s->last_real_ns + l->min_age_ns > now;
 
 			if (!s || (pass == 0 && (over <= 0 || young)))
+				continue;
+			/* another lane's segment being written, with a chunk built
+			 * for it still open: it goes once that is sealed (the tick) */
+			if (s->current && l->open && l->open->len)
 				continue;
 			if (s->inflight) {
 				*wait = true;

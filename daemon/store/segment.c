@@ -169,25 +169,27 @@ void store_close_lane(struct store *st, unsigned k)
 	close_lane(st, k);
 }
 
-/* Fill lane k's segment from now on. One chunk is open at a time: the
- * other lane's goes first, so that every ring's records are in chunks in
- * sealing order and ring space goes back in that order as ever. -EAGAIN:
- * it could not be sealed yet (writes must complete). */
-static int lane_use(struct store *st, unsigned k)
+/* Fill lane k's chunk and segment from now on: each lane keeps its own
+ * open chunk, so a rare class costs no chunk per record (a ring's records
+ * then lie in chunks of several lanes, written in any order: ring space
+ * goes back by each ring's own order, release_ready()). */
+static void lane_use(struct store *st, unsigned k)
 {
 	store_events_end(st);
-	if (st->open && st->open->len) {
-		store_seal(st);
-		if (st->open && st->open->len)
-			return -EAGAIN;
-	}
 	st->lanes[st->active].cur = st->cur;
 	st->lanes[st->active].gen = st->seg_gen;
+	st->lanes[st->active].open = st->open;
 	st->active = k;
 	st->cur = st->lanes[k].cur;
-	st->lanes[k].cur = NULL;
+	st->open = st->lanes[k].open;
 	st->seg_gen = st->lanes[k].gen;
-	return 0;
+	st->lanes[k].cur = NULL;
+	st->lanes[k].open = NULL;
+}
+
+void store_lane_use(struct store *st, unsigned k)
+{
+	lane_use(st, k);
 }
 
 /* The lane of event id of c: looked up once per event id and class
@@ -242,7 +244,7 @@ static struct chunk *chunk_get(struct store *st)
 	for (unsigned i = 0; i < st->nchunks; i++) {
 		struct chunk *c = &st->chunks[i];
 
-		if (!c->busy) {
+		if (!c->busy && !c->opened) {
 			c->len = 0;
 			c->events = 0;
 			c->lost = 0;
@@ -282,12 +284,14 @@ static void close_span(struct chunk *c)
  * another when needed. Returns the chunk, or NULL (no buffer free, or the
  * budget waits for writes to complete): the caller leaves the event in
  * its ring for the next pass. */
+static void seal_active(struct store *st);
+
 static struct chunk *room(struct store *st, size_t n)
 {
 	if (st->open && st->open->len + n <= body_cap(st->open))
 		return st->open;
 	if (st->open && st->open->len)
-		store_seal(st);
+		seal_active(st);
 	if (st->open && st->open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
@@ -299,8 +303,9 @@ static struct chunk *room(struct store *st, size_t n)
 	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!st->cur && open_segment(st) < 0)
 		st->seg_gen++;
-	if (!st->open && (st->open = chunk_get(st)) && st->cur &&
-	    ++st->cur->begun % DESCRIBE_EVERY == 0)
+	if (!st->open && (st->open = chunk_get(st)))
+		st->open->opened = true;
+	if (st->open && !st->open->len && st->cur && ++st->cur->begun % DESCRIBE_EVERY == 0)
 		st->seg_gen++; /* describe every writer again from this chunk on */
 	if (!st->open || n > body_cap(st->open))
 		return NULL;
@@ -401,29 +406,81 @@ static int who_reserve(struct chunk *c)
 	return 0;
 }
 
+/* Room for one more entry in r's ring of tickets (stream.h). */
+static int pend_reserve(struct ring *r)
+{
+	struct store_stream *ss = &r->store;
+	uint64_t n = ss->ticket_next - ss->ticket_head;
+	uint32_t cap = ss->pend_cap ? ss->pend_cap * 2 : 16;
+	struct store_pend *p;
+
+	if (n < ss->pend_cap)
+		return 0;
+	if (!(p = malloc(cap * sizeof(*p))))
+		return -EAGAIN;
+	for (uint64_t t = ss->ticket_head; t < ss->ticket_next; t++)
+		p[t % cap] = ss->pend[t % ss->pend_cap];
+	free(ss->pend);
+	ss->pend = p;
+	ss->pend_cap = cap;
+	return 0;
+}
+
+/* The entry of c that r's next record joins: c's last one when it is r's
+ * newest (no record of r went to another lane's chunk since), else a new
+ * one with the next ticket (who_reserve() and pend_reserve() made room). */
+static struct chunk_who *who_of(struct chunk *c, struct ring *r)
+{
+	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+	struct store_stream *ss = &r->store;
+
+	if (w && w->r == r && w->ticket + 1 == ss->ticket_next)
+		return w;
+	w = &c->who[c->nwho++];
+	*w = (struct chunk_who){ .r = r, .ticket = ss->ticket_next++,
+				 /* until a record joins: what is released
+				  * already, releasing it is a no-op */
+				 .end = r->cons.published, .seen_records = r->cons.seen.total_records,
+				 .seen_bytes = r->cons.seen.total_bytes };
+	ss->pend[w->ticket % ss->pend_cap].done = false;
+	ss->held++;
+	return w;
+}
+
 /* Note that c holds r's record ending at ring position end. */
 static void who_add(struct chunk *c, struct ring *r, uint32_t events, uint64_t end,
 		    uint64_t seen_records, uint64_t seen_bytes)
 {
-	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+	struct chunk_who *w = who_of(c, r);
 
-	if (!w || w->r != r) {
-		w = &c->who[c->nwho++]; /* who_reserve() made room */
-		w->r = r;
-		w->events = 0;
-		w->loss = 0;
-		r->store.held++;
-	}
 	w->events += events;
 	w->end = end;
 	w->seen_records = seen_records;
 	w->seen_bytes = seen_bytes;
 }
 
+/* Entry w is written (or counted lost): give r's ring space back up to
+ * the newest of its entries with every older one written too. */
+static void pend_done(const struct chunk_who *w)
+{
+	struct ring *r = w->r;
+	struct store_stream *ss = &r->store;
+	struct store_pend *p = &ss->pend[w->ticket % ss->pend_cap];
+
+	*p = (struct store_pend){ .end = w->end, .seen_records = w->seen_records,
+				  .seen_bytes = w->seen_bytes, .done = true };
+	while (ss->ticket_head < ss->ticket_next && (p = &ss->pend[ss->ticket_head % ss->pend_cap])->done) {
+		if (!r->dead)
+			ringlog_cons_release(&r->cons, p->end, p->seen_records, p->seen_bytes);
+		ss->ticket_head++;
+	}
+	ss->held--;
+}
+
 /* Give ring space back in the order chunks were sealed, each chunk once it
- * is written or counted as lost: a daemon killed at any moment leaves every
- * record either in a written chunk or still in its ring, where the next
- * daemon finds it. */
+ * is written or counted as lost, and per ring in its own order (pend_done()):
+ * a daemon killed at any moment leaves every record either in a written
+ * chunk or still in its ring, where the next daemon finds it. */
 static void release_ready(struct store *st)
 {
 	for (bool more = true; more;) {
@@ -433,14 +490,8 @@ static void release_ready(struct store *st)
 
 			if (!c->busy || !c->done || c->seal_no != st->release_next)
 				continue;
-			for (uint32_t k = 0; k < c->nwho; k++) {
-				struct chunk_who *w = &c->who[k];
-
-				if (!w->r->dead)
-					ringlog_cons_release(&w->r->cons, w->end, w->seen_records,
-							     w->seen_bytes);
-				w->r->store.held--;
-			}
+			for (uint32_t k = 0; k < c->nwho; k++)
+				pend_done(&c->who[k]);
 			c->nwho = 0;
 			st->release_next++;
 			/* The sinks see it with its ring space given back, and
@@ -477,6 +528,7 @@ static void chunk_sealed(struct store *st, struct chunk *c)
 {
 	c->seal_no = st->seal_next++;
 	c->busy = true;
+	c->opened = false;
 	c->done = false;
 }
 
@@ -502,7 +554,7 @@ static int put_loss_pending(struct store *st, struct ring *r)
 	for (int tries = 0;; tries++) {
 		uint32_t gen = st->seg_gen;
 
-		if (!(c = room(st, len)) || who_reserve(c) || tries > 2)
+		if (!(c = room(st, len)) || who_reserve(c) || pend_reserve(r) || tries > 2)
 			return -EAGAIN;
 		if (gen == st->seg_gen)
 			break;
@@ -512,15 +564,7 @@ static int put_loss_pending(struct store *st, struct ring *r)
 	if ((err = put_rec(st, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
 		return err;
 	c = st->open;
-	w = c->nwho ? &c->who[c->nwho - 1] : NULL;
-	if (!w || w->r != r) {
-		/* end = what is already released: releasing it is a no-op */
-		w = &c->who[c->nwho++];
-		*w = (struct chunk_who){ .r = r, .end = r->cons.published,
-					 .seen_records = r->cons.seen.total_records,
-					 .seen_bytes = r->cons.seen.total_bytes };
-		r->store.held++;
-	}
+	w = who_of(c, r);
 	w->loss += r->store.lost_disk_pending;
 	c->lost += r->store.lost_disk_pending;
 	r->store.lost_disk_pending = 0;
@@ -587,7 +631,7 @@ static int run_ready(struct store *st, struct ring *r, uint64_t at, size_t need,
 		c->len += h.len;
 		break;
 	}
-	if (who_reserve(c))
+	if (who_reserve(c) || pend_reserve(r))
 		return -EAGAIN;
 	*run = (struct store_run){ .out = body(c) + c->len,
 				   .room = body_cap(c) - c->len - RUN_FILLER, .prev_ts = c->span_ts };
@@ -650,8 +694,8 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	if (__builtin_expect(st->nlanes > 1, 0)) {
 		unsigned k = route(st, r->c, id, e);
 
-		if (k != st->active && lane_use(st, k) < 0)
-			return STORE_FULL;
+		if (k != st->active)
+			lane_use(st, k);
 	}
 	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
 	    need > run->room - run->packed || id >= run->nev) {
@@ -886,7 +930,7 @@ void store_check(struct store *st)
 		store_recover(st);
 }
 
-void store_seal(struct store *st)
+static void seal_active(struct store *st)
 {
 	struct chunk *c;
 	struct ringlog_chunk_hdr *h;
@@ -988,6 +1032,21 @@ void store_seal(struct store *st)
 		store_close_current(st);
 }
 
+/* Every lane's open chunk (one lane: the one). */
+void store_seal(struct store *st)
+{
+	unsigned was = st->active;
+
+	seal_active(st);
+	for (unsigned k = 0; st->nlanes > 1 && k < st->nlanes; k++)
+		if (k != was && st->lanes[k].open && st->lanes[k].open->len) {
+			lane_use(st, k);
+			seal_active(st);
+		}
+	if (st->active != was)
+		lane_use(st, was);
+}
+
 /* max_retention: seal and close the segment being written once its oldest
  * event is older than before_ns, so that it may go in turn, then delete
  * the sealed segments older than that (ret_vacuum()): nothing outlives
@@ -1018,9 +1077,14 @@ void store_tick(struct store *st)
 	unsigned n;
 
 	store_check(st);
-	if (st->open && st->open->len &&
-	    now - st->open->opened_mono_ns >= st->budget.seal_after_ns)
-		store_seal(st);
+	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
+		const struct chunk *o = k == st->active ? st->open : st->lanes[k].open;
+
+		if (o && o->len && now - o->opened_mono_ns >= st->budget.seal_after_ns) {
+			store_seal(st); /* every lane's: one pass over them */
+			break;
+		}
+	}
 	if (st->cur && st->cur->chunks &&
 	    now - st->cur->created_mono_ns >= st->budget.max_age_ns) {
 		store_seal(st);
@@ -1036,9 +1100,20 @@ void store_tick(struct store *st)
 		      (unsigned long long)bytes, (unsigned long long)(keep / 1000000000ull));
 }
 
-bool store_idle(const struct store *st)
+/* No lane has a chunk with records open. */
+bool store_idle_open(const struct store *st)
 {
 	if (st->open && st->open->len)
+		return false;
+	for (unsigned k = 0; k < st->nlanes; k++)
+		if (st->lanes[k].open && st->lanes[k].open->len)
+			return false;
+	return true;
+}
+
+bool store_idle(const struct store *st)
+{
+	if (!store_idle_open(st))
 		return false;
 	for (unsigned i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].busy)
@@ -1055,7 +1130,7 @@ void store_reload(struct store *st, const struct ringlog_config *cfg)
 	 * next one takes the new size. */
 	store_seal(st);
 	store_configure(st, cfg);
-	if ((!st->open || !st->open->len) && ret_classes(st, cfg))
+	if (store_idle_open(st) && ret_classes(st, cfg))
 		d_log(LOG_INFO, "storage: retention classes changed: %u now, each class's segment "
 		      "closed; segments of a class no longer configured count as the default's",
 		      st->nlanes - 1);

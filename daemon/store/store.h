@@ -102,11 +102,13 @@ struct chunk {
 	                      * the chunks sealed before it */
 	bool done;           /* the write completed (or failed and was counted) */
 	bool failed;         /* counted lost, not on disk */
+	bool opened;         /* a lane's open chunk (not busy yet, not free) */
 	uint64_t seal_no;    /* order of sealing: ring space is released in it */
 	/* whose records it carries: to release their ring space once written,
 	 * or to count them lost if the write fails */
 	struct chunk_who {
 		struct ring *r;
+		uint64_t ticket;                 /* its place in r's store.pend */
 		uint32_t events;
 		uint64_t loss;                   /* disk loss it reports in-stream:
 		                                  * pending again if it is lost */
@@ -175,6 +177,7 @@ struct store_lane {
 	char name[RINGLOG_CLASS_NAME_MAX];  /* "" for the default class */
 	const struct ringlog_config_class *cls; /* st->classes[]; NULL: default */
 	struct segfile *cur; /* its segment being written, while not active */
+	struct chunk *open;  /* its chunk being filled, while not active */
 	uint32_t gen;        /* its seg_gen, while not active */
 	uint64_t share_bytes; /* min_share of budget.max_disk */
 	uint64_t min_age_ns;
@@ -310,6 +313,10 @@ void store_tick(struct store *st);
 void store_check(struct store *st);
 /* Nothing open, nothing in flight. */
 bool store_idle(const struct store *st);
+/* No chunk with records open, in any lane. */
+bool store_idle_open(const struct store *st);
+/* Make lane k (a retention class) the one filled (retention.c). */
+void store_lane_use(struct store *st, unsigned k);
 void store_close_current(struct store *st);
 /* Close retention class lane k's segment being written, so that the
  * budget may delete it. */

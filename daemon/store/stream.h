@@ -10,6 +10,7 @@
 #ifndef RINGLOG_DAEMON_STORE_STREAM_H
 #define RINGLOG_DAEMON_STORE_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* One segment stream per retention class (lane; 0: the default class):
@@ -36,6 +37,17 @@ struct store_stream {
 	uint32_t held;       /* chunk entries (open or in flight) holding its
 	                      * records: their ring space is given back only
 	                      * once the chunk is written */
+	/* Its chunk entries in ring order (tickets), done or not: with a
+	 * chunk open per retention class, a later chunk may be written
+	 * before an earlier one holding older records of the ring, so ring
+	 * space goes back only up to the first entry not written yet
+	 * (segment.c release_ready()). A ring of pend_cap slots, by ticket. */
+	struct store_pend {
+		uint64_t end, seen_records, seen_bytes;
+		bool done;
+	} *pend;
+	uint32_t pend_cap;
+	uint64_t ticket_head, ticket_next;
 	uint64_t lost_disk_pending; /* to report in-stream when writing resumes */
 };
 
