@@ -1528,6 +1528,13 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       tmp->max_disk);
 	if (!x.nerr)
 		ship_check(&x, tmp);
+	/* Shipping reads the segments in seq order, one at a time, and keeps
+	 * "acknowledged up to (segment, chunk)": with a segment per class open
+	 * side by side, that order is not the order they are written in. */
+	if (!x.nerr && tmp->n_classes && tmp->ship.servers[0])
+		report(&x, "retention", "retention classes and ship cannot be used together yet "
+		       "(shipping reads one segment stream in order); remove \"retention\" or "
+		       "\"ship.servers\"");
 	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
 		snprintf(err + x.used, errlen - x.used, "\nconfig: %s: %d more errors not shown",
 			 name, x.nerr - MAX_ERRORS);

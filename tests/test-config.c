@@ -195,6 +195,10 @@ static const struct { const char *json, *err; } bad[] = {
 	  "\"0%\" to \"100%\", like \"10%\", got \"10\"" },
 	{ "{\"retention\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}",
 	  "config: t.json:1:31: \"retention.1\": class name \"a\" is used twice; give each class its own" },
+	{ "{\"retention\": [{\"name\": \"a\"}], \"ship\": {\"servers\": [\"nats://127.0.0.1:4222\"]}}",
+	  "config: t.json:1:2: \"retention\": retention classes and ship cannot be used together "
+	  "yet (shipping reads one segment stream in order); remove \"retention\" or "
+	  "\"ship.servers\"" },
 	{ "{\"retention\": [{\"levels\": \"error\"}]}",
 	  "config: t.json:1:16: \"retention.0\": a retention class needs a \"name\" (a-z, 0-9, _ and "
 	  "-): it names the class's segments and its line in ringlog status" },

@@ -303,10 +303,11 @@ static struct chunk *room(struct store *st, size_t n)
 	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!st->cur && open_segment(st) < 0)
 		st->seg_gen++;
-	if (!st->open && (st->open = chunk_get(st)))
+	if (!st->open && (st->open = chunk_get(st))) {
 		st->open->opened = true;
-	if (st->open && !st->open->len && st->cur && ++st->cur->begun % DESCRIBE_EVERY == 0)
-		st->seg_gen++; /* describe every writer again from this chunk on */
+		if (st->cur && ++st->cur->begun % DESCRIBE_EVERY == 0)
+			st->seg_gen++; /* describe every writer again from this chunk on */
+	}
 	if (!st->open || n > body_cap(st->open))
 		return NULL;
 	return st->open;
