@@ -319,3 +319,32 @@ Test(retention, classes_survive_a_restart_and_a_reload_that_removes_them)
 	cr_assert_eq(h_read_disk(&h).class_events, alarms, "no class now: errors go to the default");
 	h_cleanup(&h);
 }
+
+static void short_retention_class(struct ringlog_config *c)
+{
+	short_retention(c);
+	c->n_classes = 1;
+	memset(&c->classes[0], 0, sizeof(c->classes[0]));
+	snprintf(c->classes[0].name, sizeof(c->classes[0].name), "errors");
+	c->classes[0].level_min = 1;
+	c->classes[0].level_max = 2;
+}
+
+/* Each class's segment being written, not only the one filled last, is
+ * closed by age and by max_retention. */
+Test(retention, max_retention_expires_every_class_s_segment_being_written)
+{
+	h_start(&h, short_retention_class);
+	h_emit_alarm(&h, 100);
+	h_emit(&h, 1000); /* the default class is the one filled last */
+	h_pump(&h);
+	h_flush(&h);
+	cr_assert_geq(h_read_disk(&h).class_segments, 1);
+	usleep(100000);
+	store_tick(h.st);
+	h_flush(&h);
+	h.st->expire_tick_ns = 0;
+	store_tick(h.st);
+	cr_assert_eq(h_read_disk(&h).segments, 0, "a class's segment outlived max_retention");
+	h_cleanup(&h);
+}

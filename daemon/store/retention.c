@@ -165,12 +165,15 @@ unsigned ret_classify(const struct store *st, const char *prov, unsigned level)
 	return 0;
 }
 
-bool ret_classes(struct store *st, const struct ringlog_config *cfg)
+int ret_classes(struct store *st, const struct ringlog_config *cfg)
 {
 	bool same = st->nlanes == cfg->n_classes + 1;
 
 	for (unsigned i = 0; same && i < cfg->n_classes; i++)
 		same = !strcmp(st->lanes[i + 1].name, cfg->classes[i].name);
+	/* a chunk built for a lane's segment still open: not now */
+	if (!same && !store_idle_open(st))
+		return -EAGAIN;
 	if (!same && st->nlanes) {
 		/* Closed in every lane: each reopens, under its new lane, on its
 		 * next record. */

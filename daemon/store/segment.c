@@ -1052,17 +1052,44 @@ void store_seal(struct store *st)
  * event is older than before_ns, so that it may go in turn, then delete
  * the sealed segments older than that (ret_vacuum()): nothing outlives
  * max_retention by more than a segment's span. Returns how many went. */
-static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
+/* Seal and close the segment being written of every lane (retention
+ * class) for which old() says so. */
+static void rotate_lanes(struct store *st, bool (*old)(const struct segfile *s, uint64_t arg),
+			 uint64_t arg)
 {
-	struct segfile *cur = st->cur;
-	uint64_t used;
-	unsigned n;
+	unsigned was = st->active;
 
-	if (cur && cur->chunks && cur->first_real_ns && cur->first_real_ns < before_ns) {
-		store_seal(st);
+	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
+		struct segfile *cur = k == st->active ? st->cur : st->lanes[k].cur;
+
+		if (!cur || !cur->chunks || !old(cur, arg))
+			continue;
+		if (k != st->active)
+			lane_use(st, k);
+		seal_active(st);
 		if (!st->open || !st->open->len)
 			store_close_current(st);
 	}
+	if (st->active != was)
+		lane_use(st, was);
+}
+
+static bool older_events(const struct segfile *s, uint64_t before_ns)
+{
+	return s->first_real_ns && s->first_real_ns < before_ns;
+}
+
+static bool older_file(const struct segfile *s, uint64_t min_created_ns)
+{
+	return s->created_mono_ns <= min_created_ns;
+}
+
+static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
+{
+	uint64_t used;
+	unsigned n;
+
+	rotate_lanes(st, older_events, before_ns);
 	used = st->used_bytes;
 	n = ret_vacuum(st, UINT64_MAX, before_ns, NULL, NULL);
 	*bytes = used - st->used_bytes;
@@ -1086,12 +1113,8 @@ void store_tick(struct store *st)
 			break;
 		}
 	}
-	if (st->cur && st->cur->chunks &&
-	    now - st->cur->created_mono_ns >= st->budget.max_age_ns) {
-		store_seal(st);
-		if (!st->open || !st->open->len)
-			store_close_current(st);
-	}
+	if (now >= st->budget.max_age_ns)
+		rotate_lanes(st, older_file, now - st->budget.max_age_ns);
 	if (!keep || now - st->expire_tick_ns < 1000000000ull)
 		return;
 	st->expire_tick_ns = now;
@@ -1131,10 +1154,17 @@ void store_reload(struct store *st, const struct ringlog_config *cfg)
 	 * next one takes the new size. */
 	store_seal(st);
 	store_configure(st, cfg);
-	if (store_idle_open(st) && ret_classes(st, cfg))
+	switch (ret_classes(st, cfg)) {
+	case 1:
 		d_log(LOG_INFO, "storage: retention classes changed: %u now, each class's segment "
 		      "closed; segments of a class no longer configured count as the default's",
 		      st->nlanes - 1);
+		break;
+	case -EAGAIN:
+		d_log(LOG_WARNING, "storage: the retention classes did not change: a chunk waits for "
+		      "writes to complete; send SIGHUP again");
+		break;
+	}
 	if (st->cur) {
 		uint64_t lim = store_seg_limit(st);
 

@@ -330,8 +330,10 @@ _Static_assert(STORE_LANES == RINGLOG_CONFIG_CLASSES + 1, "a lane per class and 
  * after the seal): lanes, shares, the routing cache invalidated. When the
  * list of names changed, every lane's segment being written is closed and
  * the index's segments are assigned to lanes by name again (a class no
- * longer configured: the default's). Returns whether the names changed. */
-bool ret_classes(struct store *st, const struct ringlog_config *cfg);
+ * longer configured: the default's). Returns 1 when the names changed and
+ * segments were assigned again, 0, or -EAGAIN when the names changed but a
+ * chunk with records is still open (nothing changed: try again later). */
+int ret_classes(struct store *st, const struct ringlog_config *cfg);
 /* The lane (class) of an event of provider prov (NULL: unknown) at level. */
 unsigned ret_classify(const struct store *st, const char *prov, unsigned level);
 /* The lane named name ("" or unknown: 0). */
