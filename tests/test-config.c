@@ -74,8 +74,8 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, ring_reserve, "
 	  "shed_level, flush_interval, "
-	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, retention, io_backend, "
-	  "providers, "
+	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, retention, "
+	  "io_backend, providers, "
 	  "forward, limits, flight, ship" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "

@@ -470,7 +470,8 @@ static void pend_done(const struct chunk_who *w)
 
 	*p = (struct store_pend){ .end = w->end, .seen_records = w->seen_records,
 				  .seen_bytes = w->seen_bytes, .done = true };
-	while (ss->ticket_head < ss->ticket_next && (p = &ss->pend[ss->ticket_head % ss->pend_cap])->done) {
+	while (ss->ticket_head < ss->ticket_next &&
+	       (p = &ss->pend[ss->ticket_head % ss->pend_cap])->done) {
 		if (!r->dead)
 			ringlog_cons_release(&r->cons, p->end, p->seen_records, p->seen_bytes);
 		ss->ticket_head++;
