@@ -136,6 +136,11 @@ Test(retention_class, a_noisy_program_cannot_erase_a_quiet_ones_warnings)
 	chunk = (uint64_t)json_integer_value(json_object_get(st, "chunk_bytes"));
 	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " status > %s/status.txt", e.dir);
 	cr_expect_eq(live_run(cmd, NULL, 0), 0);
+	/* tail's backlog reads both classes' segments too: the newest 50 */
+	snprintf(cmd, sizeof(cmd), "timeout 20 " RINGLOG_CLI_PATH " tail -n 50 --pid %d -p warning "
+		 "--json --until +1s", (int)q);
+	live_run(cmd, text, cap);
+	cr_expect_eq(count_lines(text, "\"event\":\"Alert\""), 50, "tail's backlog:\n%.2000s", text);
 	live_daemon_stop(d);
 
 	read_counts(qout, &q_all, &q_warn);
@@ -158,6 +163,29 @@ Test(retention_class, a_noisy_program_cannot_erase_a_quiet_ones_warnings)
 	/* Its first warning in particular: the oldest history survives. */
 	cr_expect(strstr(text, "\"seq\":0}") || strstr(text, "\"seq\":0,"),
 		  "the quiet program's first warning (seq 0) is gone");
+
+	/* export streams the store as read does, with its own duplicate
+	 * check: the quiet program's events of both classes, the same count
+	 * as read (a check blind to the class drops the info events read
+	 * after the class's segment) */
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " export -F json -O - -D %s --pid %d", e.store,
+		 (int)q);
+	cr_assert_eq(live_run(cmd, text, cap), 0, "ringlog export failed");
+	{
+		uint64_t ex_all = count_lines(text, "\"type\":\"event\""), rd_all;
+
+		cr_expect_eq(count_lines(text, "\"event\":\"Alert\""), q_warn,
+			     "ringlog export lost warnings");
+		snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read -D %s --pid %d --json -n all "
+			 "--no-pager", e.store, (int)q);
+		cr_assert_eq(live_run(cmd, text, cap), 0, "ringlog read failed");
+		rd_all = count_lines(text, "\"type\":\"event\"");
+		printf("retention classes: the quiet program's events kept: %llu of %llu (read), "
+		       "%llu (export)\n", (unsigned long long)rd_all, (unsigned long long)q_all,
+		       (unsigned long long)ex_all);
+		cr_expect_gt(rd_all, q_warn, "none of the quiet program's info events is kept");
+		cr_expect_eq(ex_all, rd_all, "export and read disagree");
+	}
 
 	/* The budget: never more than one chunk over. */
 	cr_expect_leq(peak, MAX_DISK + chunk, "the store held %llu bytes, max_disk %u + a chunk %llu",
