@@ -5,13 +5,17 @@
  * program's warnings of the whole run are all in `ringlog read --json` at
  * the end, the store never passes max_disk by more than one chunk (sampled
  * through the run), and `ringlog status` says which class each eviction
- * took and why. Rates are printed, never asserted.
+ * took and why; tail's backlog and export read both classes. A SIGHUP
+ * adds a class to a running daemon; a restart without it keeps its
+ * segments readable, as the default class's. Rates are printed, never
+ * asserted.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
 #include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +233,73 @@ Test(retention_class, a_noisy_program_cannot_erase_a_quiet_ones_warnings)
 	}
 	cr_expect(strstr(text, "important"), "status text has no line for the class:\n%s", text);
 	cr_expect(strstr(text, "segments evicted"), "status text explains no eviction:\n%s", text);
+	free(text);
+	live_cleanup(&e);
+}
+
+static json_t *class_named(json_t *st, const char *name)
+{
+	json_t *classes = json_object_get(json_object_get(st, "retention"), "classes"), *v;
+	size_t i;
+
+	json_array_foreach(classes, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "name")), name))
+			return v;
+	return NULL;
+}
+
+/* SIGHUP: classes added to a running daemon take the events from then on;
+ * removed (a restart without them), their segments stay readable and count
+ * as the default class's. */
+Test(retention_class, classes_set_by_sighup_take_the_next_events_and_stay_readable)
+{
+	struct live e;
+	char cfg[400], cmd[1200], *text = malloc(1u << 20);
+	const char *argv[] = { EMITTER_PATH, "1", "2000", "--warn-every", "10", NULL };
+	json_t *st = NULL;
+	pid_t d;
+
+	cr_assert(text);
+	live_init(&e);
+	snprintf(cfg, sizeof(cfg), "%s/ringlogd.json", e.dir);
+	live_write_file(cfg, "{ \"flush_interval\": \"100ms\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	live_wait_ok(live_spawn(argv, NULL, "/dev/null"), "emitter");
+	live_write_file(cfg, class_cfg);
+	kill(d, SIGHUP);
+	for (int i = 0; i < 100; i++) { /* the reload is asynchronous */
+		json_decref(st);
+		st = live_status_json();
+		if (st && class_named(st, "important"))
+			break;
+		usleep(50000);
+	}
+	cr_assert(st && class_named(st, "important"), "SIGHUP did not add the class");
+	json_decref(st);
+	live_wait_ok(live_spawn(argv, NULL, "/dev/null"), "emitter");
+	usleep(300000);
+	st = live_status_json();
+	cr_assert(st);
+	cr_expect_gt(json_integer_value(json_object_get(class_named(st, "important"), "bytes")), 0,
+		     "the class holds nothing after the reload");
+	json_decref(st);
+	live_daemon_stop(d);
+	/* 200 warnings per run, the second run's in the class's segments */
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read -D %s -p warning --json -n all --no-pager",
+		 e.store);
+	cr_assert_eq(live_run(cmd, text, 1u << 20), 0);
+	cr_expect_eq(count_lines(text, "\"event\":\"Alert\""), 400);
+	/* The class removed: readable all the same, counted as the default's */
+	live_write_file(cfg, "{ \"flush_interval\": \"100ms\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	st = live_status_json();
+	cr_assert(st);
+	cr_expect_null(class_named(st, "important"));
+	cr_expect_gt(json_integer_value(json_object_get(class_named(st, "default"), "bytes")), 0);
+	json_decref(st);
+	live_daemon_stop(d);
+	cr_assert_eq(live_run(cmd, text, 1u << 20), 0);
+	cr_expect_eq(count_lines(text, "\"event\":\"Alert\""), 400);
 	free(text);
 	live_cleanup(&e);
 }
