@@ -187,16 +187,20 @@ static void print_rules(json_t *j, uint64_t now)
 }
 
 /* Retention classes: one line per class, then the last evictions with
- * why (the daemon's "retention" object; only with classes configured or
- * once the budget has deleted something). */
+ * why (the daemon's "retention" object); without classes, how many
+ * segments the budget deleted. */
 static void print_retention(json_t *r, uint64_t now)
 {
 	json_t *classes = json_object_get(r, "classes"), *ev = json_object_get(r, "evictions"), *v;
 	char a[64], b[64], c[64];
 	size_t i;
 
-	if (json_array_size(classes) < 2 && !json_array_size(ev))
+	if (json_array_size(classes) < 2) { /* no classes: one line */
+		if (I(r, "evictions_total"))
+			printf("%-22s %llu by the budget since start, the oldest first\n",
+			       "segments evicted", (unsigned long long)I(r, "evictions_total"));
 		return;
+	}
 	printf("\n%-16s %10s %7s %9s %5s %-24s %s\n", "CLASS", "USED", "SHARE", "MIN_SHARE", "SEGS",
 	       "HORIZON (oldest kept)", "EVICTED: LAST WHY");
 	json_array_foreach(classes, i, v) {
