@@ -84,7 +84,9 @@ struct ringlog_config_flight {
  * (daemon/store/retention.c, proto/FORMAT.md "Retention classes"). The
  * first class that matches an event takes it, in config order; what no
  * class takes is the default class (name "default"). */
-#define RINGLOG_CONFIG_CLASSES   7   /* + the default class */
+#define RINGLOG_CONFIG_CLASSES   4   /* + the default class: each keeps one of the
+                                      * store's 8 chunk buffers open, and at
+                                      * least 3 stay for writing */
 #define RINGLOG_CLASS_NAME_MAX   32  /* as the segment header's class_name */
 #define RINGLOG_CLASS_PROVIDERS  8
 

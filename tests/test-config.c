@@ -199,6 +199,11 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:2: \"retention\": retention classes and ship cannot be used together "
 	  "yet (shipping reads one segment stream in order); remove \"retention\" or "
 	  "\"ship.servers\"" },
+	{ "{\"retention\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\"}, "
+	  "{\"name\": \"d\"}, {\"name\": \"e\"}]}",
+	  "config: t.json:1:2: \"retention\": expected an array of at most 4 retention classes like "
+	  "[{ \"name\": \"errors\", \"levels\": \"error\", \"min_share\": \"10%\" }], got "
+	  "[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"},{\"name\"..." },
 	{ "{\"retention\": [{\"levels\": \"error\"}]}",
 	  "config: t.json:1:16: \"retention.0\": a retention class needs a \"name\" (a-z, 0-9, _ and "
 	  "-): it names the class's segments and its line in ringlog status" },

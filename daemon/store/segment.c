@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #define NCHUNKS 8
+/* Each retention class keeps a chunk open: some must stay for writing. */
+_Static_assert(NCHUNKS >= STORE_LANES + 3, "chunk buffers for every lane and the writes");
 /* Writers are described where they first appear in a segment and again
  * every DESCRIBE_EVERY chunks: a damaged chunk then takes its descriptions
  * from at most the chunks up to the next repeat, not from the rest of the

@@ -15,7 +15,7 @@
 
 /* One segment stream per retention class (lane; 0: the default class):
  * the default class and config.h's RINGLOG_CONFIG_CLASSES. */
-#define STORE_LANES 8
+#define STORE_LANES 5
 
 /* What a lane's current segment already describes of a writer. */
 struct store_desc {
