@@ -45,6 +45,7 @@ struct ctx {
 	struct ringlog_config *c;
 	struct ringlog_config_provider *prov; /* entry being parsed in providers */
 	bool ev; /* parsing prov's last "events" entry */
+	struct ringlog_config_class *cls; /* entry being parsed in retention */
 	bool host; /* also check names against this host (groups) */
 };
 
@@ -125,6 +126,8 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 			return;
 		}
 		char close = x->text[*i] == '{' ? '}' : ']';
+		size_t n = 0;
+
 		for ((*i)++;;) {
 			size_t was;
 
@@ -143,7 +146,11 @@ static void scan_value(struct ctx *x, size_t *i, const char *path, int depth)
 				skip_ws(x, i);
 				(*i)++; /* ':' */
 			} else {
-				snprintf(sub, sizeof(sub), "%s", path);
+				/* an element is "path/N", as walk() names it */
+				if (snprintf(sub, sizeof(sub), "%s/%zu", path, n++) < (int)sizeof(sub))
+					add_loc(x, sub, *i);
+				else
+					snprintf(sub, sizeof(sub), "%s", path);
 			}
 			scan_value(x, i, sub, depth + 1);
 			skip_ws(x, i);
@@ -854,6 +861,163 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
 	}
 }
 
+/* retention: [ { "name": "errors", "providers": ["*"], "levels": "error",
+ *                "min_share": "10%", "min_age": "30d" }, ... ]
+ * levels: "critical..error" (a range, most important first) or one name
+ * meaning that level and every more important one ("error" is
+ * critical..error, as a provider's "level"). */
+static bool class_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n < RINGLOG_CLASS_NAME_MAX && strcmp(s, "default") &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static void k_cl_name(struct ctx *x, const char *p, json_t *v)
+{
+	if (!json_is_string(v) || !class_name_ok(json_string_value(v))) {
+		report(x, p, "expected a class name of 1 to %d bytes of a-z, 0-9, _ and - (not "
+			     "\"default\", the class of what no other takes), got %s",
+		       RINGLOG_CLASS_NAME_MAX - 1, GOT(v));
+		return;
+	}
+	snprintf(x->cls->name, sizeof(x->cls->name), "%s", json_string_value(v));
+}
+
+static bool provider_glob_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n < RINGLOG_PROVIDER_NAME_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-*?") == n;
+}
+
+static void k_cl_providers(struct ctx *x, const char *p, json_t *v)
+{
+	size_t i;
+	json_t *g;
+
+	if (json_is_string(v)) { /* one glob */
+		if (!provider_glob_ok(json_string_value(v))) {
+			report(x, p, "not a provider name or glob (letters, digits, _ . - and the "
+				     "wildcards * ?; at most %d bytes): %s", RINGLOG_PROVIDER_NAME_MAX - 1, GOT(v));
+			return;
+		}
+		snprintf(x->cls->providers[0], RINGLOG_PROVIDER_NAME_MAX, "%s", json_string_value(v));
+		x->cls->n_providers = 1;
+		return;
+	}
+	if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > RINGLOG_CLASS_PROVIDERS) {
+		report(x, p, "expected a provider glob or an array of 1 to %d of them, like "
+			     "[\"Acme.*\"], got %s", RINGLOG_CLASS_PROVIDERS, GOT(v));
+		return;
+	}
+	json_array_foreach(v, i, g) {
+		if (!json_is_string(g) || !provider_glob_ok(json_string_value(g))) {
+			report(x, p, "entry %zu is not a provider name or glob (letters, digits, _ . - "
+				     "and the wildcards * ?; at most %d bytes): %s", i,
+			       RINGLOG_PROVIDER_NAME_MAX - 1, GOT(g));
+			return;
+		}
+		snprintf(x->cls->providers[i], RINGLOG_PROVIDER_NAME_MAX, "%s", json_string_value(g));
+	}
+	x->cls->n_providers = (unsigned)json_array_size(v);
+}
+
+static void k_cl_levels(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_string_value(v), *dots = s ? strstr(s, "..") : NULL;
+	uint8_t lo = 1, hi = 0;
+	bool ok;
+
+	if (dots) {
+		char a[16] = "";
+		json_t *ja, *jb;
+
+		if ((size_t)(dots - s) < sizeof(a))
+			memcpy(a, s, (size_t)(dots - s));
+		ja = json_string(a);
+		jb = json_string(dots + 2);
+		ok = ja && jb && parse_level(ja, &lo) && parse_level(jb, &hi) && lo <= hi;
+		json_decref(ja);
+		json_decref(jb);
+	} else {
+		ok = parse_level(v, &hi);
+	}
+	if (!ok) {
+		report(x, p, "expected a level (that level and every more important one, like "
+			     "\"error\") or a range most important first, like \"critical..warning\", "
+			     "of critical, error, warning, info, verbose; got %s", GOT(v));
+		return;
+	}
+	x->cls->level_min = lo;
+	x->cls->level_max = hi;
+}
+
+static void k_cl_min_share(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	char *end;
+	unsigned long pc = n > 1 ? strtoul(s, &end, 10) : 0;
+
+	if (n < 2 || s[n - 1] != '%' || *s < '0' || *s > '9' || end != s + n - 1 || pc > 100) {
+		report(x, p, "expected a share of the disk budget from \"0%%\" to \"100%%\", like "
+			     "\"10%%\", got %s", GOT(v));
+		return;
+	}
+	x->cls->min_share_percent = (uint32_t)pc;
+}
+
+static void k_cl_min_age(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 1000000000ull, 3660 * 86400000000000ull, "1s to 3660d",
+		     &x->cls->min_age_ns);
+}
+
+static void k_retention(struct ctx *x, const char *p, json_t *v)
+{
+	static const struct key keys[] = {
+		{ "name", k_cl_name }, { "providers", k_cl_providers }, { "levels", k_cl_levels },
+		{ "min_share", k_cl_min_share }, { "min_age", k_cl_min_age },
+	};
+	char sub[KEY_PATH_MAX];
+	unsigned share = 0;
+	size_t i;
+	json_t *cv;
+
+	if (!json_is_array(v) || json_array_size(v) > RINGLOG_CONFIG_CLASSES) {
+		report(x, p, "expected an array of at most %d retention classes like [{ \"name\": "
+			     "\"errors\", \"levels\": \"error\", \"min_share\": \"10%%\" }], got %s",
+		       RINGLOG_CONFIG_CLASSES, GOT(v));
+		return;
+	}
+	x->c->n_classes = 0;
+	json_array_foreach(v, i, cv) {
+		struct ringlog_config_class *c = &x->c->classes[x->c->n_classes++];
+
+		snprintf(sub, sizeof(sub), "%s/%zu", p, i);
+		memset(c, 0, sizeof(*c));
+		c->level_min = 1;
+		c->level_max = 5;
+		x->cls = c;
+		walk(x, sub, cv, keys, sizeof(keys) / sizeof(keys[0]));
+		x->cls = NULL;
+		if (json_is_object(cv) && !json_object_get(cv, "name"))
+			report(x, sub, "a retention class needs a \"name\" (a-z, 0-9, _ and -): it names "
+				       "the class's segments and its line in ringlog status");
+		for (unsigned k = 0; c->name[0] && k + 1 < x->c->n_classes; k++)
+			if (!strcmp(x->c->classes[k].name, c->name))
+				report(x, sub, "class name \"%s\" is used twice; give each class its own",
+				       c->name);
+		share += c->min_share_percent;
+	}
+	if (share > 100)
+		report(x, p, "the classes' min_share add up to %u%%, more than the whole budget; "
+			     "lower them to 100%% or less in total", share);
+}
+
 static void k_fwd_user_events(struct ctx *x, const char *p, json_t *v)
 {
 	get_bool(x, p, v, &x->c->forward.user_events);
@@ -1258,6 +1422,7 @@ static const struct key top_keys[] = {
 	{ "max_disk", k_max_disk },
 	{ "min_free", k_min_free },
 	{ "max_retention", k_max_retention },
+	{ "retention", k_retention },
 	{ "io_backend", k_io_backend },
 	{ "providers", k_providers },
 	{ "forward", k_forward },
@@ -1363,6 +1528,13 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       tmp->max_disk);
 	if (!x.nerr)
 		ship_check(&x, tmp);
+	/* Shipping reads the segments in seq order, one at a time, and keeps
+	 * "acknowledged up to (segment, chunk)": with a segment per class open
+	 * side by side, that order is not the order they are written in. */
+	if (!x.nerr && tmp->n_classes && tmp->ship.servers[0])
+		report(&x, "retention", "retention classes and ship cannot be used together yet "
+		       "(shipping reads one segment stream in order); remove \"retention\" or "
+		       "\"ship.servers\"");
 	if (x.nerr > MAX_ERRORS && x.used < x.errlen)
 		snprintf(err + x.used, errlen - x.used, "\nconfig: %s: %d more errors not shown",
 			 name, x.nerr - MAX_ERRORS);
@@ -1540,6 +1712,34 @@ static json_t *flight_json(const struct ringlog_config_flight *f)
 	return j;
 }
 
+static json_t *classes_json(const struct ringlog_config *c)
+{
+	static const char *lv[] = { "", "critical", "error", "warning", "info", "verbose" };
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < c->n_classes; i++) {
+		const struct ringlog_config_class *k = &c->classes[i];
+		json_t *o = json_object(), *pv = json_array();
+		char levels[32], share[8];
+
+		snprintf(levels, sizeof(levels), "%s..%s", lv[k->level_min], lv[k->level_max]);
+		snprintf(share, sizeof(share), "%u%%", k->min_share_percent);
+		json_object_set_new(o, "name", json_string(k->name));
+		for (unsigned j = 0; j < k->n_providers; j++)
+			json_array_append_new(pv, json_string(k->providers[j]));
+		if (k->n_providers)
+			json_object_set_new(o, "providers", pv);
+		else
+			json_decref(pv);
+		json_object_set_new(o, "levels", json_string(levels));
+		json_object_set_new(o, "min_share", json_string(share));
+		if (k->min_age_ns)
+			json_object_set_new(o, "min_age", duration_json(k->min_age_ns));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 /* The ship section; strings only when set (the parser refuses ""). */
 static json_t *ship_json(const struct ringlog_config *c)
 {
@@ -1610,6 +1810,7 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 	snprintf(pct, sizeof(pct), "%u%%", c->ring_reserve_percent);
 	json_object_set_new(root, "ring_reserve", json_string(pct));
 	json_object_set_new(root, "shed_level", json_integer(c->shed_level));
+	json_object_set_new(root, "retention", classes_json(c));
 	json_object_set_new(root, "flight", flight_json(&c->flight));
 	json_object_set_new(root, "ship", ship_json(c));
 	ret = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;

@@ -78,6 +78,27 @@ struct ringlog_config_flight {
 	unsigned n_trigger_providers; /* 0: every provider */
 };
 
+/* Retention classes (issue 28): events of the providers matching a glob,
+ * within a level range, stored in a segment stream of their own so that
+ * the budget can delete one class's data without another's
+ * (daemon/store/retention.c, proto/FORMAT.md "Retention classes"). The
+ * first class that matches an event takes it, in config order; what no
+ * class takes is the default class (name "default"). */
+#define RINGLOG_CONFIG_CLASSES   4   /* + the default class: each keeps one of the
+                                      * store's 8 chunk buffers open, and at
+                                      * least 3 stay for writing */
+#define RINGLOG_CLASS_NAME_MAX   32  /* as the segment header's class_name */
+#define RINGLOG_CLASS_PROVIDERS  8
+
+struct ringlog_config_class {
+	char name[RINGLOG_CLASS_NAME_MAX];  /* [a-z0-9_-], not "default" */
+	char providers[RINGLOG_CLASS_PROVIDERS][RINGLOG_PROVIDER_NAME_MAX]; /* globs */
+	unsigned n_providers;               /* 0: every provider */
+	uint8_t level_min, level_max;       /* 1 (critical) .. 5 (verbose), min <= max */
+	uint32_t min_share_percent;         /* of the segments' budget, 0..100 */
+	uint64_t min_age_ns;                /* 0: none */
+};
+
 struct ringlog_config {
 	char storage_dir[RINGLOG_CONFIG_PATH_MAX];
 	char socket_path[RINGLOG_SOCKET_PATH_MAX];
@@ -95,6 +116,8 @@ struct ringlog_config {
 	uint64_t min_free_bytes;   /* one of these two is set */
 	uint32_t min_free_percent;
 	uint64_t max_retention_ns; /* older data is deleted whatever the budget; 0: off */
+	struct ringlog_config_class classes[RINGLOG_CONFIG_CLASSES]; /* "retention" */
+	unsigned n_classes;
 	enum ringlog_io_backend io_backend;
 	struct ringlog_config_provider default_provider;
 	struct ringlog_config_provider providers[RINGLOG_CONFIG_PROVIDERS];

@@ -140,7 +140,7 @@ static uint64_t mix(uint64_t h)
  * records are then delivered without the check). */
 static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 					     const struct ringlog_dec_writer *w,
-					     const struct ringlog_dec_stream *st)
+					     const struct ringlog_dec_stream *st, uint64_t cls)
 {
 	uint64_t a = w->w.start_real_ns, b = st->s.ring_id;
 
@@ -153,7 +153,8 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 		for (size_t i = 0; i < x->cap; i++) {
 			if (!old[i].used)
 				continue;
-			size_t j = mix(old[i].pid_start ^ old[i].ring_id ^ old[i].tid) & (cap - 1);
+			size_t j = mix(old[i].pid_start ^ old[i].ring_id ^ old[i].tid ^ old[i].cls) &
+				   (cap - 1);
 
 			while (ns[j].used)
 				j = (j + 1) & (cap - 1);
@@ -164,18 +165,18 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 		x->cap = cap;
 	}
 	uint64_t ps = a ^ ((uint64_t)w->w.pid << 32);
-	size_t j = mix(ps ^ b ^ st->s.tid) & (x->cap - 1);
+	size_t j = mix(ps ^ b ^ st->s.tid ^ cls) & (x->cap - 1);
 
 	for (;; j = (j + 1) & (x->cap - 1)) {
 		struct ringlog_dedup_slot *s = &x->slot[j];
 
 		if (!s->used) {
 			*s = (struct ringlog_dedup_slot){ .pid_start = ps, .ring_id = b,
-				.tid = st->s.tid, .used = 1 };
+				.tid = st->s.tid, .used = 1, .cls = cls };
 			x->n++;
 			return s;
 		}
-		if (s->pid_start == ps && s->ring_id == b && s->tid == st->s.tid)
+		if (s->pid_start == ps && s->ring_id == b && s->tid == st->s.tid && s->cls == cls)
 			return s;
 	}
 }
@@ -208,7 +209,7 @@ static int run_open(struct ringlog_decoder *d, struct ringlog_dec_scope *sc, uin
 		memcpy(&o->pos, b, sizeof(o->pos));
 		*off = sizeof(struct ringlog_seg_span);
 		if (d->dedup)
-			o->seen = dedup_slot(d->dedup, o->w, o->st);
+			o->seen = dedup_slot(d->dedup, o->w, o->st, d->dedup_class);
 	}
 	return 0;
 }
@@ -452,6 +453,17 @@ void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_cl
 	c->mono_ref = h->mono_ref;
 	c->real_ref = h->real_ref;
 	c->tsc_hz = tsc_hz_allowed(h->tsc_hz) ? h->tsc_hz : 0;
+}
+
+uint64_t ringlog_seg_class_key(const struct ringlog_seg_hdr *h)
+{
+	uint64_t k = 0xcbf29ce484222325ull;
+
+	if (!h->class_name[0])
+		return 0;
+	for (size_t i = 0; i < sizeof(h->class_name) && h->class_name[i]; i++)
+		k = (k ^ (uint8_t)h->class_name[i]) * 0x100000001b3ull;
+	return k;
 }
 
 /* Fields a checksum cannot vouch for (a forger recomputes it): each is

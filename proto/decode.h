@@ -73,7 +73,9 @@ struct ringlog_dec_loss {
  * one store, fed in segment order. */
 struct ringlog_dedup {
 	struct ringlog_dedup_slot {
-		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring, tid) */
+		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring, tid,
+		                              * class: FORMAT.md "Retention classes") */
+		uint64_t cls;
 		uint32_t tid;
 		uint32_t used;
 		uint64_t next;               /* first position not yet delivered */
@@ -86,6 +88,7 @@ void ringlog_dedup_free(struct ringlog_dedup *x);
 
 struct ringlog_decoder {
 	struct ringlog_dedup *dedup; /* optional */
+	uint64_t dedup_class;        /* the segment's ringlog_seg_class_key() */
 	struct ringlog_seg_clock clock;
 	struct ringlog_dec_scope *scopes; /* by scope id */
 	uint32_t nscopes;
@@ -154,5 +157,8 @@ int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only);
  * what the format allows is given as 0 (TSC times unknown: the decoder
  * then uses unknown_time_ns). */
 void ringlog_seg_clock_of(const struct ringlog_seg_hdr *h, struct ringlog_seg_clock *c);
+/* The duplicate check's class key of a segment: 0 for the default class,
+ * else FNV-1a of its class_name (FORMAT.md "Retention classes"). */
+uint64_t ringlog_seg_class_key(const struct ringlog_seg_hdr *h);
 
 #endif /* RINGLOG_PROTO_DECODE_H */

@@ -127,7 +127,11 @@ struct ringlog_seg_hdr {
 	uint64_t lost;           /* events counted by its LOSS records (the sum
 	                          * of the chunks' `lost`); 0 in files from
 	                          * before the field, which did not count */
-	uint8_t reserved[RINGLOG_SEG_HEADER_SIZE - 208];
+	char class_name[32];     /* the retention class whose stream this
+	                          * segment is (FORMAT.md "Retention classes"),
+	                          * NUL-padded; all zero: the default class
+	                          * (and every file from before the field) */
+	uint8_t reserved[RINGLOG_SEG_HEADER_SIZE - 240];
 };
 
 struct ringlog_chunk_hdr {
@@ -267,7 +271,8 @@ static_assert(offsetof(struct ringlog_seg_hdr, chunks) == 176, "seg chunks");
 static_assert(offsetof(struct ringlog_seg_hdr, end) == 184, "seg end");
 static_assert(offsetof(struct ringlog_seg_hdr, hdr_crc) == 192, "seg hdr_crc");
 static_assert(offsetof(struct ringlog_seg_hdr, lost) == 200, "seg lost");
-static_assert(offsetof(struct ringlog_seg_hdr, reserved) == 208, "seg reserved");
+static_assert(offsetof(struct ringlog_seg_hdr, class_name) == 208, "seg class_name");
+static_assert(offsetof(struct ringlog_seg_hdr, reserved) == 240, "seg reserved");
 static_assert(sizeof(struct ringlog_chunk_hdr) == RINGLOG_CHUNK_HDR_SIZE, "chunk header size");
 static_assert(offsetof(struct ringlog_chunk_hdr, crc) == 4, "chunk crc");
 static_assert(offsetof(struct ringlog_chunk_hdr, body_len) == 8, "chunk body_len");
@@ -302,7 +307,7 @@ static_assert(offsetof(struct ringlog_seg_snap, to_real_ns) == 24, "snap to");
 static_assert(offsetof(struct ringlog_seg_snap, overwritten) == 32, "snap overwritten");
 static_assert(offsetof(struct ringlog_seg_snap, reasons_len) == 40, "snap reasons_len");
 static_assert(offsetof(struct ringlog_seg_snap, reasons) == 48, "snap reasons");
-static_assert(RINGLOG_SEG_SNAP_OFF >= 208 && RINGLOG_SEG_SNAP_OFF + sizeof(struct ringlog_seg_snap) <=
+static_assert(RINGLOG_SEG_SNAP_OFF >= 240 && RINGLOG_SEG_SNAP_OFF + sizeof(struct ringlog_seg_snap) <=
 	      RINGLOG_SEG_HEADER_SIZE, "snapshot part inside the header's reserved bytes");
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */

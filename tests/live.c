@@ -290,6 +290,7 @@ void live_read_store(const char *store, struct live_read *r)
 		ringlog_seg_clock_of(&f.hdr, &clk);
 		ringlog_dec_init(&d, &clk);
 		d.dedup = &dedup;
+		d.dedup_class = ringlog_seg_class_key(&f.hdr);
 		d.ctx = r;
 		d.on_event = count_event;
 		d.on_loss = count_loss;

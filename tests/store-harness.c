@@ -20,35 +20,48 @@
 
 #define RING_DATA (1u << 20)
 #define EVENT_ID 1
+#define ALARM_ID 2
 #define PROVIDER_ID 1
 
 static void (*h_cfg)(struct ringlog_config *c);
 
-/* The writer's metadata: provider "Test.Store", event "Tick" with one u64
- * field "n", as a program's library would have declared them. */
-static void add_meta(struct client *c)
+/* Event id with one u64 field "n" at level, named name (4 bytes). */
+static uint32_t event_entry(uint8_t *e, uint16_t id, uint8_t level, const char *name)
 {
-	uint8_t e[128] = { 0 }, p[RINGLOG_META_PROVIDER_ENTRY_MAX];
 	struct ringlog_meta_entry *h = (void *)e;
 	struct ringlog_meta_event *ev = (void *)(e + sizeof(*h));
 	struct ringlog_meta_field *f;
 	size_t off = sizeof(*h) + sizeof(*ev);
-	const char *why = NULL;
-	uint32_t plen = ringlog_meta_provider_entry(p, PROVIDER_ID, "Test.Store");
 
-	*h = (struct ringlog_meta_entry){ .kind = RINGLOG_META_EVENT, .id = EVENT_ID };
-	*ev = (struct ringlog_meta_event){ .keyword = 1, .provider = PROVIDER_ID, .level = 4,
+	*h = (struct ringlog_meta_entry){ .kind = RINGLOG_META_EVENT, .id = id };
+	*ev = (struct ringlog_meta_event){ .keyword = 1, .provider = PROVIDER_ID, .level = level,
 					   .nfields = 1, .name_len = 4 };
-	memcpy(e + off, "Tick", 4);
+	memcpy(e + off, name, 4);
 	off += 4;
 	f = (void *)(e + off);
 	*f = (struct ringlog_meta_field){ .type = RINGLOG_TYPE_U64, .name_len = 1 };
 	off += sizeof(*f);
 	e[off++] = 'n';
 	h->len = (uint32_t)ringlog_align_up8(off);
+	return h->len;
+}
+
+/* The writer's metadata: provider "Test.Store", events "Tick" (info) and
+ * "Alrm" (error) with one u64 field "n", as a program's library would have
+ * declared them. */
+static void add_meta(struct client *c)
+{
+	uint8_t e[128] = { 0 }, p[RINGLOG_META_PROVIDER_ENTRY_MAX];
+	const char *why = NULL;
+	uint32_t plen = ringlog_meta_provider_entry(p, PROVIDER_ID, "Test.Store"), len;
+
 	ringlog_meta_init(&c->meta);
 	cr_assert_gt(ringlog_meta_add(&c->meta, p, plen, &why), 0, "provider entry: %s", why);
-	cr_assert_gt(ringlog_meta_add(&c->meta, e, h->len, &why), 0, "event entry: %s", why);
+	len = event_entry(e, EVENT_ID, 4, "Tick");
+	cr_assert_gt(ringlog_meta_add(&c->meta, e, len, &why), 0, "event entry: %s", why);
+	memset(e, 0, sizeof(e));
+	len = event_entry(e, ALARM_ID, 2, "Alrm");
+	cr_assert_gt(ringlog_meta_add(&c->meta, e, len, &why), 0, "event entry: %s", why);
 }
 
 static void add_writer(struct harness *h)
@@ -157,19 +170,29 @@ void h_flush(struct harness *h)
 	run_loop(h, false);
 }
 
-unsigned h_emit(struct harness *h, unsigned n)
+static unsigned emit(struct harness *h, uint16_t id, unsigned n)
 {
 	unsigned took = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t payload[2] = { d_now(CLOCK_MONOTONIC), h->next_value };
 
-		if (ringlog_prod_write(&h->p, RINGLOG_REC_EVENT, EVENT_ID, payload, sizeof(payload)))
+		if (ringlog_prod_write(&h->p, RINGLOG_REC_EVENT, id, payload, sizeof(payload)))
 			break;
 		h->next_value++;
 		took++;
 	}
 	return took;
+}
+
+unsigned h_emit(struct harness *h, unsigned n)
+{
+	return emit(h, EVENT_ID, n);
+}
+
+unsigned h_emit_alarm(struct harness *h, unsigned n)
+{
+	return emit(h, ALARM_ID, n);
 }
 
 unsigned h_fill(struct harness *h, unsigned rounds, unsigned per_round)
@@ -197,6 +220,8 @@ void h_stop(struct harness *h)
 	store_close(h->st);
 	h->st = NULL;
 	ringlog_meta_free(&h->c->meta);
+	free(h->c->store.route);
+	free(h->r->store.pend);
 	free(h->r);
 	free(h->c);
 	free(h->mem);
@@ -255,9 +280,13 @@ struct h_disk h_read_disk(const struct harness *h)
 		cr_assert_eq(ringlog_seg_open(&f, path, &why), 0, "%s: %s", path, why);
 		f.ctx = &r.damaged;
 		f.on_damage = count_damage;
+		if (f.hdr_ok && f.hdr.class_name[0])
+			r.class_segments++;
 		while (ringlog_seg_next(&f, false) == 1) {
 			r.chunks++;
 			r.events += f.chunk.events;
+			if (f.hdr_ok && f.hdr.class_name[0])
+				r.class_events += f.chunk.events;
 		}
 		ringlog_seg_close(&f);
 		r.segments++;

@@ -41,8 +41,10 @@ void h_stop(struct harness *h);      /* seal, wait for writes, close */
 void h_cleanup(struct harness *h);   /* and remove the directory */
 
 /* Write n events (one u64 field each) into the ring; returns how many the
- * ring took. */
+ * ring took. h_emit(): "Tick", level info; h_emit_alarm(): "Alrm", level
+ * error. */
 unsigned h_emit(struct harness *h, unsigned n);
+unsigned h_emit_alarm(struct harness *h, unsigned n);
 /* Drain and run the loop until the ring is empty and no write is in
  * flight (at most 10 s). */
 void h_pump(struct harness *h);
@@ -56,6 +58,8 @@ unsigned h_fill(struct harness *h, unsigned rounds, unsigned per_round);
 struct h_disk {
 	unsigned segments;
 	uint64_t chunks, events, damaged;
+	uint64_t class_events;     /* in segments of a retention class */
+	unsigned class_segments;
 	uint64_t first_seq, last_seq;
 };
 struct h_disk h_read_disk(const struct harness *h);

@@ -74,8 +74,8 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, ring_reserve, "
 	  "shed_level, flush_interval, "
-	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, io_backend, "
-	  "providers, "
+	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, retention, "
+	  "io_backend, providers, "
 	  "forward, limits, flight, ship" },
 	{ "{\"ring_size\": \"3M\"}",
 	  "config: t.json:1:2: \"ring_size\": \"3M\" is not a power of two; try \"256K\", "
@@ -165,6 +165,48 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:2:11: duplicate object key near '\"max_disk\"'" },
 	{ "{\"max_disk\": \"1G\",}",
 	  "config: t.json:1:19: string or '}' expected near '}'" },
+	/* retention classes (issue 28.4) */
+	{ "{\"retention\": [{\"name\": \"errors\", \"colour\": 1}]}",
+	  "config: t.json:1:35: \"retention.0.colour\": unknown key; known keys here: name, "
+	  "providers, levels, min_share, min_age" },
+	{ "{\"retention\": [{\"name\": \"Err ors\"}]}",
+	  "config: t.json:1:17: \"retention.0.name\": expected a class name of 1 to 31 bytes of "
+	  "a-z, 0-9, _ and - (not \"default\", the class of what no other takes), got \"Err ors\"" },
+	{ "{\"retention\": [{\"name\": \"a\", \"providers\": [\"Ac me\"]}]}",
+	  "config: t.json:1:30: \"retention.0.providers\": entry 0 is not a provider name or glob "
+	  "(letters, digits, _ . - and the wildcards * ?; at most 127 bytes): \"Ac me\"" },
+	{ "{\"retention\": [{\"name\": \"a\", \"levels\": \"loud\"}]}",
+	  "config: t.json:1:30: \"retention.0.levels\": expected a level (that level and every more "
+	  "important one, like \"error\") or a range most important first, like "
+	  "\"critical..warning\", of critical, error, warning, info, verbose; got \"loud\"" },
+	{ "{\"retention\": [{\"name\": \"a\", \"levels\": \"info..error\"}]}",
+	  "config: t.json:1:30: \"retention.0.levels\": expected a level (that level and every more "
+	  "important one, like \"error\") or a range most important first, like "
+	  "\"critical..warning\", of critical, error, warning, info, verbose; got \"info..error\"" },
+	{ "{\"retention\": [{\"name\": \"a\", \"min_age\": \"soon\"}]}",
+	  "config: t.json:1:30: \"retention.0.min_age\": expected a duration like \"1s\", \"500ms\" "
+	  "or \"7d\", got \"soon\"" },
+	{ "{\"retention\": [{\"name\": \"a\", \"min_share\": \"60%\"}, "
+	  "{\"name\": \"b\", \"min_share\": \"50%\"}]}",
+	  "config: t.json:1:2: \"retention\": the classes' min_share add up to 110%, more than the "
+	  "whole budget; lower them to 100% or less in total" },
+	{ "{\"retention\": [{\"name\": \"a\", \"min_share\": \"10\"}]}",
+	  "config: t.json:1:30: \"retention.0.min_share\": expected a share of the disk budget from "
+	  "\"0%\" to \"100%\", like \"10%\", got \"10\"" },
+	{ "{\"retention\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}",
+	  "config: t.json:1:31: \"retention.1\": class name \"a\" is used twice; give each class its own" },
+	{ "{\"retention\": [{\"name\": \"a\"}], \"ship\": {\"servers\": [\"nats://127.0.0.1:4222\"]}}",
+	  "config: t.json:1:2: \"retention\": retention classes and ship cannot be used together "
+	  "yet (shipping reads one segment stream in order); remove \"retention\" or "
+	  "\"ship.servers\"" },
+	{ "{\"retention\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\"}, "
+	  "{\"name\": \"d\"}, {\"name\": \"e\"}]}",
+	  "config: t.json:1:2: \"retention\": expected an array of at most 4 retention classes like "
+	  "[{ \"name\": \"errors\", \"levels\": \"error\", \"min_share\": \"10%\" }], got "
+	  "[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"},{\"name\"..." },
+	{ "{\"retention\": [{\"levels\": \"error\"}]}",
+	  "config: t.json:1:16: \"retention.0\": a retention class needs a \"name\" (a-z, 0-9, _ and "
+	  "-): it names the class's segments and its line in ringlog status" },
 	{ "[1, 2]", "config: t.json:1:1: \"\": expected an object { ... }, got [1,2]" },
 	{ "", "config: t.json:1:0: '[' or '{' expected near end of file" },
 	{ "{\"ring_size\": \"1M\", \"io_backend\": 3,\n  \"max_disk\": null}",
@@ -368,6 +410,46 @@ Test(config, overload_keys_parse_and_round_trip)
 	cr_assert_eq(p->events[0].pol.period_ms, 1000);
 	cr_assert_eq(p->events[0].pol.burst, 100);
 	cr_assert_eq(p->events[1].pol.wait_us, 20000);
+
+	f = open_memstream(&text, &len);
+	cr_assert_eq(ringlog_config_dump(c, f), 0);
+	fclose(f);
+	ringlog_config_defaults(back);
+	cr_assert_eq(parse(back, text, err, sizeof(err)), 0, "%s\n%s", err, text);
+	cr_assert_eq(memcmp(back, c, sizeof(*c)), 0, "the dump does not read back the same:\n%s", text);
+	free(text);
+	free(c);
+	free(back);
+}
+
+Test(config, retention_classes_parse_and_round_trip)
+{
+	struct ringlog_config *c = malloc(sizeof(*c)), *back = malloc(sizeof(*back));
+	char err[1024], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ringlog_config_defaults(c);
+	cr_assert_eq(c->n_classes, 0, "no class by default: today's one stream");
+	cr_assert_eq(parse(c, "{\"retention\": [{\"name\": \"errors\", \"levels\": \"error\", "
+			   "\"min_share\": \"10%\", \"min_age\": \"30d\"}, {\"name\": \"audit\", "
+			   "\"providers\": \"Acme.Audit\", \"levels\": \"critical..verbose\", "
+			   "\"min_age\": \"7d\"}, {\"name\": \"warn\", \"providers\": [\"A*\", \"B?\"], "
+			   "\"levels\": \"warning..warning\"}]}", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c->n_classes, 3);
+	cr_assert_str_eq(c->classes[0].name, "errors");
+	cr_assert_eq(c->classes[0].n_providers, 0, "no providers: every provider");
+	cr_assert_eq(c->classes[0].level_min, 1);
+	cr_assert_eq(c->classes[0].level_max, 2);
+	cr_assert_eq(c->classes[0].min_share_percent, 10);
+	cr_assert_eq(c->classes[0].min_age_ns, 30 * 86400000000000ull);
+	cr_assert_eq(c->classes[1].n_providers, 1);
+	cr_assert_str_eq(c->classes[1].providers[0], "Acme.Audit");
+	cr_assert_eq(c->classes[1].level_max, 5);
+	cr_assert_eq(c->classes[1].min_share_percent, 0);
+	cr_assert_eq(c->classes[2].n_providers, 2);
+	cr_assert_eq(c->classes[2].level_min, 3);
+	cr_assert_eq(c->classes[2].level_max, 3);
 
 	f = open_memstream(&text, &len);
 	cr_assert_eq(ringlog_config_dump(c, f), 0);

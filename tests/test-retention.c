@@ -182,3 +182,169 @@ Test(retention, max_retention_expires_segments_on_the_store_tick)
 	cr_assert_eq(h_read_disk(&h).events, 1000);
 	h_cleanup(&h);
 }
+
+/* ------------------------------------------------------------------------
+ * Retention classes (issue 28.4): errors in a class of their own with a
+ * share of a 1 MiB budget; info events flood the default class.
+ */
+static void error_class(struct ringlog_config *c)
+{
+	one_mib_budget(c);
+	c->n_classes = 1;
+	memset(&c->classes[0], 0, sizeof(c->classes[0]));
+	snprintf(c->classes[0].name, sizeof(c->classes[0].name), "errors");
+	c->classes[0].level_min = 1;
+	c->classes[0].level_max = 2;
+	c->classes[0].min_share_percent = 30;
+}
+
+static uint64_t class_bytes(const struct store *st, unsigned lane)
+{
+	uint64_t n = 0;
+
+	for (const struct segfile *s = st->segs; s; s = s->next)
+		n += s->lane == lane ? s->bytes : 0;
+	return n;
+}
+
+Test(retention, a_flood_of_the_default_class_evicts_its_own_oldest_never_the_class_within_its_share)
+{
+	unsigned alarms = 0;
+	uint64_t peak = 0;
+	struct h_disk disk;
+
+	h_start(&h, error_class);
+	cr_assert_eq(h.st->nlanes, 2);
+	cr_assert_eq(ret_classify(h.st, "Test.Store", 2), 1, "error: the class");
+	cr_assert_eq(ret_classify(h.st, "Test.Store", 4), 0, "info: the default");
+	cr_assert_eq(ret_classify(h.st, NULL, 0), 1, "level 0 (log always) counts as critical");
+	for (unsigned i = 0; i < 60; i++) {
+		h_emit(&h, 5000);
+		alarms += h_emit_alarm(&h, 5);
+		h_emit(&h, 5000);
+		h_pump(&h);
+		if (h.st->used_bytes > peak)
+			peak = h.st->used_bytes;
+	}
+	h_flush(&h);
+	disk = h_read_disk(&h);
+	cr_assert_gt(h.st->lanes[0].evicted, 0, "the default class was never evicted: no test");
+	cr_assert_eq(h.st->lanes[1].evicted, 0, "the error class lost a segment within its share");
+	cr_assert_eq(disk.class_events, alarms, "%llu of %u errors on disk",
+		     (unsigned long long)disk.class_events, alarms);
+	cr_assert_geq(disk.class_segments, 1);
+	cr_assert_leq(peak, h.st->budget.max_disk + h.st->budget.chunk_size,
+		      "%llu bytes used at the peak", (unsigned long long)peak);
+	cr_assert(strstr(h.st->lanes[0].last_why, "class default was the most over its min_share"),
+		  "why: %s", h.st->lanes[0].last_why);
+	cr_assert_gt(h.st->nevictions, 0);
+	cr_assert_eq(h.st->evictions[0].lane, 0);
+	h_cleanup(&h);
+}
+
+Test(retention, a_class_over_its_share_loses_its_own_oldest_first)
+{
+	h_start(&h, error_class);
+	h_fill(&h, 2, 5000); /* a little default data, within any budget */
+	/* Errors alone far past the budget: the class is the one over its
+	 * share, so its oldest go and the default's data stays. */
+	for (unsigned i = 0; i < 40; i++) {
+		h_emit_alarm(&h, 10000);
+		h_pump(&h);
+	}
+	h_flush(&h);
+	cr_assert_gt(h.st->lanes[1].evicted, 0);
+	cr_assert_eq(h.st->lanes[0].evicted, 0, "the default class lost data the class overran");
+	cr_assert_gt(class_bytes(h.st, 0), 0);
+	cr_assert_eq(h.st->lanes[1].forced, 0);
+	cr_assert_leq(h.st->used_bytes, h.st->budget.max_disk + h.st->budget.chunk_size);
+	h_cleanup(&h);
+}
+
+static void young_class(struct ringlog_config *c)
+{
+	error_class(c);
+	c->classes[0].min_share_percent = 0;
+	c->classes[0].min_age_ns = 3600000000000ull; /* an hour: all of this test */
+}
+
+Test(retention, min_age_protects_a_class_until_nothing_else_can_go_then_forced_says_so)
+{
+	h_start(&h, young_class);
+	/* Errors first, then info past the budget: the errors are younger
+	 * than min_age, so the default class's own data goes. */
+	h_emit_alarm(&h, 5000);
+	h_pump(&h);
+	for (unsigned i = 0; i < 30; i++) {
+		h_emit(&h, 10000);
+		h_pump(&h);
+	}
+	h_flush(&h);
+	cr_assert_gt(h.st->lanes[0].evicted, 0);
+	cr_assert_eq(h.st->lanes[1].evicted, 0, "a class younger than min_age lost data");
+	/* Errors alone past the budget: nothing but the protected class is
+	 * left, and the budget is hard: forced, and said. */
+	for (unsigned i = 0; i < 40; i++) {
+		h_emit_alarm(&h, 10000);
+		h_pump(&h);
+	}
+	h_flush(&h);
+	cr_assert_gt(h.st->lanes[1].forced, 0);
+	cr_assert(strstr(h.st->lanes[1].last_why, "forced"), "why: %s", h.st->lanes[1].last_why);
+	cr_assert_leq(h.st->used_bytes, h.st->budget.max_disk + h.st->budget.chunk_size);
+	h_cleanup(&h);
+}
+
+Test(retention, classes_survive_a_restart_and_a_reload_that_removes_them)
+{
+	unsigned alarms;
+
+	h_start(&h, error_class);
+	h_fill(&h, 1, 1000);
+	alarms = h_emit_alarm(&h, 100);
+	h_pump(&h);
+	h_flush(&h);
+	h_restart(&h); /* the scan assigns segments to classes by header */
+	cr_assert_eq(class_bytes(h.st, 1) > 0, true, "the restarted store lost the class");
+	cr_assert_eq(h_read_disk(&h).class_events, alarms);
+	/* The class removed by a reload: its segments count as the default's */
+	h.cfg.n_classes = 0;
+	store_reload(h.st, &h.cfg);
+	cr_assert_eq(h.st->nlanes, 1);
+	cr_assert_eq(class_bytes(h.st, 1), 0);
+	cr_assert_eq(h_read_disk(&h).class_events, alarms, "still on disk, still readable");
+	h_emit_alarm(&h, 10);
+	h_pump(&h);
+	h_flush(&h);
+	cr_assert_eq(h_read_disk(&h).class_events, alarms, "no class now: errors go to the default");
+	h_cleanup(&h);
+}
+
+static void short_retention_class(struct ringlog_config *c)
+{
+	short_retention(c);
+	c->n_classes = 1;
+	memset(&c->classes[0], 0, sizeof(c->classes[0]));
+	snprintf(c->classes[0].name, sizeof(c->classes[0].name), "errors");
+	c->classes[0].level_min = 1;
+	c->classes[0].level_max = 2;
+}
+
+/* Each class's segment being written, not only the one filled last, is
+ * closed by age and by max_retention. */
+Test(retention, max_retention_expires_every_class_s_segment_being_written)
+{
+	h_start(&h, short_retention_class);
+	h_emit_alarm(&h, 100);
+	h_emit(&h, 1000); /* the default class is the one filled last */
+	h_pump(&h);
+	h_flush(&h);
+	cr_assert_geq(h_read_disk(&h).class_segments, 1);
+	usleep(100000);
+	store_tick(h.st);
+	h_flush(&h);
+	h.st->expire_tick_ns = 0;
+	store_tick(h.st);
+	cr_assert_eq(h_read_disk(&h).segments, 0, "a class's segment outlived max_retention");
+	h_cleanup(&h);
+}

@@ -112,6 +112,7 @@ static void export_file(struct ex *x, const char *path)
 	ringlog_dec_init(&d, &clk);
 	d.ctx = x;
 	d.dedup = &x->dedup;
+	d.dedup_class = ringlog_seg_class_key(&f.hdr);
 	d.on_event = on_event;
 	d.on_loss = on_loss;
 	d.on_damage = on_rec_damage;

@@ -164,6 +164,7 @@ static void dec_setup(struct rd *r, struct ringlog_decoder *d, const struct ring
 	ringlog_dec_init(d, &clk);
 	d->ctx = r;
 	d->dedup = dedup;
+	d->dedup_class = ringlog_seg_class_key(&f->hdr);
 	d->on_event = on_event;
 	d->on_loss = on_loss;
 	d->on_damage = on_rec_damage;

@@ -186,6 +186,43 @@ static void print_rules(json_t *j, uint64_t now)
 		       ago(I(v, "set_ns"), now, a, sizeof(a)), (unsigned long long)I(v, "uid"));
 }
 
+/* Retention classes: one line per class, then the last evictions with
+ * why (the daemon's "retention" object); without classes, how many
+ * segments the budget deleted. */
+static void print_retention(json_t *r, uint64_t now)
+{
+	json_t *classes = json_object_get(r, "classes"), *ev = json_object_get(r, "evictions"), *v;
+	char a[64], b[64], c[64];
+	size_t i;
+
+	if (json_array_size(classes) < 2) { /* no classes: one line */
+		if (I(r, "evictions_total"))
+			printf("%-22s %llu by the budget since start, the oldest first\n",
+			       "segments evicted", (unsigned long long)I(r, "evictions_total"));
+		return;
+	}
+	printf("\n%-16s %10s %7s %9s %5s %-24s %s\n", "CLASS", "USED", "SHARE", "MIN_SHARE", "SEGS",
+	       "HORIZON (oldest kept)", "EVICTED: LAST WHY");
+	json_array_foreach(classes, i, v) {
+		snprintf(c, sizeof(c), "%.1f%%", json_real_value(json_object_get(v, "share")) * 100);
+		printf("%-16s %10s %7s %9s %5llu %-24s %llu (%s): %s\n", S(v, "name"),
+		       human((double)I(v, "bytes"), a, sizeof(a)), c,
+		       human((double)I(v, "min_share_bytes"), b, sizeof(b)),
+		       (unsigned long long)I(v, "segments"), ago(I(v, "horizon_ns"), now, b + 32, 32),
+		       (unsigned long long)I(v, "evicted_segments"),
+		       human((double)I(v, "evicted_bytes"), a + 32, 32),
+		       *S(v, "last_eviction") ? S(v, "last_eviction") : "none");
+	}
+	if (!json_array_size(ev))
+		return;
+	printf("%-22s %llu in all; the last:\n", "segments evicted",
+	       (unsigned long long)I(r, "evictions_total"));
+	json_array_foreach(ev, i, v)
+		printf("  segment %016llx (%s, %s) %s: %s\n", (unsigned long long)I(v, "seq"),
+		       S(v, "class"), human((double)I(v, "bytes"), a, sizeof(a)),
+		       ago(I(v, "at_ns"), now, b, sizeof(b)), S(v, "why"));
+}
+
 static void print_human(json_t *j, bool down)
 {
 	char a[64], b[64], c[64];
@@ -227,6 +264,8 @@ static void print_human(json_t *j, bool down)
 		if (I(j, "max_retention_ns"))
 			printf("%-22s %s: older segments are deleted whatever the budget\n", "max_retention",
 			       cli_span(I(j, "max_retention_ns") / 1000000000u, a, sizeof(a)));
+		if (json_object_get(j, "retention"))
+			print_retention(json_object_get(j, "retention"), now);
 		printf("%-22s %s (%s)\n", "write backend", S(j, "backend"), S(j, "backend_note"));
 		v = json_object_get(j, "forwarding");
 		printf("%-22s user_events: %s, etw: %s\n", "forwarding", S(v, "user_events"), S(v, "etw"));

@@ -135,6 +135,7 @@ void client_maybe_free(struct client *c)
 	ctl_free(c);
 	sink_publish_freed(&d->sinks, c); /* forwarding's per-writer state */
 	ringlog_meta_free(&c->meta);
+	free(c->store.route);
 	free(c->prov);
 	free(c->prov_sent);
 	free(c->pol_sent);

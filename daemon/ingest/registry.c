@@ -420,6 +420,7 @@ void reg_ring_release(struct ring *r)
 	fdstore_forget_ring(r);
 	if (r->mem)
 		ctl_unmap(r->mem, r->map_size);
+	free(r->store.pend);
 	free(r);
 	client_maybe_free(c);
 }

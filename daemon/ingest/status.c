@@ -18,6 +18,56 @@
 #include <string.h>
 #include <time.h>
 
+static const char *lane_name(const struct store *st, unsigned k)
+{
+	return k && k < st->nlanes ? st->lanes[k].name : "default";
+}
+
+/* Retention classes (config "retention"): per class its bytes, share,
+ * horizon (oldest event kept) and evictions, and the last evictions by the
+ * budget with why, newest last. */
+static json_t *retention(const struct store *st)
+{
+	json_t *o = json_object(), *classes = json_array(), *ev = json_array();
+	uint64_t used[STORE_LANES] = { 0 }, segs[STORE_LANES] = { 0 }, horizon[STORE_LANES] = { 0 };
+	uint64_t from = st->nevictions > STORE_EVICT_LOG ? st->nevictions - STORE_EVICT_LOG : 0;
+
+	for (const struct segfile *s = st->segs; s; s = s->next) {
+		unsigned k = s->lane < st->nlanes ? s->lane : 0;
+
+		used[k] += s->bytes;
+		segs[k]++;
+		if (s->events && (!horizon[k] || s->first_real_ns < horizon[k]))
+			horizon[k] = s->first_real_ns;
+	}
+	for (unsigned k = 0; k < st->nlanes; k++) {
+		const struct store_lane *l = &st->lanes[k];
+
+		json_array_append_new(classes, json_pack(
+			"{s:s,s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:s}",
+			"name", lane_name(st, k), "min_share_bytes", (json_int_t)l->share_bytes,
+			"min_age_ns", (json_int_t)l->min_age_ns, "bytes", (json_int_t)used[k],
+			"share", st->budget.max_disk ? (double)used[k] / (double)st->budget.max_disk : 0.0,
+			"segments", (json_int_t)segs[k], "horizon_ns", (json_int_t)horizon[k],
+			"evicted_segments", (json_int_t)l->evicted,
+			"evicted_bytes", (json_int_t)l->evicted_bytes,
+			"forced_evictions", (json_int_t)l->forced, "last_eviction", l->last_why));
+	}
+	for (uint64_t i = from; i < st->nevictions; i++) {
+		const struct store_eviction *e = &st->evictions[i % STORE_EVICT_LOG];
+
+		json_array_append_new(ev, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:s}",
+			"seq", (json_int_t)e->seq, "class", lane_name(st, e->lane),
+			"bytes", (json_int_t)e->bytes, "first_ns", (json_int_t)e->first_real_ns,
+			"last_ns", (json_int_t)e->last_real_ns, "at_ns", (json_int_t)e->at_real_ns,
+			"why", e->why));
+	}
+	json_object_set_new(o, "classes", classes);
+	json_object_set_new(o, "evictions", ev);
+	json_object_set_new(o, "evictions_total", json_integer((json_int_t)st->nevictions));
+	return o;
+}
+
 /* The segments, and in *store what the retained store holds in all: the
  * events stored and those its LOSS records count, across daemon restarts
  * (from the segment and chunk headers, retention.c). */
@@ -30,11 +80,11 @@ static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, un
 	*oldest = *newest = 0;
 	*n = 0;
 	for (struct segfile *s = d->st->segs; s; s = s->next) {
-		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b}",
+		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
 			"seq", (json_int_t)s->seq, "path", s->path, "bytes", (json_int_t)s->bytes,
 			"events", (json_int_t)s->events, "lost", (json_int_t)s->lost,
 			"first_ns", (json_int_t)s->first_real_ns, "last_ns", (json_int_t)s->last_real_ns,
-			"current", s->current));
+			"current", s->current, "class", lane_name(d->st, s->lane)));
 		events += s->events;
 		lost += s->lost;
 		if (s->events && (!*oldest || s->first_real_ns < *oldest))
@@ -142,6 +192,7 @@ int status_reply(struct client *c, bool detail)
 			    json_integer((json_int_t)(d->lost_ring - attributed)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
 	json_object_set_new(j, "store", store);
+	json_object_set_new(j, "retention", retention(d->st));
 	{
 		json_t *ship = ship_status(d);
 

@@ -19,6 +19,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +133,108 @@ uint64_t ret_min_free(const struct store *st)
 	return floor;
 }
 
+/* ------------------------------------------------------------------------
+ * Retention classes (config "retention"; FORMAT.md "Retention classes")
+ */
+
+unsigned ret_lane_of(const struct store *st, const char *name)
+{
+	for (unsigned k = 1; name[0] && k < st->nlanes; k++)
+		if (!strcmp(st->lanes[k].name, name))
+			return k;
+	return 0;
+}
+
+/* First match in config order. Level 0 (ETW's "log always") is taken as
+ * critical: it is never less important than anything. */
+unsigned ret_classify(const struct store *st, const char *prov, unsigned level)
+{
+	if (!level)
+		level = 1;
+	for (unsigned k = 1; k < st->nlanes; k++) {
+		const struct ringlog_config_class *c = st->lanes[k].cls;
+		bool any = !c->n_providers;
+
+		if (level < c->level_min || level > c->level_max)
+			continue;
+		for (unsigned i = 0; !any && prov && i < c->n_providers; i++)
+			any = !fnmatch(c->providers[i], prov, 0);
+		if (any)
+			return k;
+	}
+	return 0;
+}
+
+int ret_classes(struct store *st, const struct ringlog_config *cfg)
+{
+	bool same = st->nlanes == cfg->n_classes + 1;
+
+	for (unsigned i = 0; same && i < cfg->n_classes; i++)
+		same = !strcmp(st->lanes[i + 1].name, cfg->classes[i].name);
+	/* a chunk built for a lane's segment still open: not now */
+	if (!same && !store_idle_open(st))
+		return -EAGAIN;
+	if (!same && st->nlanes) {
+		/* Closed in every lane: each reopens, under its new lane, on its
+		 * next record. */
+		for (unsigned k = 0; k < st->nlanes; k++)
+			store_close_lane(st, k);
+		st->cur = NULL;
+		/* sealed by the caller: empty chunks left open go back */
+		if (st->open)
+			st->open->opened = false;
+		st->open = NULL;
+		st->active = 0;
+		for (unsigned k = 0; k < STORE_LANES; k++) {
+			if (st->lanes[k].open)
+				st->lanes[k].open->opened = false;
+			st->lanes[k].open = NULL;
+			st->lanes[k].cur = NULL;
+			st->lanes[k].evicted = st->lanes[k].evicted_bytes = st->lanes[k].forced = 0;
+			st->lanes[k].last_why[0] = 0;
+		}
+	}
+	memcpy(st->classes, cfg->classes, sizeof(st->classes));
+	st->nlanes = cfg->n_classes + 1;
+	st->lanes[0].name[0] = 0;
+	st->lanes[0].cls = NULL;
+	st->lanes[0].share_bytes = 0;
+	st->lanes[0].min_age_ns = 0;
+	for (unsigned i = 0; i < cfg->n_classes; i++) {
+		struct store_lane *l = &st->lanes[i + 1];
+
+		snprintf(l->name, sizeof(l->name), "%s", cfg->classes[i].name);
+		l->cls = &st->classes[i];
+		l->share_bytes = st->budget.max_disk / 100 * cfg->classes[i].min_share_percent;
+		l->min_age_ns = cfg->classes[i].min_age_ns;
+	}
+	st->route_gen++; /* globs and levels may have changed with the names */
+	if (!same)
+		for (struct segfile *s = st->segs; s; s = s->next)
+			s->lane = ret_lane_of(st, s->cls);
+	return !same && st->segs;
+}
+
+/* Remember why the budget took s: `ringlog status` shows it. */
+static void note_eviction(struct store *st, const struct segfile *s, const char *why, bool forced)
+{
+	struct store_lane *l = &st->lanes[s->lane < st->nlanes ? s->lane : 0];
+	struct store_eviction *e = &st->evictions[st->nevictions++ % STORE_EVICT_LOG];
+
+	l->evicted++;
+	l->evicted_bytes += s->bytes;
+	l->forced += forced;
+	snprintf(l->last_why, sizeof(l->last_why), "%s", why);
+	*e = (struct store_eviction){ .seq = s->seq, .bytes = s->bytes, .lane = s->lane,
+				      .first_real_ns = s->first_real_ns,
+				      .last_real_ns = s->last_real_ns };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	e->at_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	snprintf(e->why, sizeof(e->why), "%s", why);
+}
+
 /* Take s out of the index (wherever it is) and delete its file. */
 static void delete_seg(struct store *st, struct segfile *s)
 {
@@ -150,9 +255,103 @@ static void delete_seg(struct store *st, struct segfile *s)
 	free(s);
 }
 
-static void delete_oldest(struct store *st)
+static void delete_oldest(struct store *st, const char *need)
 {
+	char why[200];
+
+	snprintf(why, sizeof(why), "%s: the oldest segment (one class)", need);
+	note_eviction(st, st->segs, why, false);
 	delete_seg(st, st->segs);
+}
+
+/* With retention classes: delete the oldest segment of the class most
+ * over its min_share, among classes over their share whose oldest
+ * segment is older than their min_age; failing any, of the class most over
+ * its share whatever protects it ("forced": the budget is hard). The
+ * segment being written of the lane being filled is never taken here
+ * (ret_make_room() rotates it); another lane's is closed first. Returns 1
+ * when one went, 0 when nothing can go now (*wait: once writes complete). */
+static int evict_by_class(struct store *st, const char *need, bool *wait, bool *rotate)
+{
+	uint64_t used[STORE_LANES] = { 0 }, now;
+	struct segfile *old[STORE_LANES] = { NULL };
+	struct timespec ts;
+	int best = -1;
+	int64_t best_over = 0;
+	bool forced = false;
+	char why[200];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	/* O(segments) per segment deleted: only when over budget. */
+	for (struct segfile *s = st->segs; s; s = s->next) {
+		unsigned k = s->lane < st->nlanes ? s->lane : 0;
+
+		used[k] += s->bytes;
+		if (!old[k] && s != st->cur)
+			old[k] = s;
+	}
+	*wait = *rotate = false;
+	for (int pass = 0; pass < 2 && best < 0 && !*wait; pass++) {
+		/* Before forcing a protected class: the segment being written,
+		 * when its class is over its share, goes as the last chunk's
+		 * rotation (the circular log eats its tail). */
+		if (pass == 1 && st->cur && st->cur->chunks &&
+		    used[st->active] > st->lanes[st->active].share_bytes) {
+			*rotate = true;
+			return 0;
+		}
+		for (unsigned k = 0; k < st->nlanes; k++) {
+			const struct store_lane *l = &st->lanes[k];
+			struct segfile *s = old[k];
+			int64_t over = (int64_t)used[k] - (int64_t)l->share_bytes;
+			bool young = l->min_age_ns && s && s->last_real_ns &&
+				     s->last_real_ns + l->min_age_ns > now;
+
+			if (!s || (pass == 0 && (over <= 0 || young)))
+				continue;
+			/* another lane's segment being written, with a chunk built
+			 * for it still open: it goes once that is sealed (the tick) */
+			if (s->current && l->open && l->open->len)
+				continue;
+			if (s->inflight) {
+				*wait = true;
+				continue;
+			}
+			if (best < 0 || over > best_over) {
+				best = (int)k;
+				best_over = over;
+			}
+		}
+		forced = pass == 1;
+	}
+	if (best < 0)
+		return 0;
+	struct segfile *s = old[best];
+	const struct store_lane *l = &st->lanes[best];
+
+	if (forced)
+		snprintf(why, sizeof(why), "%s, forced: every class is within its min_share or "
+			 "min_age; class %s held %" PRIu64 " bytes (min_share %" PRIu64 ")", need,
+			 l->name[0] ? l->name : "default", used[best], l->share_bytes);
+	else
+		snprintf(why, sizeof(why), "%s: class %s was the most over its min_share (%" PRIu64
+			 " bytes held, %" PRIu64 " its share)", need, l->name[0] ? l->name : "default",
+			 used[best], l->share_bytes);
+	if (forced && !st->forced_logged)
+		d_log(LOG_WARNING, "storage_dir %s: %s; raise max_disk or lower the classes' "
+		      "min_share or min_age", st->dir, why);
+	st->forced_logged = forced;
+	if (s->current) {
+		store_close_lane(st, (unsigned)best);
+		if (s->inflight) { /* its last writes land first */
+			*wait = true;
+			return 0;
+		}
+	}
+	note_eviction(st, s, why, forced);
+	delete_seg(st, s);
+	return 1;
 }
 
 /* `ringlog vacuum` and max_retention: only sealed segments go (closed:
@@ -210,6 +409,17 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 			return ROOM_OK;
 		if (!s)
 			return ROOM_FULL;
+		if (st->nlanes > 1) {
+			bool wait, rotate;
+
+			if (evict_by_class(st, disk_ok ? "min_free" : "max_disk", &wait, &rotate))
+				continue;
+			if (wait)
+				return ROOM_WAIT;
+			s = st->cur; /* all that is left: the segment being written */
+			if (!s)
+				return ROOM_FULL;
+		}
 		if (s->current) {
 			/* Only the segment being written is left. The chunk
 			 * at hand was built for it, so it goes there (one chunk
@@ -221,7 +431,7 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 		}
 		if (s->inflight)
 			return ROOM_WAIT;
-		delete_oldest(st);
+		delete_oldest(st, disk_ok ? "min_free" : "max_disk");
 	}
 }
 
@@ -276,6 +486,10 @@ static void scan_one(struct store *st, const char *path, uint64_t seq)
 	s->seq = seq;
 	s->bytes = f.size;
 	s->closed = true;
+	/* hdr_crc vouches for it; a name no class has: the default's */
+	if (f.hdr_ok)
+		memcpy(s->cls, f.hdr.class_name, sizeof(s->cls) - 1);
+	s->lane = ret_lane_of(st, s->cls);
 	s->fd = -1;
 	ringlog_seg_summarize(&f, &sum);
 	s->first_real_ns = sum.first_real_ns;

@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #define NCHUNKS 8
+/* Each retention class keeps a chunk open: some must stay for writing. */
+_Static_assert(NCHUNKS >= STORE_LANES + 3, "chunk buffers for every lane and the writes");
 /* Writers are described where they first appear in a segment and again
  * every DESCRIBE_EVERY chunks: a damaged chunk then takes its descriptions
  * from at most the chunks up to the next repeat, not from the rest of the
@@ -85,6 +87,11 @@ static int open_segment(struct store *st)
 	s->hdr->mono_ref = st->clock->seg.mono_ref;
 	s->hdr->real_ref = st->clock->seg.real_ref;
 	s->hdr->tsc_hz = st->clock->seg.tsc_hz;
+	/* Whose stream it is (FORMAT.md "Retention classes"): strncpy pads
+	 * with NULs, as the field wants (the default class: all zero). */
+	s->lane = st->active;
+	snprintf(s->cls, sizeof(s->cls), "%s", st->lanes[st->active].name);
+	strncpy(s->hdr->class_name, s->cls, sizeof(s->hdr->class_name));
 	if ((err = write_header(s)) < 0) {
 		file_close(s->fd);
 		file_remove(path);
@@ -133,6 +140,91 @@ static void finalize(struct segfile *s)
 	}
 }
 
+/* Every lane's segment must describe everything again (its metadata
+ * records are gone: a lost chunk, a deleted directory). */
+static void regen_all(struct store *st)
+{
+	st->seg_gen++;
+	for (unsigned k = 0; k < STORE_LANES; k++)
+		st->lanes[k].gen++;
+}
+
+/* Close lane k's segment being written (the active one's is st->cur). */
+static void close_lane(struct store *st, unsigned k)
+{
+	struct segfile *s = st->lanes[k].cur;
+
+	if (k == st->active) {
+		store_close_current(st);
+		return;
+	}
+	if (!s)
+		return;
+	st->lanes[k].cur = NULL;
+	s->current = false;
+	if (s->inflight == 0)
+		finalize(s);
+}
+
+void store_close_lane(struct store *st, unsigned k)
+{
+	close_lane(st, k);
+}
+
+/* Fill lane k's chunk and segment from now on: each lane keeps its own
+ * open chunk, so a rare class costs no chunk per record (a ring's records
+ * then lie in chunks of several lanes, written in any order: ring space
+ * goes back by each ring's own order, release_ready()). */
+static void lane_use(struct store *st, unsigned k)
+{
+	store_events_end(st);
+	st->lanes[st->active].cur = st->cur;
+	st->lanes[st->active].gen = st->seg_gen;
+	st->lanes[st->active].open = st->open;
+	st->active = k;
+	st->cur = st->lanes[k].cur;
+	st->open = st->lanes[k].open;
+	st->seg_gen = st->lanes[k].gen;
+	st->lanes[k].cur = NULL;
+	st->lanes[k].open = NULL;
+}
+
+void store_lane_use(struct store *st, unsigned k)
+{
+	lane_use(st, k);
+}
+
+/* The lane of event id of c: looked up once per event id and class
+ * configuration, then one byte per record. */
+static unsigned route(struct store *st, struct client *c, uint16_t id,
+		      const struct ringlog_event_desc *e)
+{
+	struct store_writer *w = &c->store;
+	unsigned k;
+
+	if (w->route_gen != st->route_gen) {
+		if (w->route)
+			memset(w->route, 0, w->nroute);
+		w->route_gen = st->route_gen;
+	}
+	if (id < w->nroute && w->route[id])
+		return w->route[id] - 1u;
+	k = ret_classify(st, e->provider < c->meta.nprov ? c->meta.providers[e->provider] : NULL,
+			 e->level);
+	if (id >= w->nroute) {
+		uint32_t n = id + 64u;
+		uint8_t *m = realloc(w->route, n);
+
+		if (!m)
+			return k; /* not cached: asked again next time */
+		memset(m + w->nroute, 0, n - w->nroute);
+		w->route = m;
+		w->nroute = n;
+	}
+	w->route[id] = (uint8_t)(k + 1);
+	return k;
+}
+
 void store_close_current(struct store *st)
 {
 	struct segfile *s = st->cur;
@@ -154,7 +246,7 @@ static struct chunk *chunk_get(struct store *st)
 	for (unsigned i = 0; i < st->nchunks; i++) {
 		struct chunk *c = &st->chunks[i];
 
-		if (!c->busy) {
+		if (!c->busy && !c->opened) {
 			c->len = 0;
 			c->events = 0;
 			c->lost = 0;
@@ -194,12 +286,14 @@ static void close_span(struct chunk *c)
  * another when needed. Returns the chunk, or NULL (no buffer free, or the
  * budget waits for writes to complete): the caller leaves the event in
  * its ring for the next pass. */
+static void seal_active(struct store *st);
+
 static struct chunk *room(struct store *st, size_t n)
 {
 	if (st->open && st->open->len + n <= body_cap(st->open))
 		return st->open;
 	if (st->open && st->open->len)
-		store_seal(st);
+		seal_active(st);
 	if (st->open && st->open->len)
 		return NULL; /* could not seal: writes must complete first */
 	/* Sealing may have rotated: open the next segment now, so that the
@@ -211,9 +305,11 @@ static struct chunk *room(struct store *st, size_t n)
 	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!st->cur && open_segment(st) < 0)
 		st->seg_gen++;
-	if (!st->open && (st->open = chunk_get(st)) && st->cur &&
-	    ++st->cur->begun % DESCRIBE_EVERY == 0)
-		st->seg_gen++; /* describe every writer again from this chunk on */
+	if (!st->open && (st->open = chunk_get(st))) {
+		st->open->opened = true;
+		if (st->cur && ++st->cur->begun % DESCRIBE_EVERY == 0)
+			st->seg_gen++; /* describe every writer again from this chunk on */
+	}
 	if (!st->open || n > body_cap(st->open))
 		return NULL;
 	return st->open;
@@ -254,9 +350,10 @@ static int put_provider(struct store *st, struct client *cl, uint32_t id, const 
 static int describe(struct store *st, struct ring *r)
 {
 	struct client *c = r->c;
+	struct store_desc *d = &c->store.lane[st->active];
 	int err;
 
-	if (c->store.seg_gen != st->seg_gen) {
+	if (d->seg_gen != st->seg_gen) {
 		struct ringlog_seg_writer w = {
 			.pid = c->pid, .uid = c->uid, .gid = c->gid,
 			.exe_len = c->exe ? (uint32_t)strlen(c->exe) : 0,
@@ -267,30 +364,30 @@ static int describe(struct store *st, struct ring *r)
 		if ((err = put_rec(st, RINGLOG_SEG_REC_WRITER, c->id, &w, sizeof(w),
 				   c->exe, w.exe_len)))
 			return err;
-		c->store.seg_gen = st->seg_gen;
-		c->store.seg_nprov = c->store.seg_nev = 0;
+		d->seg_gen = st->seg_gen;
+		d->seg_nprov = d->seg_nev = 0;
 	}
 	/* Ids are dense from 1: stop at the first one not defined yet. */
-	if (!c->store.seg_nprov)
-		c->store.seg_nprov = 1;
-	if (!c->store.seg_nev)
-		c->store.seg_nev = 1;
-	for (; c->store.seg_nprov < c->meta.nprov && c->meta.providers[c->store.seg_nprov]; c->store.seg_nprov++)
-		if ((err = put_provider(st, c, c->store.seg_nprov, c->meta.providers[c->store.seg_nprov])))
+	if (!d->seg_nprov)
+		d->seg_nprov = 1;
+	if (!d->seg_nev)
+		d->seg_nev = 1;
+	for (; d->seg_nprov < c->meta.nprov && c->meta.providers[d->seg_nprov]; d->seg_nprov++)
+		if ((err = put_provider(st, c, d->seg_nprov, c->meta.providers[d->seg_nprov])))
 			return err;
-	for (; c->store.seg_nev < c->meta.nev && c->meta.events[c->store.seg_nev]; c->store.seg_nev++) {
-		const struct ringlog_event_desc *e = c->meta.events[c->store.seg_nev];
+	for (; d->seg_nev < c->meta.nev && c->meta.events[d->seg_nev]; d->seg_nev++) {
+		const struct ringlog_event_desc *e = c->meta.events[d->seg_nev];
 
 		if ((err = put_rec(st, RINGLOG_SEG_REC_META, c->id, e->raw, e->raw_len, NULL, 0)))
 			return err;
 	}
-	if (r->store.seg_gen != st->seg_gen) {
+	if (r->store.seg_gen[st->active] != st->seg_gen) {
 		struct ringlog_seg_stream s = { .writer = c->id, .tid = r->tid, .clock = r->clock,
 						.ring_id = r->ring_id };
 
 		if ((err = put_rec(st, RINGLOG_SEG_REC_STREAM, r->id, &s, sizeof(s), NULL, 0)))
 			return err;
-		r->store.seg_gen = st->seg_gen;
+		r->store.seg_gen[st->active] = st->seg_gen;
 	}
 	return 0;
 }
@@ -312,29 +409,82 @@ static int who_reserve(struct chunk *c)
 	return 0;
 }
 
+/* Room for one more entry in r's ring of tickets (stream.h). */
+static int pend_reserve(struct ring *r)
+{
+	struct store_stream *ss = &r->store;
+	uint64_t n = ss->ticket_next - ss->ticket_head;
+	uint32_t cap = ss->pend_cap ? ss->pend_cap * 2 : 16;
+	struct store_pend *p;
+
+	if (n < ss->pend_cap)
+		return 0;
+	if (!(p = malloc(cap * sizeof(*p))))
+		return -EAGAIN;
+	for (uint64_t t = ss->ticket_head; t < ss->ticket_next; t++)
+		p[t % cap] = ss->pend[t % ss->pend_cap];
+	free(ss->pend);
+	ss->pend = p;
+	ss->pend_cap = cap;
+	return 0;
+}
+
+/* The entry of c that r's next record joins: c's last one when it is r's
+ * newest (no record of r went to another lane's chunk since), else a new
+ * one with the next ticket (who_reserve() and pend_reserve() made room). */
+static struct chunk_who *who_of(struct chunk *c, struct ring *r)
+{
+	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+	struct store_stream *ss = &r->store;
+
+	if (w && w->r == r && w->ticket + 1 == ss->ticket_next)
+		return w;
+	w = &c->who[c->nwho++];
+	*w = (struct chunk_who){ .r = r, .ticket = ss->ticket_next++,
+				 /* until a record joins: what is released
+				  * already, releasing it is a no-op */
+				 .end = r->cons.published, .seen_records = r->cons.seen.total_records,
+				 .seen_bytes = r->cons.seen.total_bytes };
+	ss->pend[w->ticket % ss->pend_cap].done = false;
+	ss->held++;
+	return w;
+}
+
 /* Note that c holds r's record ending at ring position end. */
 static void who_add(struct chunk *c, struct ring *r, uint32_t events, uint64_t end,
 		    uint64_t seen_records, uint64_t seen_bytes)
 {
-	struct chunk_who *w = c->nwho ? &c->who[c->nwho - 1] : NULL;
+	struct chunk_who *w = who_of(c, r);
 
-	if (!w || w->r != r) {
-		w = &c->who[c->nwho++]; /* who_reserve() made room */
-		w->r = r;
-		w->events = 0;
-		w->loss = 0;
-		r->store.held++;
-	}
 	w->events += events;
 	w->end = end;
 	w->seen_records = seen_records;
 	w->seen_bytes = seen_bytes;
 }
 
+/* Entry w is written (or counted lost): give r's ring space back up to
+ * the newest of its entries with every older one written too. */
+static void pend_done(const struct chunk_who *w)
+{
+	struct ring *r = w->r;
+	struct store_stream *ss = &r->store;
+	struct store_pend *p = &ss->pend[w->ticket % ss->pend_cap];
+
+	*p = (struct store_pend){ .end = w->end, .seen_records = w->seen_records,
+				  .seen_bytes = w->seen_bytes, .done = true };
+	while (ss->ticket_head < ss->ticket_next &&
+	       (p = &ss->pend[ss->ticket_head % ss->pend_cap])->done) {
+		if (!r->dead)
+			ringlog_cons_release(&r->cons, p->end, p->seen_records, p->seen_bytes);
+		ss->ticket_head++;
+	}
+	ss->held--;
+}
+
 /* Give ring space back in the order chunks were sealed, each chunk once it
- * is written or counted as lost: a daemon killed at any moment leaves every
- * record either in a written chunk or still in its ring, where the next
- * daemon finds it. */
+ * is written or counted as lost, and per ring in its own order (pend_done()):
+ * a daemon killed at any moment leaves every record either in a written
+ * chunk or still in its ring, where the next daemon finds it. */
 static void release_ready(struct store *st)
 {
 	for (bool more = true; more;) {
@@ -344,14 +494,8 @@ static void release_ready(struct store *st)
 
 			if (!c->busy || !c->done || c->seal_no != st->release_next)
 				continue;
-			for (uint32_t k = 0; k < c->nwho; k++) {
-				struct chunk_who *w = &c->who[k];
-
-				if (!w->r->dead)
-					ringlog_cons_release(&w->r->cons, w->end, w->seen_records,
-							     w->seen_bytes);
-				w->r->store.held--;
-			}
+			for (uint32_t k = 0; k < c->nwho; k++)
+				pend_done(&c->who[k]);
 			c->nwho = 0;
 			st->release_next++;
 			/* The sinks see it with its ring space given back, and
@@ -388,6 +532,7 @@ static void chunk_sealed(struct store *st, struct chunk *c)
 {
 	c->seal_no = st->seal_next++;
 	c->busy = true;
+	c->opened = false;
 	c->done = false;
 }
 
@@ -413,7 +558,7 @@ static int put_loss_pending(struct store *st, struct ring *r)
 	for (int tries = 0;; tries++) {
 		uint32_t gen = st->seg_gen;
 
-		if (!(c = room(st, len)) || who_reserve(c) || tries > 2)
+		if (!(c = room(st, len)) || who_reserve(c) || pend_reserve(r) || tries > 2)
 			return -EAGAIN;
 		if (gen == st->seg_gen)
 			break;
@@ -423,15 +568,7 @@ static int put_loss_pending(struct store *st, struct ring *r)
 	if ((err = put_rec(st, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l), NULL, 0)))
 		return err;
 	c = st->open;
-	w = c->nwho ? &c->who[c->nwho - 1] : NULL;
-	if (!w || w->r != r) {
-		/* end = what is already released: releasing it is a no-op */
-		w = &c->who[c->nwho++];
-		*w = (struct chunk_who){ .r = r, .end = r->cons.published,
-					 .seen_records = r->cons.seen.total_records,
-					 .seen_bytes = r->cons.seen.total_bytes };
-		r->store.held++;
-	}
+	w = who_of(c, r);
 	w->loss += r->store.lost_disk_pending;
 	c->lost += r->store.lost_disk_pending;
 	r->store.lost_disk_pending = 0;
@@ -498,7 +635,7 @@ static int run_ready(struct store *st, struct ring *r, uint64_t at, size_t need,
 		c->len += h.len;
 		break;
 	}
-	if (who_reserve(c))
+	if (who_reserve(c) || pend_reserve(r))
 		return -EAGAIN;
 	*run = (struct store_run){ .out = body(c) + c->len,
 				   .room = body_cap(c) - c->len - RUN_FILLER, .prev_ts = c->span_ts };
@@ -556,6 +693,14 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	int err;
 
 	memcpy(&ts, payload, sizeof(ts));
+	/* Retention classes: the record's lane, a byte per record when any
+	 * is configured (issue 23: the drain's cost), nothing otherwise. */
+	if (__builtin_expect(st->nlanes > 1, 0)) {
+		unsigned k = route(st, r->c, id, e);
+
+		if (k != st->active)
+			lane_use(st, k);
+	}
 	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
 	    need > run->room - run->packed || id >= run->nev) {
 		store_events_end(st);
@@ -565,7 +710,7 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		run->r = r;
 		run->recs = rec;
 		run->ts_min = run->ts_max = ts;
-		run->nev = r->c->store.seg_nev;
+		run->nev = r->c->store.lane[st->active].seg_nev;
 		run->publish = st->sinks->wanting != 0;
 	}
 	run->bytes += total;
@@ -669,7 +814,7 @@ static void chunk_lost(struct store *st, struct chunk *c, const char *why)
 	if (why != st->disk_error) /* it may already be the reason */
 		snprintf(st->disk_error, sizeof(st->disk_error), "%s", why);
 	/* Its metadata records are gone too: describe everything again. */
-	st->seg_gen++;
+	regen_all(st);
 }
 
 /* The open chunk cannot be written: counted lost, and done with at once
@@ -736,8 +881,8 @@ static void store_recover(struct store *st)
 	unsigned n = 0;
 	int err;
 
-	if (st->cur)
-		store_close_current(st); /* its in-flight writes land in the void */
+	for (unsigned k = 0; k < st->nlanes; k++)
+		close_lane(st, k); /* their in-flight writes land in the void */
 	for (struct segfile **pp = &st->segs, *s; (s = *pp);) {
 		struct stat sb;
 		bool open = s->fd >= 0 && !s->closed;
@@ -760,7 +905,7 @@ static void store_recover(struct store *st)
 		}
 	}
 	st->lost_deleted += events;
-	st->seg_gen++;
+	regen_all(st);
 	if (file_dir_id(st->dir, id) == 0 && id[0] == st->dir_id[0] && id[1] == st->dir_id[1]) {
 		/* Only files went: the directory and our lock on it stand. */
 		d_log(LOG_ERR, "%u segments (%llu bytes) of storage_dir %s were deleted under "
@@ -789,7 +934,7 @@ void store_check(struct store *st)
 		store_recover(st);
 }
 
-void store_seal(struct store *st)
+static void seal_active(struct store *st)
 {
 	struct chunk *c;
 	struct ringlog_chunk_hdr *h;
@@ -891,21 +1036,63 @@ void store_seal(struct store *st)
 		store_close_current(st);
 }
 
+/* Every lane's open chunk (one lane: the one). */
+void store_seal(struct store *st)
+{
+	unsigned was = st->active;
+
+	seal_active(st);
+	for (unsigned k = 0; st->nlanes > 1 && k < st->nlanes; k++)
+		if (k != was && st->lanes[k].open && st->lanes[k].open->len) {
+			lane_use(st, k);
+			seal_active(st);
+		}
+	if (st->active != was)
+		lane_use(st, was);
+}
+
 /* max_retention: seal and close the segment being written once its oldest
  * event is older than before_ns, so that it may go in turn, then delete
  * the sealed segments older than that (ret_vacuum()): nothing outlives
  * max_retention by more than a segment's span. Returns how many went. */
-static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
+/* Seal and close the segment being written of every lane (retention
+ * class) for which old() says so. */
+static void rotate_lanes(struct store *st, bool (*old)(const struct segfile *s, uint64_t arg),
+			 uint64_t arg)
 {
-	struct segfile *cur = st->cur;
-	uint64_t used;
-	unsigned n;
+	unsigned was = st->active;
 
-	if (cur && cur->chunks && cur->first_real_ns && cur->first_real_ns < before_ns) {
-		store_seal(st);
+	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
+		struct segfile *cur = k == st->active ? st->cur : st->lanes[k].cur;
+
+		if (!cur || !cur->chunks || !old(cur, arg))
+			continue;
+		if (k != st->active)
+			lane_use(st, k);
+		seal_active(st);
 		if (!st->open || !st->open->len)
 			store_close_current(st);
 	}
+	if (st->active != was)
+		lane_use(st, was);
+}
+
+static bool older_events(const struct segfile *s, uint64_t before_ns)
+{
+	return s->first_real_ns && s->first_real_ns < before_ns;
+}
+
+static bool older_file(const struct segfile *s, uint64_t min_created_ns)
+{
+	return s->created_mono_ns <= min_created_ns;
+}
+
+static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
+{
+	uint64_t used;
+	unsigned n;
+
+	rotate_lanes(st, older_events, before_ns);
 	used = st->used_bytes;
 	n = ret_vacuum(st, UINT64_MAX, before_ns, NULL, NULL);
 	*bytes = used - st->used_bytes;
@@ -921,15 +1108,16 @@ void store_tick(struct store *st)
 	unsigned n;
 
 	store_check(st);
-	if (st->open && st->open->len &&
-	    now - st->open->opened_mono_ns >= st->budget.seal_after_ns)
-		store_seal(st);
-	if (st->cur && st->cur->chunks &&
-	    now - st->cur->created_mono_ns >= st->budget.max_age_ns) {
-		store_seal(st);
-		if (!st->open || !st->open->len)
-			store_close_current(st);
+	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
+		const struct chunk *o = k == st->active ? st->open : st->lanes[k].open;
+
+		if (o && o->len && now - o->opened_mono_ns >= st->budget.seal_after_ns) {
+			store_seal(st); /* every lane's: one pass over them */
+			break;
+		}
 	}
+	if (now >= st->budget.max_age_ns)
+		rotate_lanes(st, older_file, now - st->budget.max_age_ns);
 	if (!keep || now - st->expire_tick_ns < 1000000000ull)
 		return;
 	st->expire_tick_ns = now;
@@ -939,9 +1127,20 @@ void store_tick(struct store *st)
 		      (unsigned long long)bytes, (unsigned long long)(keep / 1000000000ull));
 }
 
-bool store_idle(const struct store *st)
+/* No lane has a chunk with records open. */
+bool store_idle_open(const struct store *st)
 {
 	if (st->open && st->open->len)
+		return false;
+	for (unsigned k = 0; k < st->nlanes; k++)
+		if (st->lanes[k].open && st->lanes[k].open->len)
+			return false;
+	return true;
+}
+
+bool store_idle(const struct store *st)
+{
+	if (!store_idle_open(st))
 		return false;
 	for (unsigned i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].busy)
@@ -958,6 +1157,17 @@ void store_reload(struct store *st, const struct ringlog_config *cfg)
 	 * next one takes the new size. */
 	store_seal(st);
 	store_configure(st, cfg);
+	switch (ret_classes(st, cfg)) {
+	case 1:
+		d_log(LOG_INFO, "storage: retention classes changed: %u now, each class's segment "
+		      "closed; segments of a class no longer configured count as the default's",
+		      st->nlanes - 1);
+		break;
+	case -EAGAIN:
+		d_log(LOG_WARNING, "storage: the retention classes did not change: a chunk waits for "
+		      "writes to complete; send SIGHUP again");
+		break;
+	}
 	if (st->cur) {
 		uint64_t lim = store_seg_limit(st);
 
@@ -1062,6 +1272,7 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 	if ((err = store_lock_dir(st)) < 0)
 		goto fail;
 	store_configure(st, cfg);
+	ret_classes(st, cfg);
 	if ((err = alloc_chunks(st)) < 0 || (err = ret_scan(st)) < 0)
 		goto fail;
 	if ((err = open_segment(st)) < 0) {

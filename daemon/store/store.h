@@ -33,6 +33,7 @@
 #include "ringbuf.h"
 #include "segment.h"
 #include "sink/sink.h"
+#include "store/stream.h"
 
 struct ring;
 struct io;
@@ -62,6 +63,9 @@ struct store_budget {
 struct segfile {
 	struct segfile *next;  /* by seq, oldest first */
 	uint64_t seq;
+	unsigned lane;       /* its class's lane (0: default, or a class no
+	                      * longer configured) */
+	char cls[RINGLOG_CLASS_NAME_MAX]; /* its header's class_name */
 	char *path;
 	uint64_t bytes;      /* file size we account for */
 	uint64_t first_real_ns, last_real_ns;
@@ -98,11 +102,13 @@ struct chunk {
 	                      * the chunks sealed before it */
 	bool done;           /* the write completed (or failed and was counted) */
 	bool failed;         /* counted lost, not on disk */
+	bool opened;         /* a lane's open chunk (not busy yet, not free) */
 	uint64_t seal_no;    /* order of sealing: ring space is released in it */
 	/* whose records it carries: to release their ring space once written,
 	 * or to count them lost if the write fails */
 	struct chunk_who {
 		struct ring *r;
+		uint64_t ticket;                 /* its place in r's store.pend */
 		uint32_t events;
 		uint64_t loss;                   /* disk loss it reports in-stream:
 		                                  * pending again if it is lost */
@@ -165,8 +171,40 @@ struct store_params {
 	void *ctx;                /* for written(), mkdir(), deleting(), keep() */
 };
 
+/* A retention class's segment stream (FORMAT.md "Retention classes"):
+ * lane 0 is the default class. */
+struct store_lane {
+	char name[RINGLOG_CLASS_NAME_MAX];  /* "" for the default class */
+	const struct ringlog_config_class *cls; /* st->classes[]; NULL: default */
+	struct segfile *cur; /* its segment being written, while not active */
+	struct chunk *open;  /* its chunk being filled, while not active */
+	uint32_t gen;        /* its seg_gen, while not active */
+	uint64_t share_bytes; /* min_share of budget.max_disk */
+	uint64_t min_age_ns;
+	/* evictions by the budget since the daemon started */
+	uint64_t evicted, evicted_bytes, forced;
+	char last_why[200];
+};
+
+/* The last evictions by the budget, for `ringlog status`. */
+#define STORE_EVICT_LOG 16
+struct store_eviction {
+	uint64_t seq, bytes, first_real_ns, last_real_ns, at_real_ns;
+	unsigned lane;
+	char why[200];
+};
+
 struct store {
 	struct store_budget budget;
+	/* Retention classes: lanes[0..nlanes), the one being filled is
+	 * active (st->cur and st->seg_gen are its). */
+	struct ringlog_config_class classes[RINGLOG_CONFIG_CLASSES];
+	struct store_lane lanes[STORE_LANES];
+	unsigned nlanes, active;
+	uint32_t route_gen;
+	struct store_eviction evictions[STORE_EVICT_LOG];
+	uint64_t nevictions;
+	bool forced_logged;
 	/* What the filesystem has: file_space() (file.h), or a test's figure. */
 	int (*space)(const char *dir, uint64_t *avail, uint64_t *total);
 	struct sink_list *sinks; /* never NULL: an empty list when not given */
@@ -275,9 +313,31 @@ void store_tick(struct store *st);
 void store_check(struct store *st);
 /* Nothing open, nothing in flight. */
 bool store_idle(const struct store *st);
+/* No chunk with records open, in any lane. */
+bool store_idle_open(const struct store *st);
+/* Make lane k (a retention class) the one filled (retention.c). */
+void store_lane_use(struct store *st, unsigned k);
 void store_close_current(struct store *st);
+/* Close retention class lane k's segment being written, so that the
+ * budget may delete it. */
+void store_close_lane(struct store *st, unsigned k);
 
 /* retention.c: the segment index and the budget */
+
+_Static_assert(STORE_LANES == RINGLOG_CONFIG_CLASSES + 1, "a lane per class and the default");
+
+/* The retention classes from cfg (at open before the scan, and at reload
+ * after the seal): lanes, shares, the routing cache invalidated. When the
+ * list of names changed, every lane's segment being written is closed and
+ * the index's segments are assigned to lanes by name again (a class no
+ * longer configured: the default's). Returns 1 when the names changed and
+ * segments were assigned again, 0, or -EAGAIN when the names changed but a
+ * chunk with records is still open (nothing changed: try again later). */
+int ret_classes(struct store *st, const struct ringlog_config *cfg);
+/* The lane (class) of an event of provider prov (NULL: unknown) at level. */
+unsigned ret_classify(const struct store *st, const char *prov, unsigned level);
+/* The lane named name ("" or unknown: 0). */
+unsigned ret_lane_of(const struct store *st, const char *name);
 
 /* Every size from cfg into st->budget; at open, and at each reload
  * (store_reload()), where chunk sizes stay within the buffers' size. */
