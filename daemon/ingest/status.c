@@ -203,6 +203,8 @@ int status_reply(struct client *c, bool detail)
 	 * empty for a peer not in read_group. */
 	json_object_set_new(j, "enable_rules", op_status(d));
 	json_object_set_new(j, "clients_detail", json_boolean(detail));
+	/* live readers attached (`ringlog tail`, `read -f`) */
+	json_object_set_new(j, "tails", json_integer((json_int_t)d->ntails));
 	json_object_set_new(j, "read_group", json_string(d->cfg.read_group));
 	json_object_set_new(j, "flight", flight_status(d));
 	json_object_set_new(j, "max_retention_ns", json_integer((json_int_t)d->cfg.max_retention_ns));
