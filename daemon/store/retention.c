@@ -19,7 +19,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#ifdef _WIN32
+#include "compat-win.h" /* fnmatch */
+#else
 #include <fnmatch.h>
+#endif
 #include <inttypes.h>
 #include <time.h>
 #include <fcntl.h>
