@@ -476,6 +476,28 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 	}
 	cr_expect(strstr(run(CLI " --version"), "ringlog 0.1") && last_rc == 0);
 	cr_expect(strstr(run(RINGLOGD_PATH " --version"), "io: io_uring, pool") && last_rc == 0);
+	/* ringlogd's own options: refused with exit 2, the option named, and
+	 * nothing started (no socket, no store) */
+	{
+		static const struct { const char *args, *msg; } dc[] = {
+			{ "--bogus", "unrecognized option '--bogus'" },
+			{ "-x", "invalid option -- 'x'" },
+			{ "--storage", "option '--storage' requires an argument" },
+			{ "--socket", "option '--socket' requires an argument" },
+			{ "--io-backend floppy", "ringlogd: --io-backend \"floppy\": expected auto, io_uring or pool" },
+			{ "extra", "ringlogd: unexpected argument \"extra\"" },
+			{ "--config /nonexistent/ringlogd.json", "/nonexistent/ringlogd.json: cannot open" },
+		};
+
+		for (size_t i = 0; i < sizeof(dc) / sizeof(dc[0]); i++) {
+			char *out = run("cd /tmp && RINGLOG_SOCKET=/nonexistent/sock " RINGLOGD_PATH
+					" --storage /nonexistent/store %s 2>&1", dc[i].args);
+
+			cr_expect_eq(last_rc, 2, "ringlogd %s: exit %d", dc[i].args, last_rc);
+			cr_expect(strstr(out, dc[i].msg), "ringlogd %s:\n got  %s want %s", dc[i].args, out,
+				  dc[i].msg);
+		}
+	}
 }
 
 /* The newest N of a 10 M event store: the chunk index and the newest
@@ -699,6 +721,25 @@ Test(output, tail_backlog_globs_ranges_and_until_against_the_daemon)
 	snprintf(cmd, sizeof(cmd), CLI " tail -n 3 --event Live --until +2s -o cat");
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect_str_eq(out, "n=100\nn=200\n");
+	/* following on a terminal starts no pager (it would hold the live
+	 * lines until it exits, as `journalctl -f` never pages); the same
+	 * command without -f does, or the check checks nothing */
+	if (system("script -qc true /dev/null >/dev/null 2>&1") != 0) {
+		cr_log_warn("script(1) cannot open a pseudo-terminal here: the follow's pager not checked");
+	} else {
+		const char *const follow[] = { "tail -n 2 --event Live --until +1s",
+					       "read -f -n 2 --event Live --until +1s",
+					       "read -n 2 -p info --event Live --dir" };
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(cmd, sizeof(cmd), "RINGLOG_PAGER='sed s/^/P:/' script -qec \"" CLI
+				 " %s %s -o cat\" /dev/null | tr -d '\\r'", follow[i],
+				 i == 2 ? e.store : "");
+			cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+			cr_expect_str_eq(out, i < 2 ? "n=100\nn=200\n" : "P:n=100\nP:n=200\n", "%s: [%s]",
+					 follow[i], out);
+		}
+	}
 	live_daemon_stop(d);
 	live_cleanup(&e);
 }
