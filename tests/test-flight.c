@@ -256,6 +256,19 @@ Test(flight, verbose_events_stay_in_memory_and_an_error_writes_the_window_in_ord
 	cr_expect_eq(json_integer_value(json_object_get(json_object_get(fl, "snapshots"), "count")), 1);
 	cr_expect(strstr(json_string_value(json_object_get(json_object_get(fl, "snapshots"),
 							    "last_reason")) ?: "", "Test.Flight/Error"));
+	/* what the buffer holds: bytes within its size, events, and the time
+	 * span from the first to the last (the program ran ~6 s, all of it
+	 * fits 16 MiB); the snapshots' disk use is the file's size */
+	long long held = json_integer_value(json_object_get(fl, "bytes"));
+	long long first = json_integer_value(json_object_get(fl, "first_ns"));
+	long long last = json_integer_value(json_object_get(fl, "last_ns"));
+	long long snap_bytes = json_integer_value(json_object_get(json_object_get(fl, "snapshots"),
+								  "bytes"));
+
+	cr_expect(held > 0 && held <= 16 << 20, "flight.bytes %lld", held);
+	cr_expect_geq(json_integer_value(json_object_get(fl, "events")), 2900);
+	cr_expect(first > 0 && last - first > 1000000000ll && last - first < 600000000000ll,
+		  "the span held: first %lld last %lld", first, last);
 	json_decref(st);
 	live_daemon_stop(d);
 
@@ -268,6 +281,13 @@ Test(flight, verbose_events_stay_in_memory_and_an_error_writes_the_window_in_ord
 	cr_expect_eq(nm.info, 300);
 
 	cr_assert_eq(snapshots(&e, paths, 4), 1);
+	{
+		struct stat sb;
+
+		cr_assert_eq(stat(paths[0], &sb), 0);
+		cr_expect_eq(snap_bytes, (long long)sb.st_size, "status says snapshots take %lld "
+			     "bytes, the file is %lld", snap_bytes, (long long)sb.st_size);
+	}
 	read_snap(paths[0], &s);
 	cr_expect(s.hdr_ok && s.closed, "the snapshot is not a sealed segment");
 	cr_expect_eq(s.damaged, 0);
