@@ -56,6 +56,10 @@ static void start(struct live *e, const char *limits)
 /* Run argv as uid (group nogroup) with input on its stdin (NULL: none);
  * wait, and return its exit status with its stdout (and its stderr too,
  * with err) in out. */
+/* The group the programs run with: nogroup (a writer), unless a test sets
+ * another (0: root's, the read_group of these tests). */
+static gid_t run_gid = (gid_t)-1;
+
 static int run_io(uid_t uid, const char *const argv[], char *out, size_t cap, const char *input,
 		  bool err)
 {
@@ -75,7 +79,7 @@ static int run_io(uid_t uid, const char *const argv[], char *out, size_t cap, co
 		if (err)
 			dup2(fd, 2);
 		dup2(ifd, 0);
-		if (setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(uid) < 0)
+		if (setgroups(0, NULL) < 0 || setgid(run_gid != (gid_t)-1 ? run_gid : writers_gid()) < 0 || setuid(uid) < 0)
 			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
@@ -227,9 +231,21 @@ Test(limits, the_last_places_are_for_root_and_a_refused_program_is_told_and_coun
 		cr_log_info("tail of uid 40003: %.400s", out);
 		cr_expect(strstr(out, "too many clients"), "tail did not say why: %s", out);
 	}
-	/* Root (and the read group) still get status from the reserve. */
+	/* Root and the read group still get status from the reserve: a user
+	 * who is not root but in read_group (root's group here) too. */
 	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0,
 		     "ringlog status failed with every unreserved place taken");
+	{
+		const char *status[] = { RINGLOG_CLI_PATH, "status", NULL };
+		int rc;
+
+		run_gid = 0;
+		rc = run_as_err(40004, status, out, sizeof(out));
+		run_gid = (gid_t)-1;
+		cr_expect(rc == 0 && !strstr(out, "too many clients"),
+			  "a read_group member's status, every unreserved place taken: exit %d: %.400s",
+			  rc, out);
+	}
 	hog_done(h1, p1);
 	hog_done(h2, p2);
 	live_daemon_stop(d);
