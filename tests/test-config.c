@@ -34,6 +34,27 @@ Test(config, shipped_file_equals_the_built_in_defaults)
 	free(d);
 }
 
+/* The socket unit makes the socket when systemd starts ringlogd by it;
+ * the daemon makes it otherwise: both give it the same mode, or access
+ * would depend on how the daemon was started. */
+Test(config, the_socket_unit_and_the_default_config_give_the_socket_one_mode)
+{
+	struct ringlog_config *d = malloc(sizeof(*d));
+	FILE *f = fopen(RINGLOG_SOURCE_DIR "/systemd/ringlogd.socket", "r");
+	char line[256];
+	unsigned mode = 0, found = 0;
+
+	cr_assert(f, "systemd/ringlogd.socket: cannot open");
+	while (fgets(line, sizeof(line), f))
+		found += sscanf(line, "SocketMode=%o", &mode) == 1;
+	fclose(f);
+	cr_assert_eq(found, 1, "systemd/ringlogd.socket has %u SocketMode= lines", found);
+	ringlog_config_defaults(d);
+	cr_expect_eq(d->socket_mode, mode, "socket_mode %o (config), SocketMode=%o (ringlogd.socket)",
+		     d->socket_mode, mode);
+	free(d);
+}
+
 Test(config, sizes_and_durations)
 {
 	static const struct { const char *s; uint64_t v; } sizes[] = {
