@@ -563,6 +563,66 @@ Test(export, json_holds_read_json_objects)
 	live_cleanup(&e);
 }
 
+/* What babeltrace2's details sink shows of the trace: the environment
+ * (this host, this boot, the tracer) and each event class's log level,
+ * CTF's (syslog's and LTTng's: 2 critical, 3 error, 4 warning, 6 info, 14
+ * debug) for ringlog's five. */
+Test(export, the_trace_environment_and_log_levels_are_what_babeltrace2_shows)
+{
+	static const struct { const char *level, *ctf; } lv[] = {
+		{ "critical", "Critical" }, { "error", "Error" }, { "warning", "Warning" },
+		{ "info", "Info" }, { "verbose", "Debug" },
+	};
+	struct live e;
+	char cmd[4096], host[256] = "", boot[64] = "", want[512], *out, *p;
+	int st;
+	pid_t d;
+	FILE *f;
+
+	NEED_BT2();
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (size_t i = 0; i < sizeof(lv) / sizeof(*lv); i++) {
+		snprintf(cmd, sizeof(cmd), CLI " emit Lvl.Test L%zu --level %s n=%zu", i, lv[i].level, i);
+		cr_assert_eq(live_run(cmd, NULL, 0), 0, "%s", cmd);
+	}
+	live_daemon_stop(d);
+	snprintf(cmd, sizeof(cmd), CLI " export --format ctf --output '%s/ctf' --dir '%s' 2>/dev/null "
+		 "&& babeltrace2 '%s/ctf' -c sink.text.details", e.dir, e.store, e.dir);
+	out = run_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	for (size_t i = 0; i < sizeof(lv) / sizeof(*lv); i++) {
+		snprintf(want, sizeof(want), "Event class `Lvl.Test:L%zu`", i);
+		p = strstr(out, want);
+		cr_expect(p, "no event class %s in:\n%.2000s", want, out);
+		snprintf(want, sizeof(want), "Log level: %s\n", lv[i].ctf);
+		if (p) {
+			/* within this class's block: before the next class */
+			char *next = strstr(p + 1, "Event class `"), *at = strstr(p, want);
+
+			cr_expect(at && (!next || at < next), "L%zu (%s): not %s", i, lv[i].level,
+				  want);
+		}
+	}
+	gethostname(host, sizeof(host) - 1);
+	if ((f = fopen("/proc/sys/kernel/random/boot_id", "r"))) {
+		size_t n = 0;
+
+		for (int c; (c = fgetc(f)) != EOF && n + 1 < sizeof(boot);)
+			if (c != '-' && c != '\n')
+				boot[n++] = (char)c;
+		boot[n] = 0;
+		fclose(f);
+	}
+	snprintf(want, sizeof(want), "hostname: %s\n", host);
+	cr_expect(strstr(out, want), "the environment does not say %s", want);
+	snprintf(want, sizeof(want), "boot_id: %s\n", boot);
+	cr_expect(boot[0] && strstr(out, want), "the environment does not say %s", want);
+	cr_expect(strstr(out, "tracer_name: ringlog\n"), "the environment does not name the tracer");
+	free(out);
+	live_cleanup(&e);
+}
+
 Test(export, usage_errors_exit_2)
 {
 	static const char *const bad[] = {
