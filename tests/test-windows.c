@@ -308,6 +308,35 @@ static void win_daemon_init(struct win_daemon *w)
 	snprintf(w->log, sizeof(w->log), "%s/ringlogd-exe.log", w->e.dir);
 }
 
+/* A second ringlogd.exe on the same storage directory (LockFileEx on its
+ * lock file) exits at once, naming the directory and the holder's PID,
+ * and the first goes on storing. */
+Test(windows, a_second_ringlogd_exe_on_the_same_directory_exits_and_names_the_holder,
+     .timeout = 300)
+{
+	static char out[1 << 14], cmd[2048];
+	struct win_daemon w;
+	pid_t d;
+	int rc;
+
+	need_windows_build();
+	win_daemon_init(&w);
+	d = win_daemon_start(&w);
+	snprintf(cmd, sizeof(cmd), "timeout 60 env " WINE_ENV "wine " WIN_DAEMON " --storage '%s' "
+		 "--socket '%s-2' 2>&1", w.e.store, w.pipe);
+	rc = live_run(cmd, out, sizeof(out));
+	cr_expect(rc != 0 && rc != 124, "the second ringlogd.exe: exit %d (124: still running "
+		  "after 60 s):\n%s", rc, out);
+	cr_expect(strstr(out, "is in use by another ringlogd (PID ") && strstr(out, "ringlogd.lock"),
+		  "the second ringlogd.exe does not name the holder:\n%s", out);
+	/* the first still answers and stores */
+	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET='%s' " WINE WIN_READER " emit Win.Cli After n=1 2>&1",
+		 w.pipe);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "ringlog.exe emit after: %s", out);
+	win_daemon_stop(&w, d);
+	live_cleanup(&w.e);
+}
+
 Test(windows, ringlogd_exe_stores_a_dll_program_and_serves_status_emit_and_tail, .timeout = 600)
 {
 	static char out[1 << 16], cmd[2048];
