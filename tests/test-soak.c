@@ -164,8 +164,14 @@ Test(soak, daemon_memory_and_fds_stay_flat_under_a_steady_load)
 	 * malloc's own arenas by a few hundred kB. 2 MiB is far below what a
 	 * leak per event, per program or per tail would add over the run. */
 	cr_expect_leq(rss_end, rss_warm + 2048, "RssAnon grew from %ld to %ld kB", rss_warm, rss_end);
-	cr_expect_leq(rss_max, rss_warm + 4096, "RssAnon peaked at %ld kB (%ld after warm-up)", rss_max,
-		      rss_warm);
+	/* The peak may add what the design lets one slow reader hold: a tail
+	 * that does not keep up queues up to 8 MiB in the daemon before its
+	 * events are dropped and counted (TAIL_QUEUE_LIMIT, daemon/sink/
+	 * tail.c); one tail runs at a time here. Under ASan beside the
+	 * sanitizer suite, CI saw 17,572 kB once against 11,996 after
+	 * warm-up, and 9,220 at the end. */
+	cr_expect_leq(rss_max, rss_warm + 4096 + 8192, "RssAnon peaked at %ld kB (%ld after warm-up)",
+		      rss_max, rss_warm);
 	cr_expect_leq(fds_end, fds_warm, "fds grew from %d to %d", fds_warm, fds_end);
 	live_cleanup(&e);
 }
