@@ -466,6 +466,24 @@ uint64_t ringlog_seg_class_key(const struct ringlog_seg_hdr *h)
 	return k;
 }
 
+/* A retention class's name as config.c allows it, NUL-ended within the
+ * field; all zero is the default class. */
+static bool class_name_allowed(const char *c)
+{
+	size_t i = 0;
+
+	for (; i < RINGLOG_SEG_CLASS_NAME_SIZE && c[i]; i++)
+		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
+		      c[i] == '-'))
+			return false;
+	if (i == RINGLOG_SEG_CLASS_NAME_SIZE)
+		return false;
+	for (; i < RINGLOG_SEG_CLASS_NAME_SIZE; i++) /* NUL-padded */
+		if (c[i])
+			return false;
+	return true;
+}
+
 /* Fields a checksum cannot vouch for (a forger recomputes it): each is
  * checked against what the format allows, and the reader says what it
  * does instead of trusting it. */
@@ -481,11 +499,19 @@ static void check_header(struct ringlog_seg_file *f)
 				      f->hdr.header_size, RINGLOG_SEG_VERSION, RINGLOG_SEG_HEADER_SIZE,
 				      RINGLOG_SEG_HEADER_SIZE);
 	if (!tsc_hz_allowed(f->hdr.tsc_hz) && n < sizeof(f->warning))
-		snprintf(f->warning + n, sizeof(f->warning) - n,
+		n += (size_t)snprintf(f->warning + n, sizeof(f->warning) - n,
 			 "%stsc_hz is %llu, outside what the format allows (0, or %llu..%llu): "
 			 "TSC timestamps cannot be converted; those events are shown at the time "
 			 "of their chunk", n ? "; " : "", (unsigned long long)f->hdr.tsc_hz,
 			 RINGLOG_SEG_TSC_HZ_MIN, RINGLOG_SEG_TSC_HZ_MAX);
+	if (!class_name_allowed(f->hdr.class_name)) {
+		if (n < sizeof(f->warning))
+			snprintf(f->warning + n, sizeof(f->warning) - n,
+				 "%sclass_name is not 1 to 31 characters of a-z, 0-9, _ and - ended "
+				 "by a NUL: read as the default class", n ? "; " : "");
+		/* daemon and readers then agree on the file's class */
+		memset(f->hdr.class_name, 0, sizeof(f->hdr.class_name));
+	}
 }
 
 int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why)

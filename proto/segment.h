@@ -100,6 +100,8 @@ enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
 #define RINGLOG_SEG_PACKED    0x1u /* events are in PACK records (pack.h) */
 #define RINGLOG_SEG_INCOMPAT_KNOWN RINGLOG_SEG_PACKED
 
+#define RINGLOG_SEG_CLASS_NAME_SIZE 32
+
 struct ringlog_seg_hdr {
 	uint64_t magic;
 	uint16_t version;
@@ -127,7 +129,7 @@ struct ringlog_seg_hdr {
 	uint64_t lost;           /* events counted by its LOSS records (the sum
 	                          * of the chunks' `lost`); 0 in files from
 	                          * before the field, which did not count */
-	char class_name[32];     /* the retention class whose stream this
+	char class_name[RINGLOG_SEG_CLASS_NAME_SIZE]; /* the retention class whose stream this
 	                          * segment is (FORMAT.md "Retention classes"),
 	                          * NUL-padded; all zero: the default class
 	                          * (and every file from before the field) */

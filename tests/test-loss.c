@@ -540,6 +540,24 @@ Test(loss, forged_header_size_and_tsc_hz_are_named_and_skip_nothing)
 		  "the reader does not name the file, the field and the value: %s", err);
 	cr_expect_eq(rc, 4, "a forged header is damage: exit %d", rc);
 	times_within(first, t0, t1, "tsc_hz 1000");
+
+	/* a retention class name no config allows, 32 bytes with no NUL:
+	 * named, read as the default class (every event, once) */
+	{
+		char cls[32];
+
+		memset(cls, 'Z', sizeof(cls));
+		snprintf(forged, sizeof(forged), "%s/class-name.rlseg", e.dir);
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg, forged);
+		must_run(cmd);
+		forge(forged, offsetof(struct ringlog_seg_hdr, class_name), cls, sizeof(cls));
+		lines = read_file(&e, forged, &rc, err, sizeof(err), first, sizeof(first));
+		cr_expect_eq(lines, want, "class_name forged: %d of %d events read", lines, want);
+		cr_expect(strstr(err, forged) && strstr(err, "class_name") &&
+			  strstr(err, "read as the default class"),
+			  "the reader does not name the file and the field: %s", err);
+		cr_expect_eq(rc, 4, "a forged header is damage: exit %d", rc);
+	}
 	{
 		/* the daemon's startup scan names a forged header too */
 		static char log[1 << 16];

@@ -189,7 +189,12 @@ int ret_classes(struct store *st, const struct ringlog_config *cfg)
 			st->open->opened = false;
 		st->open = NULL;
 		st->active = 0;
+		/* new generations, from the one counter: lane 0 must not take
+		 * the old active lane's (lower) one, which writers' lane-0
+		 * marks may hold from before */
+		store_new_gen(st);
 		for (unsigned k = 0; k < STORE_LANES; k++) {
+			st->lanes[k].gen = ++st->gen_next;
 			if (st->lanes[k].open)
 				st->lanes[k].open->opened = false;
 			st->lanes[k].open = NULL;
@@ -300,6 +305,15 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 		/* Before forcing a protected class: the segment being written,
 		 * when its class is over its share, goes as the last chunk's
 		 * rotation (the circular log eats its tail). */
+		/* Before rotating or forcing: a class's oldest segment still
+		 * being written (a protected class's rotated one, which pass 0
+		 * skipped) is waited for, as one lane's always was; rotating
+		 * beside it let each lane write a chunk over max_disk. */
+		for (unsigned k = 0; pass == 1 && k < st->nlanes; k++)
+			if (old[k] && old[k]->inflight) {
+				*wait = true;
+				return 0;
+			}
 		if (pass == 1 && st->cur && st->cur->chunks &&
 		    used[st->active] > st->lanes[st->active].share_bytes) {
 			*rotate = true;
@@ -490,7 +504,9 @@ static void scan_one(struct store *st, const char *path, uint64_t seq)
 	s->seq = seq;
 	s->bytes = f.size;
 	s->closed = true;
-	/* hdr_crc vouches for it; a name no class has: the default's */
+	/* ringlog_seg_open() read a name the format does not allow as the
+	 * default class's (a forger recomputes hdr_crc); a name no class has:
+	 * the default's too */
 	if (f.hdr_ok)
 		memcpy(s->cls, f.hdr.class_name, sizeof(s->cls) - 1);
 	s->lane = ret_lane_of(st, s->cls);

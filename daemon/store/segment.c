@@ -103,7 +103,7 @@ static int open_segment(struct store *st)
 	s->created_mono_ns = d_now(CLOCK_MONOTONIC);
 	ret_add(st, s);
 	st->cur = s;
-	st->seg_gen++; /* everything must be described again in this file */
+	store_new_gen(st); /* everything must be described again in this file */
 	return 0;
 fail:
 	snprintf(st->disk_error, sizeof(st->disk_error), "cannot create segment %s: %s",
@@ -144,9 +144,9 @@ static void finalize(struct segfile *s)
  * records are gone: a lost chunk, a deleted directory). */
 static void regen_all(struct store *st)
 {
-	st->seg_gen++;
+	store_new_gen(st);
 	for (unsigned k = 0; k < STORE_LANES; k++)
-		st->lanes[k].gen++;
+		st->lanes[k].gen = ++st->gen_next;
 }
 
 /* Close lane k's segment being written (the active one's is st->cur). */
@@ -304,11 +304,11 @@ static struct chunk *room(struct store *st, size_t n)
 	 * lost to the disk. Leaving the events in the rings would make the
 	 * programs drop them as ring overflow, for the wrong reason. */
 	if (!st->cur && open_segment(st) < 0)
-		st->seg_gen++;
+		store_new_gen(st);
 	if (!st->open && (st->open = chunk_get(st))) {
 		st->open->opened = true;
 		if (st->cur && ++st->cur->begun % DESCRIBE_EVERY == 0)
-			st->seg_gen++; /* describe every writer again from this chunk on */
+			store_new_gen(st); /* describe every writer again from this chunk on */
 	}
 	if (!st->open || n > body_cap(st->open))
 		return NULL;
@@ -905,6 +905,21 @@ static void store_recover(struct store *st)
 		}
 	}
 	st->lost_deleted += events;
+	/* Another lane's open chunk was built for its segment, now gone with
+	 * the descriptions its records need (in that file's earlier chunks):
+	 * written into a new segment they would be unreadable yet counted
+	 * stored. They are counted lost, as what the deleted files held. */
+	for (unsigned k = 0; k < st->nlanes; k++) {
+		struct chunk *c = st->lanes[k].open;
+
+		if (k == st->active || !c || !c->len)
+			continue;
+		st->lanes[k].open = NULL;
+		chunk_lost(st, c, "storage_dir was deleted under ringlogd (the chunk's segment "
+			   "went with it)");
+		chunk_sealed(st, c);
+		chunk_done(st, c);
+	}
 	regen_all(st);
 	if (file_dir_id(st->dir, id) == 0 && id[0] == st->dir_id[0] && id[1] == st->dir_id[1]) {
 		/* Only files went: the directory and our lock on it stand. */

@@ -231,6 +231,10 @@ struct store {
 	uint64_t next_seq;
 	uint64_t used_bytes; /* sum of segfile.bytes */
 	uint32_t seg_gen;
+	/* Generations come from one counter for every lane, so that a lane
+	 * never sees a value again (a writer's per-lane mark that equals it
+	 * would skip its descriptions in a new segment). */
+	uint32_t gen_next;
 	struct chunk *chunks;
 	unsigned nchunks;
 	struct chunk *open;  /* being filled, or NULL */
@@ -317,6 +321,12 @@ bool store_idle(const struct store *st);
 bool store_idle_open(const struct store *st);
 /* Make lane k (a retention class) the one filled (retention.c). */
 void store_lane_use(struct store *st, unsigned k);
+/* A new description generation for the active lane: every writer and
+ * stream is described again before its next record there. */
+static inline void store_new_gen(struct store *st)
+{
+	st->seg_gen = ++st->gen_next;
+}
 void store_close_current(struct store *st);
 /* Close retention class lane k's segment being written, so that the
  * budget may delete it. */
