@@ -401,14 +401,30 @@ Test(config, deep_nesting_is_refused_promptly, .timeout = 10)
 	}
 }
 
+/* The configuration's dump (--check-config) parses back to the same. */
+static void expect_dump_reads_back(const struct ringlog_config *c)
+{
+	struct ringlog_config *back = malloc(sizeof(*back));
+	char err[1024], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert(back && f);
+	cr_assert_eq(ringlog_config_dump(c, f), 0);
+	fclose(f);
+	ringlog_config_defaults(back);
+	cr_assert_eq(parse(back, text, err, sizeof(err)), 0, "%s\n%s", err, text);
+	cr_assert_eq(memcmp(back, c, sizeof(*c)), 0, "the dump does not read back the same:\n%s", text);
+	free(text);
+	free(back);
+}
+
 /* Overload keys: the reserve and shed level, a provider's rate, burst and
  * wait, and its per-event rules, which survive a dump and a re-parse. */
 Test(config, overload_keys_parse_and_round_trip)
 {
-	struct ringlog_config *c = malloc(sizeof(*c)), *back = malloc(sizeof(*back));
-	char err[1024], *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char err[1024];
 
 	ringlog_config_defaults(c);
 	cr_assert_eq(c->ring_reserve_percent, 25, "default reserve: a quarter of the ring");
@@ -432,23 +448,14 @@ Test(config, overload_keys_parse_and_round_trip)
 	cr_assert_eq(p->events[0].pol.burst, 100);
 	cr_assert_eq(p->events[1].pol.wait_us, 20000);
 
-	f = open_memstream(&text, &len);
-	cr_assert_eq(ringlog_config_dump(c, f), 0);
-	fclose(f);
-	ringlog_config_defaults(back);
-	cr_assert_eq(parse(back, text, err, sizeof(err)), 0, "%s\n%s", err, text);
-	cr_assert_eq(memcmp(back, c, sizeof(*c)), 0, "the dump does not read back the same:\n%s", text);
-	free(text);
+	expect_dump_reads_back(c);
 	free(c);
-	free(back);
 }
 
 Test(config, retention_classes_parse_and_round_trip)
 {
-	struct ringlog_config *c = malloc(sizeof(*c)), *back = malloc(sizeof(*back));
-	char err[1024], *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	struct ringlog_config *c = malloc(sizeof(*c));
+	char err[1024];
 
 	ringlog_config_defaults(c);
 	cr_assert_eq(c->n_classes, 0, "no class by default: today's one stream");
@@ -472,13 +479,6 @@ Test(config, retention_classes_parse_and_round_trip)
 	cr_assert_eq(c->classes[2].level_min, 3);
 	cr_assert_eq(c->classes[2].level_max, 3);
 
-	f = open_memstream(&text, &len);
-	cr_assert_eq(ringlog_config_dump(c, f), 0);
-	fclose(f);
-	ringlog_config_defaults(back);
-	cr_assert_eq(parse(back, text, err, sizeof(err)), 0, "%s\n%s", err, text);
-	cr_assert_eq(memcmp(back, c, sizeof(*c)), 0, "the dump does not read back the same:\n%s", text);
-	free(text);
+	expect_dump_reads_back(c);
 	free(c);
-	free(back);
 }
