@@ -30,10 +30,13 @@ typedef int d_obj_t;
 #define D_OBJ_NONE (-1)
 #endif
 
-/* Bytes queued for a peer; the loop writes them when the socket allows. */
+/* Bytes queued for a peer; the loop writes them when the socket allows.
+ * They are buf[head .. head + len): a partial write moves head, not the
+ * bytes, so a queue of megabytes (a slow tail's) is not copied again for
+ * every write the socket half takes. */
 struct txbuf {
 	uint8_t *buf;
-	size_t len, cap, limit;
+	size_t head, len, cap, limit;
 };
 
 struct tail;
@@ -111,6 +114,8 @@ void client_received(struct client *c, size_t n);
 
 /* Queue a then b on t: 0, -ENOBUFS (over t->limit) or -ENOMEM. */
 int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t blen);
+/* n bytes of t went out. */
+void tx_consumed(struct txbuf *t, size_t n);
 /* An ERROR frame {"error": msg} to a tool. */
 void tool_error(struct client *c, const char *msg);
 

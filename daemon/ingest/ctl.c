@@ -36,6 +36,12 @@ int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t
 
 	if (t->limit && need > t->limit)
 		return -ENOBUFS;
+	if (t->head + need > t->cap && t->head) {
+		/* what was written leaves room at the front: reuse it
+		 * (once per buffer's worth of writes, not per write) */
+		memmove(t->buf, t->buf + t->head, t->len);
+		t->head = 0;
+	}
 	if (need > t->cap) {
 		size_t cap = t->cap ? t->cap : 4096;
 		uint8_t *n;
@@ -47,11 +53,17 @@ int tx_append(struct txbuf *t, const void *a, size_t alen, const void *b, size_t
 		t->buf = n;
 		t->cap = cap;
 	}
-	memcpy(t->buf + t->len, a, alen);
+	memcpy(t->buf + t->head + t->len, a, alen);
 	if (blen)
-		memcpy(t->buf + t->len + alen, b, blen);
+		memcpy(t->buf + t->head + t->len + alen, b, blen);
 	t->len = need;
 	return 0;
+}
+
+void tx_consumed(struct txbuf *t, size_t n)
+{
+	t->len -= n;
+	t->head = t->len ? t->head + n : 0;
 }
 
 void tool_error(struct client *c, const char *msg)

@@ -301,6 +301,8 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 			visited(r, now, got != 0);
 		}
 	}
+	if (d->sinks.wanting)
+		sink_publish_passed(&d->sinks);
 	return moved;
 }
 

@@ -75,6 +75,9 @@ struct sink_ops {
 	/* A loss in r's stream (ring overflow reported by the writer). */
 	void (*loss)(struct sink *s, struct ring *r, const struct ringlog_seg_loss *l);
 	void (*chunk)(struct sink *s, const struct sink_chunk *c);
+	/* The drain finished a pass over the rings: what a sink batched
+	 * from record() and loss() should go out now. */
+	void (*passed)(struct sink *s);
 	/* The daemon stops: the store is idle, its last chunk written. */
 	void (*shutdown)(struct sink *s);
 	/* A sink that wants more than the configuration enables (a tail at
@@ -160,6 +163,13 @@ static inline void sink_publish_loss(const struct sink_list *l, struct ring *r,
 	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->loss)
 			s->ops->loss(s, r, loss);
+}
+
+static inline void sink_publish_passed(const struct sink_list *l)
+{
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->want_records && s->ops->passed)
+			s->ops->passed(s);
 }
 
 static inline void sink_publish_chunk(const struct sink_list *l, const struct sink_chunk *c)

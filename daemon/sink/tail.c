@@ -37,6 +37,10 @@
 #include "match.h"
 
 #define TAIL_QUEUE_LIMIT (8u << 20)
+/* A frame is queued once it holds this much, or at the end of the pass.
+ * Kept far below the 1 MiB the queue's limit allows over TAIL_QUEUE_LIMIT,
+ * so a frame begun below that limit is always taken. */
+#define TAIL_BATCH (64u << 10)
 /* A write that takes longer than this must not hold a tail back forever:
  * it answers anyway, and its backlog may then miss what was in flight. */
 #define TAIL_FLUSH_WAIT_NS (2000000000ull)
@@ -59,6 +63,8 @@ struct tail {
 	uint8_t *frame;         /* DATA frame being built; until answered,
 	                         * every live record held back */
 	size_t flen, fcap;
+	uint64_t pending;       /* events in the frame */
+	uint64_t telling;       /* drops its LOSS record tells */
 	bool answered;          /* TAIL reply sent */
 	uint64_t answer_after;  /* seal number every chunk before which must be
 	                         * on disk before the reply */
@@ -94,31 +100,50 @@ static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t
 	return 0;
 }
 
-/* Queue the built frame, or count its events as dropped for this reader.
- * Before the reply, the frame keeps growing instead. */
-static void send_frame(struct tail *t, uint64_t events)
+/* Queue the frame built so far. If the queue refuses it (out of memory),
+ * its events are counted dropped, and the writers and streams it described
+ * are described again in the next. */
+static void flush_frame(struct daemon *d, struct tail *t)
+{
+	if (!t->answered || !t->flen)
+		return;
+	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
+		d->lost_reader += t->telling;
+	} else {
+		t->dropped += t->pending + t->telling;
+		if (t->writer_nev)
+			memset(t->writer_nev, 0, t->nwriters * sizeof(*t->writer_nev));
+		if (t->stream_sent)
+			memset(t->stream_sent, 0, t->nstreams);
+	}
+	t->flen = 0;
+	t->pending = t->telling = 0;
+}
+
+/* events more went into the frame. Before the reply, the frame keeps
+ * growing instead. */
+static void send_frame(struct daemon *d, struct tail *t, uint64_t events)
 {
 	if (!t->answered) {
 		t->held += events;
 		return;
 	}
-	if (t->flen && client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) < 0)
-		t->dropped += events;
-	t->flen = 0;
+	t->pending += events;
+	if (t->flen >= TAIL_BATCH)
+		flush_frame(d, t);
 }
 
+/* Once its queue is half empty, a reader is told what it missed. */
 static void report_dropped(struct daemon *d, struct tail *t)
 {
 	struct ringlog_seg_loss l = { .records = t->dropped, .reason = RINGLOG_LOSS_READER };
 
-	if (!t->dropped || !t->answered || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
+	if (!t->dropped || !t->answered || t->c->gone || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
 		return;
 	rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0);
-	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
-		d->lost_reader += t->dropped;
-		t->dropped = 0;
-	}
-	t->flen = 0;
+	t->telling += t->dropped;
+	t->dropped = 0;
+	flush_frame(d, t);
 }
 
 uint64_t tail_lost_total(const struct daemon *d)
@@ -127,7 +152,7 @@ uint64_t tail_lost_total(const struct daemon *d)
 
 	/* drops not yet told to their reader (it may never read again) */
 	for (const struct tail *t = d->tails; t; t = t->next)
-		n += t->dropped;
+		n += t->dropped + t->telling;
 	return n;
 }
 
@@ -276,7 +301,7 @@ static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t
 		/* A SPAN holding one ring record: rec() pads it to 8 bytes,
 		 * which is exactly ringlog_rec_total(len). */
 		rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), payload, len);
-		send_frame(t, 1);
+		send_frame(d, t, 1);
 	}
 }
 
@@ -294,7 +319,7 @@ static void tail_loss(struct daemon *d, struct ring *r, const struct ringlog_seg
 		if (describe(t, r) < 0)
 			continue;
 		rec(t, RINGLOG_SEG_REC_LOSS, r->id, l, sizeof(*l), NULL, 0);
-		send_frame(t, 0);
+		send_frame(d, t, 0);
 	}
 }
 
@@ -366,8 +391,9 @@ static void tail_flushed(struct daemon *d)
 		memcpy(b + sizeof(h), &d->clock.seg, sizeof(d->clock.seg));
 		client_send(c, RINGLOG_CTL_DATA, b, sizeof(b));
 		t->answered = true;
-		send_frame(t, t->held);
+		send_frame(d, t, t->held);
 		t->held = 0;
+		flush_frame(d, t);
 	}
 }
 
@@ -433,10 +459,24 @@ static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t
 	return 0;
 }
 
+/* The end of a drain pass, and the timer: what was batched goes out, and
+ * a reader whose queue has room again hears of its drops. */
+static void tail_send_all(struct daemon *d)
+{
+	for (struct tail *t = d->tails; t; t = t->next) {
+		if (t->c->gone)
+			continue;
+		flush_frame(d, t);
+		report_dropped(d, t);
+	}
+}
+
 void tail_tick(struct daemon *d)
 {
-	if (d->tails)
-		tail_flushed(d); /* those whose backlog write is slow */
+	if (!d->tails)
+		return;
+	tail_flushed(d); /* those whose backlog write is slow */
+	tail_send_all(d);
 }
 
 /* The sink: events and losses as they are stored, and the backlog's
@@ -461,6 +501,11 @@ static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 	tail_tick(d);
 }
 
+static void sink_passed(struct sink *s)
+{
+	tail_send_all(s->ctx);
+}
+
 static int on_request(struct sink *s, const struct sink_request *rq)
 {
 	(void)s;
@@ -480,5 +525,5 @@ static void on_closed(struct sink *s, struct client *c)
 }
 
 const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
-					.chunk = sink_chunk, .raise = sink_raise,
+					.chunk = sink_chunk, .passed = sink_passed, .raise = sink_raise,
 					.request = on_request, .closed = on_closed };

@@ -77,16 +77,15 @@ static void update_poll(struct client *c)
 void ctl_flush(struct client *c)
 {
 	while (c->tx.len && c->conn && c->conn->fd >= 0) {
-		ssize_t n = send(c->conn->fd, c->tx.buf, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n = send(c->conn->fd, c->tx.buf + c->tx.head, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			c->tx.len = 0; /* the peer is gone; EOF on read will tell */
+			c->tx.len = c->tx.head = 0; /* the peer is gone; EOF on read will tell */
 			break;
 		}
-		memmove(c->tx.buf, c->tx.buf + n, c->tx.len - (size_t)n);
-		c->tx.len -= (size_t)n;
+		tx_consumed(&c->tx, (size_t)n);
 	}
 	update_poll(c);
 }

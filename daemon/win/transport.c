@@ -73,7 +73,7 @@ static void on_written(uv_write_t *w, int status)
 	c->conn->wbuf = NULL;
 	c->conn->writing = false;
 	if (status < 0) {
-		c->tx.len = 0; /* the peer is gone; the read side will tell */
+		c->tx.len = c->tx.head = 0; /* the peer is gone; the read side will tell */
 		return;
 	}
 	ctl_flush(c);
@@ -88,9 +88,9 @@ void ctl_flush(struct client *c)
 	if (c->conn->writing || !c->tx.len || !c->tr_open || uv_is_closing((uv_handle_t *)&c->conn->pipe))
 		return;
 	c->conn->wbuf = c->tx.buf;
-	b = uv_buf_init((char *)c->conn->wbuf, (unsigned)c->tx.len);
+	b = uv_buf_init((char *)c->conn->wbuf + c->tx.head, (unsigned)c->tx.len);
 	c->tx.buf = NULL;
-	c->tx.len = c->tx.cap = 0;
+	c->tx.len = c->tx.cap = c->tx.head = 0;
 	c->conn->wreq.data = c;
 	if (uv_write(&c->conn->wreq, (uv_stream_t *)&c->conn->pipe, &b, 1, on_written) < 0) {
 		free(c->conn->wbuf);
