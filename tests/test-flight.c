@@ -357,12 +357,15 @@ static int first_event(void *ctx, const struct ringlog_dec_event *ev)
 }
 
 /* A buffer far smaller than pre: the oldest is overwritten, and the
- * snapshot opens with a loss record counting exactly what it misses. */
+ * snapshot opens with a loss record counting exactly what it misses. More
+ * chunks are overwritten than the buffer has (150,000 events: the daemon
+ * once kept the counts of the last nslots only, and said 43,375 of
+ * 121,993), and more than a packed 1 MiB holds. */
 Test(flight, what_the_buffer_overwrote_is_counted_at_the_snapshots_start)
 {
 	struct live e;
 	char paths[4][700];
-	const char *argv[] = { PROG, "--rate", "20000", "--count", "60000", "--trigger-at", "55000", NULL };
+	const char *argv[] = { PROG, "--rate", "40000", "--count", "150000", "--trigger-at", "145000", NULL };
 	struct snap s;
 	struct first f = { 0 };
 	struct ringlog_seg_file sf;

@@ -61,9 +61,12 @@ struct flight {
 	uint64_t ts_min[2], ts_max[2]; /* its raw clocks: [0] monotonic, [1] TSC */
 	uint64_t gen;        /* its number: descriptions are per chunk */
 	uint64_t seal_no;
-	size_t span_off;     /* open SPAN in the body, or SIZE_MAX */
+	size_t span_off;     /* open PACK in the body, or SIZE_MAX; while
+	                      * open, len need not be 8-aligned (its
+	                      * padding comes when it ends: fl_pack_end) */
 	uint32_t span_stream;
 	uint64_t span_next;  /* ring position it continues at */
+	uint64_t span_ts;    /* its last event's timestamp (pack.h) */
 	/* described in chunk gen: by writer id (with the metadata events
 	 * described + 1) and by stream id */
 	uint64_t *w_gen;

@@ -379,6 +379,7 @@ void fl_take(struct flight *f)
 	h->version = RINGLOG_SEG_VERSION;
 	h->header_size = RINGLOG_SEG_HEADER_SIZE;
 	h->compat_flags = RINGLOG_SEG_SNAPSHOT;
+	h->incompat_flags = RINGLOG_SEG_PACKED; /* flight.c packs events */
 	h->state = RINGLOG_SEG_CLOSED;
 	/* the first trigger's wall clock: unique enough, and sorted by time */
 	h->seq = p->first_real;

@@ -3,8 +3,10 @@
  * The buffer is one allocation of flight.size bytes, cut into slots of one
  * chunk each. Records go into the open slot as a segment chunk body
  * (proto/segment.h): WRITER, META and STREAM records for every writer and
- * stream the chunk holds, then SPAN records of ring records verbatim with
- * their ring positions. So each chunk decodes alone, and a snapshot is the
+ * stream the chunk holds, then PACK records of ring records with their
+ * ring positions, packed as the store packs them (proto/pack.h: a 48-byte
+ * event in 36 bytes, so the same memory holds a third more of the past,
+ * and less is copied and checksummed). So each chunk decodes alone, and a snapshot is the
  * slots of its window copied behind a segment header, with no re-encoding:
  * the cost of that is the descriptions repeated once per chunk, a few
  * hundred bytes per writer per MiB. A full slot is sealed (header, CRC),
@@ -28,6 +30,7 @@
 #include "sink/flight-int.h"
 #include "sink/snapshot.h"
 #include "store/file.h"
+#include "pack.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -67,6 +70,19 @@ static void open_reset(struct flight *f)
 	f->gen++;
 }
 
+/* End the open PACK: zero filler up to 8 bytes (pack.h), in its length. */
+static void fl_pack_end(struct flight *f)
+{
+	uint32_t pad = (uint32_t)(ringlog_align_up8(f->len) - f->len);
+
+	if (f->span_off == SIZE_MAX)
+		return;
+	memset(slot_body(f, f->open) + f->len, 0, pad);
+	f->len += pad;
+	((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len += pad;
+	f->span_off = SIZE_MAX;
+}
+
 /* Seal the open slot (when it holds anything): the chunk header as a
  * segment's, padding zeroed, so that it is written out as it is. */
 static void seal(struct flight *f)
@@ -76,6 +92,7 @@ static void seal(struct flight *f)
 	uint64_t lo = UINT64_MAX, hi = 0;
 	size_t total;
 
+	fl_pack_end(f);
 	if (!f->len)
 		return;
 	for (unsigned k = 0; k < 2; k++) {
@@ -118,7 +135,15 @@ bool fl_advance(struct flight *f)
 		return false;
 	seal(f);
 	if (f->len && s->no) {
-		f->over[f->over_next] = (struct fl_over){ .last_real = s->last_real, .events = s->events };
+		struct fl_over *o = &f->over[f->over_next];
+
+		/* The list is full: its oldest entry joins the next oldest, so
+		 * that no count is forgotten however long pre is (a snapshot
+		 * may then count, as overwritten before its start, some events
+		 * older than its window). */
+		if (o->events)
+			f->over[(f->over_next + 1) % f->nslots].events += o->events;
+		*o = (struct fl_over){ .last_real = s->last_real, .events = s->events };
 		f->over_next = (f->over_next + 1) % f->nslots;
 		f->overwritten += s->events;
 	}
@@ -136,8 +161,10 @@ static bool put(struct flight *f, uint16_t type, uint32_t id, uint16_t flags, co
 {
 	size_t len = ringlog_align_up(sizeof(struct ringlog_seg_rec) + alen + blen, 8);
 	struct ringlog_seg_rec h = { .len = (uint32_t)len, .type = type, .flags = flags, .id = id };
-	uint8_t *p = slot_body(f, f->open) + f->len;
+	uint8_t *p;
 
+	fl_pack_end(f); /* anything after a PACK ends it */
+	p = slot_body(f, f->open) + f->len;
 	if (f->len + len > body_cap(f))
 		return false;
 	memcpy(p, &h, sizeof(h));
@@ -146,7 +173,6 @@ static bool put(struct flight *f, uint16_t type, uint32_t id, uint16_t flags, co
 		memcpy(p + sizeof(h) + alen, b, blen);
 	memset(p + sizeof(h) + alen + blen, 0, len - sizeof(h) - alen - blen);
 	f->len += (uint32_t)len;
-	f->span_off = SIZE_MAX; /* anything after a SPAN ends it */
 	return true;
 }
 
@@ -233,27 +259,24 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 	struct flight *f = ((struct daemon *)s->ctx)->flight;
 	struct ring *r = rec->r;
 	uint64_t total = ringlog_rec_total(rec->len), pos = r->cons.rec_end - total, ts;
-	struct ringlog_rec_hdr rh = { .len = rec->len, .type = rec->type, .aux = rec->id };
-	/* the open SPAN goes on: same ring, next position, event described */
+	/* the open PACK goes on: same ring, next position, event described;
+	 * room for the record packed and, at the PACK's end, its filler */
+	size_t most = RINGLOG_PACK_MAX(rec->len) + 7;
 	bool extend = f->span_off != SIZE_MAX && f->span_stream == r->id && f->span_next == pos &&
-		      rec->id < f->w_nev[r->c->id];
-	size_t need = total + (extend ? 0 : sizeof(struct ringlog_seg_rec) + sizeof(uint64_t));
-	uint8_t *p;
+		      rec->id < f->w_nev[r->c->id] && f->len + most <= body_cap(f);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
-	struct provider *pv = rec->e->provider < r->c->nprov ? r->c->prov[rec->e->provider] : NULL;
 
 	f->events_in++;
 	f->bytes_in += total;
-	if (pv && !(pv->disk_kw[rec->e->level & 7] & (rec->e->keyword ? rec->e->keyword : ~0ull)))
-		f->memory_only++;
-	if (extend && f->len + total > body_cap(f))
-		extend = false, need += sizeof(struct ringlog_seg_rec) + sizeof(uint64_t);
+	f->memory_only += rec->memory_only;
 	if (!extend) {
-		struct ringlog_seg_rec h = { .type = RINGLOG_SEG_REC_SPAN, .flags = RINGLOG_SPAN_POS,
+		struct ringlog_seg_rec h = { .type = RINGLOG_SEG_REC_PACK,
 					     .id = r->id,
 					     .len = sizeof(struct ringlog_seg_rec) + sizeof(uint64_t) };
+		uint8_t *p;
 
-		if (!ready(f, r, need)) {
+		fl_pack_end(f);
+		if (!ready(f, r, h.len + most)) {
 			f->dropped++;
 			f->dropped_since++;
 			return;
@@ -263,15 +286,17 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 		memcpy(p + sizeof(h), &pos, sizeof(pos));
 		f->span_off = f->len;
 		f->span_stream = r->id;
+		f->span_ts = 0; /* pack.h: the first event's delta is from 0 */
 		f->len += h.len;
 	}
-	/* the record as the ring held it: header, payload, padding to 8 */
-	p = slot_body(f, f->open) + f->len;
-	memcpy(p, &rh, sizeof(rh));
-	memcpy(p + sizeof(rh), rec->payload, rec->len);
-	memset(p + sizeof(rh) + rec->len, 0, total - sizeof(rh) - rec->len);
-	f->len += (uint32_t)total;
-	((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len += (uint32_t)total;
+	{
+		size_t n = ringlog_pack_rec(slot_body(f, f->open) + f->len, rec->type, rec->id,
+					    rec->payload, rec->len, &f->span_ts);
+
+		f->len += (uint32_t)n;
+		((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len +=
+			(uint32_t)n;
+	}
 	f->span_next = pos + total;
 	f->events++;
 	memcpy(&ts, rec->payload, sizeof(ts));
@@ -298,6 +323,7 @@ static void fl_loss(struct sink *s, struct ring *r, const struct ringlog_seg_los
 {
 	struct flight *f = ((struct daemon *)s->ctx)->flight;
 
+	fl_pack_end(f);
 	if (!ready(f, r, ringlog_align_up(sizeof(struct ringlog_seg_rec) + sizeof(*l), 8)) ||
 	    !put(f, RINGLOG_SEG_REC_LOSS, r->id, 0, l, sizeof(*l), NULL, 0)) {
 		f->dropped += l->records;

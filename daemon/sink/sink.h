@@ -43,6 +43,8 @@ struct sink_record {
 	const uint8_t *payload;   /* timestamp, activity, fields */
 	uint32_t len;
 	const struct ringlog_event_desc *e;
+	bool memory_only;         /* not stored on disk: only a memory-only
+	                           * sink (the flight recorder) enabled it */
 };
 
 /* One sealed chunk, done: valid only during the call. */

@@ -736,7 +736,7 @@ int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
 {
 	struct sink_record sr = { .r = r, .type = type, .id = id, .payload = payload, .len = len,
-				  .e = e };
+				  .e = e, .memory_only = true };
 
 	/* Its ring space goes back with the next release past it (a chunk's
 	 * written end, or store_give_back() when no chunk holds the ring): no
