@@ -16,15 +16,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* libnats posts these from its own thread, late: the close of a
+ * connection a reload replaced (natsConnection_Destroy) can report its
+ * disconnection after the new connection is up, and must not blank the new
+ * one's server and state (CI: status "connected" to server "" for 30 s).
+ * Only news of the current connection counts: s->nc is changed under mu,
+ * and a closed connection lives until its callbacks have run, so a new
+ * one never has its address meanwhile. */
 static void on_disconnected(natsConnection *nc, void *closure)
 {
 	struct ship *s = closure;
 
-	(void)nc;
 	pthread_mutex_lock(&s->mu);
+	if (nc != s->nc) {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
 	snprintf(s->state, sizeof(s->state), "disconnected");
 	s->server[0] = '\0';
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* The connection the ship thread uses from now on (or none). */
+static void set_nc(struct ship *s, natsConnection *nc)
+{
+	pthread_mutex_lock(&s->mu);
+	s->nc = nc;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* No longer the current one first, so that what its close reports is
+ * ignored; then closed. */
+static void drop_nc(struct ship *s)
+{
+	natsConnection *nc = s->nc;
+
+	set_nc(s, NULL);
+	natsConnection_Destroy(nc);
 }
 
 /* libnats reports what a server refused asynchronously too: a refusal of
@@ -71,7 +99,13 @@ static void note_server(struct ship *s, natsConnection *nc)
 static void on_reconnected(natsConnection *nc, void *closure)
 {
 	struct ship *s = closure;
+	bool current;
 
+	pthread_mutex_lock(&s->mu);
+	current = nc == s->nc; /* else late news of a connection closed */
+	pthread_mutex_unlock(&s->mu);
+	if (!current)
+		return; /* (the first connection: ship_check_stream notes it) */
 	note_server(s, nc);
 	pthread_mutex_lock(&s->mu);
 	ship_say(s, LOG_NOTICE, "ship: connected to %s", s->server);
@@ -209,7 +243,12 @@ int ship_connect(struct ship *s)
 		pthread_mutex_unlock(&s->mu);
 		return -EINVAL;
 	}
-	st = natsConnection_Connect(&s->nc, o);
+	{
+		natsConnection *nc = NULL;
+
+		st = natsConnection_Connect(&nc, o);
+		set_nc(s, nc);
+	}
 	natsOptions_Destroy(o);
 	{
 		/* a refusal of the first attempt, before libnats retries */
@@ -227,8 +266,7 @@ int ship_connect(struct ship *s)
 	}
 	if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
 		if (sandboxed(s)) {
-			natsConnection_Destroy(s->nc);
-			s->nc = NULL;
+			drop_nc(s);
 			return -ECONNREFUSED;
 		}
 		why = nats_GetLastError(NULL);
@@ -238,8 +276,7 @@ int ship_connect(struct ship *s)
 			  st == NATS_NOT_PERMITTED || (why && strstr(why, "uthoriz")) ?
 			  " (check ship.creds, ship.user and ship.password_file)" : "");
 		pthread_mutex_unlock(&s->mu);
-		natsConnection_Destroy(s->nc);
-		s->nc = NULL;
+		drop_nc(s);
 		return -ECONNREFUSED;
 	}
 	jsOptions_Init(&jo);
@@ -281,8 +318,7 @@ int ship_check_stream(struct ship *s)
 		s->js = NULL;
 		pthread_mutex_unlock(&s->mu);
 		jsCtx_Destroy(js);
-		natsConnection_Destroy(s->nc);
-		s->nc = NULL;
+		drop_nc(s);
 		return -ECONNREFUSED;
 	}
 	if (natsConnection_Status(s->nc) != NATS_CONN_STATUS_CONNECTED) {
