@@ -38,6 +38,17 @@ struct fl_over {
 	uint64_t events;
 };
 
+/* Older overwritten slots, when more were overwritten within `pre` than
+ * the list above holds: counted by time in FL_BUCKETS buckets of pre /
+ * FL_BUCKETS (at least 1 ms), so that a snapshot counts them to within one
+ * bucket of its window's start and forgets only what is older than pre. */
+#define FL_BUCKETS 256
+struct fl_buckets {
+	uint64_t w;                /* ns per bucket; 0: none yet */
+	uint64_t no[FL_BUCKETS];   /* which bucket (real ns / w) each holds */
+	uint64_t n[FL_BUCKETS];    /* its events */
+};
+
 struct fl_pending {
 	bool on;
 	uint64_t first_real, last_real; /* first and last trigger */
@@ -80,6 +91,7 @@ struct flight {
 
 	struct fl_over *over;
 	unsigned over_next;
+	struct fl_buckets older; /* what fell out of over */
 
 	uint64_t events_in, bytes_in, memory_only; /* since start */
 	uint64_t overwritten, dropped;
@@ -115,6 +127,9 @@ struct flight {
 /* flight.c: seal the open slot and move on, overwriting the oldest (false:
  * a snapshot still writes it); free it all */
 bool fl_advance(struct flight *f);
+/* Events overwritten with a time at or after from, among those that fell
+ * out of the per-slot list (to within one bucket). */
+uint64_t fl_older_since(const struct flight *f, uint64_t from);
 void fl_free(struct flight *f);
 
 /* flight-trigger.c: a trigger (waiter: the client seq of a `ringlog

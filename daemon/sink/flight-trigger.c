@@ -333,6 +333,7 @@ void fl_take(struct flight *f)
 			if (f->over[i].last_real > lost_at)
 				lost_at = f->over[i].last_real;
 		}
+	lost += fl_older_since(f, from);
 	lost += f->dropped_since;
 	memset(j, 0, sizeof(*j));
 	j->parts = calloc(f->nslots + 1, sizeof(*j->parts));

@@ -124,6 +124,51 @@ static void seal(struct flight *f)
 			       .first_real = lo, .last_real = hi };
 }
 
+static void bucket_put(struct fl_buckets *b, uint64_t t, uint64_t events)
+{
+	uint64_t no = t / b->w;
+	unsigned i = (unsigned)(no % FL_BUCKETS);
+
+	if (b->no[i] > no && b->n[i])
+		return; /* FL_BUCKETS buckets older than what it holds: past pre */
+	if (b->no[i] != no)
+		b->no[i] = no, b->n[i] = 0;
+	b->n[i] += events;
+}
+
+/* events overwritten, the newest at t, into the buckets; their width
+ * follows pre (a reload may change it: what they hold is moved). */
+static void older_add(struct flight *f, uint64_t t, uint64_t events)
+{
+	struct fl_buckets *b = &f->older;
+	uint64_t w = f->d->cfg.flight.pre_ns / FL_BUCKETS;
+
+	if (w < 1000000)
+		w = 1000000;
+	if (b->w != w) {
+		struct fl_buckets old = *b;
+
+		memset(b, 0, sizeof(*b));
+		b->w = w;
+		for (unsigned i = 0; old.w && i < FL_BUCKETS; i++)
+			if (old.n[i])
+				bucket_put(b, old.no[i] * old.w + old.w - 1, old.n[i]);
+	}
+	bucket_put(b, t, events);
+}
+
+uint64_t fl_older_since(const struct flight *f, uint64_t from)
+{
+	const struct fl_buckets *b = &f->older;
+	uint64_t n = 0;
+
+	for (unsigned i = 0; b->w && i < FL_BUCKETS; i++)
+		if (b->n[i] && (b->no[i] + 1) * b->w > from)
+			n += b->n[i]; /* it ends after from: in the window, or
+			               * straddling its start */
+	return n;
+}
+
 /* Seal and move to the next slot, overwriting the oldest: false when a
  * snapshot still writes it (the caller drops and counts). */
 bool fl_advance(struct flight *f)
@@ -137,12 +182,10 @@ bool fl_advance(struct flight *f)
 	if (f->len && s->no) {
 		struct fl_over *o = &f->over[f->over_next];
 
-		/* The list is full: its oldest entry joins the next oldest, so
-		 * that no count is forgotten however long pre is (a snapshot
-		 * may then count, as overwritten before its start, some events
-		 * older than its window). */
+		/* The list is full: its oldest entry goes to the buckets, so
+		 * that nothing within pre is forgotten however long pre is. */
 		if (o->events)
-			f->over[(f->over_next + 1) % f->nslots].events += o->events;
+			older_add(f, o->last_real, o->events);
 		*o = (struct fl_over){ .last_real = s->last_real, .events = s->events };
 		f->over_next = (f->over_next + 1) % f->nslots;
 		f->overwritten += s->events;
