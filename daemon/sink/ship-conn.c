@@ -82,31 +82,35 @@ void ship_strip_userinfo(char *url)
 		memmove(from, at + 1, strlen(at + 1) + 1);
 }
 
-static void note_server(struct ship *s, natsConnection *nc)
+/* The server nc is connected to, in status: false (nothing noted) when nc
+ * is no longer the current connection. */
+static bool note_server(struct ship *s, natsConnection *nc)
 {
 	char url[256] = "";
 
 	natsConnection_GetConnectedUrl(nc, url, sizeof(url));
 	ship_strip_userinfo(url);
 	pthread_mutex_lock(&s->mu);
+	if (nc != s->nc) {
+		pthread_mutex_unlock(&s->mu);
+		return false;
+	}
 	snprintf(s->server, sizeof(s->server), "%s", url);
 	if (strcmp(s->state, "refused"))
 		snprintf(s->state, sizeof(s->state), "connected");
 	s->max_payload = (uint64_t)natsConnection_GetMaxPayload(nc);
 	pthread_mutex_unlock(&s->mu);
+	return true;
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
 {
 	struct ship *s = closure;
-	bool current;
 
-	pthread_mutex_lock(&s->mu);
-	current = nc == s->nc; /* else late news of a connection closed */
-	pthread_mutex_unlock(&s->mu);
-	if (!current)
-		return; /* (the first connection: ship_check_stream notes it) */
-	note_server(s, nc);
+	/* late news of a connection closed is not noted (nor the first
+	 * connection before it is current: ship_check_stream notes it) */
+	if (!note_server(s, nc))
+		return;
 	pthread_mutex_lock(&s->mu);
 	ship_say(s, LOG_NOTICE, "ship: connected to %s", s->server);
 	pthread_cond_broadcast(&s->cv);

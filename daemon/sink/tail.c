@@ -140,7 +140,8 @@ static void report_dropped(struct daemon *d, struct tail *t)
 
 	if (!t->dropped || !t->answered || t->c->gone || t->c->tx.len > TAIL_QUEUE_LIMIT / 2)
 		return;
-	rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0);
+	if (rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0) < 0)
+		return; /* out of memory: told later */
 	t->telling += t->dropped;
 	t->dropped = 0;
 	flush_frame(d, t);
