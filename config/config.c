@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* getgrnam_r */
 #include "config.h"
+#include "segment.h" /* ringlog_seg_class_name_ok */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -866,12 +867,11 @@ static void k_providers(struct ctx *x, const char *p, json_t *v)
  * levels: "critical..error" (a range, most important first) or one name
  * meaning that level and every more important one ("error" is
  * critical..error, as a provider's "level"). */
+static_assert(RINGLOG_CLASS_NAME_MAX == RINGLOG_SEG_CLASS_NAME_SIZE, "class_name");
+
 static bool class_name_ok(const char *s)
 {
-	size_t n = strlen(s);
-
-	return n && n < RINGLOG_CLASS_NAME_MAX && strcmp(s, "default") &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+	return ringlog_seg_class_name_ok(s, strlen(s)) && strcmp(s, "default");
 }
 
 static void k_cl_name(struct ctx *x, const char *p, json_t *v)

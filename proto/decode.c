@@ -466,19 +466,15 @@ uint64_t ringlog_seg_class_key(const struct ringlog_seg_hdr *h)
 	return k;
 }
 
-/* A retention class's name as config.c allows it, NUL-ended within the
- * field; all zero is the default class. */
+/* class_name: a class's name (ringlog_seg_class_name_ok), NUL-padded;
+ * all zero is the default class. */
 static bool class_name_allowed(const char *c)
 {
-	size_t i = 0;
+	size_t n = strnlen(c, RINGLOG_SEG_CLASS_NAME_SIZE);
 
-	for (; i < RINGLOG_SEG_CLASS_NAME_SIZE && c[i]; i++)
-		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
-		      c[i] == '-'))
-			return false;
-	if (i == RINGLOG_SEG_CLASS_NAME_SIZE)
+	if (n && !ringlog_seg_class_name_ok(c, n))
 		return false;
-	for (; i < RINGLOG_SEG_CLASS_NAME_SIZE; i++) /* NUL-padded */
+	for (size_t i = n; i < RINGLOG_SEG_CLASS_NAME_SIZE; i++) /* NUL-padded */
 		if (c[i])
 			return false;
 	return true;

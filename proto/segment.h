@@ -67,8 +67,10 @@
 #define RINGLOG_PROTO_SEGMENT_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RINGLOG_SEG_MAGIC        0x4745534c474e4952ull /* "RINGLSEG" */
 #define RINGLOG_SEG_VERSION      1u
@@ -101,6 +103,15 @@ enum { RINGLOG_SEG_ONLINE = 1, RINGLOG_SEG_CLOSED = 2 };
 #define RINGLOG_SEG_INCOMPAT_KNOWN RINGLOG_SEG_PACKED
 
 #define RINGLOG_SEG_CLASS_NAME_SIZE 32
+
+/* A retention class's name, in the configuration ("retention") and in a
+ * segment's class_name: 1 to RINGLOG_SEG_CLASS_NAME_SIZE - 1 bytes of
+ * a-z, 0-9, _ and -. s holds n of them, then a NUL. */
+static inline bool ringlog_seg_class_name_ok(const char *s, size_t n)
+{
+	return n && n < RINGLOG_SEG_CLASS_NAME_SIZE &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
 
 struct ringlog_seg_hdr {
 	uint64_t magic;

@@ -95,6 +95,8 @@ struct snap {
 	uint64_t verbose, info, errors;
 	uint64_t first_seq, last_seq, gaps, first_ns, last_ns;
 	uint64_t error_seq, error_ns;
+	char kept_name[16];     /* the first event it holds, of any kind */
+	uint64_t kept_seq;
 	uint32_t pid;           /* the one Test.Flight writer expected */
 	uint64_t prev;
 	char reasons[1024];     /* joined with " | " */
@@ -108,7 +110,10 @@ static int on_event(void *ctx, const struct ringlog_dec_event *ev)
 	struct snap *s = ctx;
 	uint64_t seq = ev->values[0].u;
 
-	s->events++;
+	if (!s->events++) {
+		snprintf(s->kept_name, sizeof(s->kept_name), "%s", ev->desc->name);
+		s->kept_seq = seq;
+	}
 	if (strcmp(ev->provider, "Test.Flight"))
 		return 0;
 	if (!strcmp(ev->desc->name, "Info")) {
@@ -338,44 +343,6 @@ static uint64_t emitted_before(const char *name, uint64_t seq)
 	return seq + (seq - 1) / 10;
 }
 
-struct first {
-	char name[16];
-	uint64_t seq;
-	bool seen;
-};
-
-static int first_event(void *ctx, const struct ringlog_dec_event *ev)
-{
-	struct first *f = ctx;
-
-	if (!f->seen) {
-		snprintf(f->name, sizeof(f->name), "%s", ev->desc->name);
-		f->seq = ev->values[0].u;
-		f->seen = true;
-	}
-	return 0;
-}
-
-/* The first event a snapshot holds. */
-static void first_kept(const char *path, struct first *f)
-{
-	struct ringlog_seg_file sf;
-	struct ringlog_decoder d;
-	struct ringlog_seg_clock clk;
-	const char *why;
-
-	cr_assert_eq(ringlog_seg_open(&sf, path, &why), 0, "%s", why);
-	ringlog_seg_clock_of(&sf.hdr, &clk);
-	ringlog_dec_init(&d, &clk);
-	d.ctx = f;
-	d.on_event = first_event;
-	while (ringlog_seg_next(&sf, false) == 1)
-		ringlog_dec_records(&d, sf.body, sf.chunk.body_len);
-	ringlog_dec_free(&d);
-	ringlog_seg_close(&sf);
-	cr_assert(f->seen);
-}
-
 /* A buffer far smaller than pre: the oldest is overwritten, and the
  * snapshot opens with a loss record counting exactly what it misses. More
  * chunks are overwritten than the buffer has (150,000 events: the daemon
@@ -387,7 +354,6 @@ Test(flight, what_the_buffer_overwrote_is_counted_at_the_snapshots_start)
 	char paths[4][700];
 	const char *argv[] = { PROG, "--rate", "40000", "--count", "150000", "--trigger-at", "145000", NULL };
 	struct snap s;
-	struct first f = { 0 };
 	json_t *st;
 	pid_t dm, p;
 
@@ -407,11 +373,12 @@ Test(flight, what_the_buffer_overwrote_is_counted_at_the_snapshots_start)
 	cr_expect_eq(s.lost_overwritten, s.hdr.overwritten);
 	cr_expect_eq(s.gaps, 0, "a gap after the counted one");
 	/* the count is exact: every event before the first one kept */
-	first_kept(paths[0], &f);
-	cr_expect_eq(s.lost_overwritten, emitted_before(f.name, f.seq),
+	cr_assert_gt(s.events, 0);
+	cr_expect_eq(s.lost_overwritten, emitted_before(s.kept_name, s.kept_seq),
 		     "counted %llu overwritten; the first event kept (%s %llu) had %llu before it",
-		     (unsigned long long)s.lost_overwritten, f.name, (unsigned long long)f.seq,
-		     (unsigned long long)emitted_before(f.name, f.seq));
+		     (unsigned long long)s.lost_overwritten, s.kept_name,
+		     (unsigned long long)s.kept_seq,
+		     (unsigned long long)emitted_before(s.kept_name, s.kept_seq));
 	/* export takes the snapshot and its loss too, in each format (the
 	 * Perfetto one names the cause with out_loss_why(): reason 6) */
 	for (int i = 0; i < 2; i++) {

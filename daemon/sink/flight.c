@@ -70,16 +70,22 @@ static void open_reset(struct flight *f)
 	f->gen++;
 }
 
+/* n bytes more were written in the open PACK. */
+static void fl_pack_grow(struct flight *f, size_t n)
+{
+	f->len += (uint32_t)n;
+	((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len += (uint32_t)n;
+}
+
 /* End the open PACK: zero filler up to 8 bytes (pack.h), in its length. */
 static void fl_pack_end(struct flight *f)
 {
-	uint32_t pad = (uint32_t)(ringlog_align_up8(f->len) - f->len);
+	size_t pad = ringlog_align_up8(f->len) - f->len;
 
 	if (f->span_off == SIZE_MAX)
 		return;
 	memset(slot_body(f, f->open) + f->len, 0, pad);
-	f->len += pad;
-	((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len += pad;
+	fl_pack_grow(f, pad);
 	f->span_off = SIZE_MAX;
 }
 
@@ -332,14 +338,8 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 		f->span_ts = 0; /* pack.h: the first event's delta is from 0 */
 		f->len += h.len;
 	}
-	{
-		size_t n = ringlog_pack_rec(slot_body(f, f->open) + f->len, rec->type, rec->id,
-					    rec->payload, rec->len, &f->span_ts);
-
-		f->len += (uint32_t)n;
-		((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len +=
-			(uint32_t)n;
-	}
+	fl_pack_grow(f, ringlog_pack_rec(slot_body(f, f->open) + f->len, rec->type, rec->id,
+					 rec->payload, rec->len, &f->span_ts));
 	f->span_next = pos + total;
 	f->events++;
 	memcpy(&ts, rec->payload, sizeof(ts));

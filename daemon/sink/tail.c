@@ -64,7 +64,6 @@ struct tail {
 	                         * every live record held back */
 	size_t flen, fcap;
 	uint64_t pending;       /* events in the frame */
-	uint64_t telling;       /* drops its LOSS record tells */
 	bool answered;          /* TAIL reply sent */
 	uint64_t answer_after;  /* seal number every chunk before which must be
 	                         * on disk before the reply */
@@ -100,24 +99,25 @@ static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t
 	return 0;
 }
 
-/* Queue the frame built so far. If the queue refuses it (out of memory),
- * its events are counted dropped, and the writers and streams it described
- * are described again in the next. */
-static void flush_frame(struct daemon *d, struct tail *t)
+/* Queue the frame built so far, whose LOSS record tells `told` drops (or
+ * none). If the queue refuses it (out of memory), its events are counted
+ * dropped, and the writers and streams it described are described again in
+ * the next. */
+static void flush_frame(struct daemon *d, struct tail *t, uint64_t told)
 {
 	if (!t->answered || !t->flen)
 		return;
 	if (client_send(t->c, RINGLOG_CTL_DATA, t->frame, (uint32_t)t->flen) == 0) {
-		d->lost_reader += t->telling;
+		d->lost_reader += told;
 	} else {
-		t->dropped += t->pending + t->telling;
+		t->dropped += t->pending + told;
 		if (t->writer_nev)
 			memset(t->writer_nev, 0, t->nwriters * sizeof(*t->writer_nev));
 		if (t->stream_sent)
 			memset(t->stream_sent, 0, t->nstreams);
 	}
 	t->flen = 0;
-	t->pending = t->telling = 0;
+	t->pending = 0;
 }
 
 /* events more went into the frame. Before the reply, the frame keeps
@@ -130,7 +130,7 @@ static void send_frame(struct daemon *d, struct tail *t, uint64_t events)
 	}
 	t->pending += events;
 	if (t->flen >= TAIL_BATCH)
-		flush_frame(d, t);
+		flush_frame(d, t, 0);
 }
 
 /* Once its queue is half empty, a reader is told what it missed. */
@@ -142,9 +142,8 @@ static void report_dropped(struct daemon *d, struct tail *t)
 		return;
 	if (rec(t, RINGLOG_SEG_REC_LOSS, 0, &l, sizeof(l), NULL, 0) < 0)
 		return; /* out of memory: told later */
-	t->telling += t->dropped;
 	t->dropped = 0;
-	flush_frame(d, t);
+	flush_frame(d, t, l.records);
 }
 
 uint64_t tail_lost_total(const struct daemon *d)
@@ -153,7 +152,7 @@ uint64_t tail_lost_total(const struct daemon *d)
 
 	/* drops not yet told to their reader (it may never read again) */
 	for (const struct tail *t = d->tails; t; t = t->next)
-		n += t->dropped + t->telling;
+		n += t->dropped;
 	return n;
 }
 
@@ -394,7 +393,7 @@ static void tail_flushed(struct daemon *d)
 		t->answered = true;
 		send_frame(d, t, t->held);
 		t->held = 0;
-		flush_frame(d, t);
+		flush_frame(d, t, 0);
 	}
 }
 
@@ -467,7 +466,7 @@ static void tail_send_all(struct daemon *d)
 	for (struct tail *t = d->tails; t; t = t->next) {
 		if (t->c->gone)
 			continue;
-		flush_frame(d, t);
+		flush_frame(d, t, 0);
 		report_dropped(d, t);
 	}
 }

@@ -302,9 +302,6 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 	}
 	*wait = *rotate = false;
 	for (int pass = 0; pass < 2 && best < 0 && !*wait; pass++) {
-		/* Before forcing a protected class: the segment being written,
-		 * when its class is over its share, goes as the last chunk's
-		 * rotation (the circular log eats its tail). */
 		/* Before rotating or forcing: a class's oldest segment still
 		 * being written (a protected class's rotated one, which pass 0
 		 * skipped) is waited for, as one lane's always was; rotating
@@ -314,6 +311,9 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 				*wait = true;
 				return 0;
 			}
+		/* Before forcing a protected class: the segment being written,
+		 * when its class is over its share, goes as the last chunk's
+		 * rotation (the circular log eats its tail). */
 		if (pass == 1 && st->cur && st->cur->chunks &&
 		    used[st->active] > st->lanes[st->active].share_bytes) {
 			*rotate = true;
