@@ -1335,6 +1335,36 @@ static void k_ship_max_pending(struct ctx *x, const char *p, json_t *v)
 	get_uint(x, p, v, 1, 4096, &x->c->ship.max_pending);
 }
 
+/* "zstd" (level 1), "zstd:N" (1..19) or "none". */
+static void k_ship_compress(struct ctx *x, const char *p, json_t *v)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	char *end = NULL;
+	long level;
+
+	if (s && !strcmp(s, "none")) {
+		x->c->ship.compress = 0;
+		return;
+	}
+	if (s && !strcmp(s, "zstd")) {
+		x->c->ship.compress = 1;
+		return;
+	}
+	if (s && !strncmp(s, "zstd:", 5)) {
+		errno = 0;
+		level = strtol(s + 5, &end, 10);
+		if (!errno && end != s + 5 && !*end && level >= 1 && level <= 19) {
+			x->c->ship.compress = (uint32_t)level;
+			return;
+		}
+	}
+	if (s)
+		report(x, p, "\"%s\" is not a compression: use \"zstd\", \"zstd:N\" with N "
+		       "from 1 to 19 (slower, smaller), or \"none\"", s);
+	else
+		report(x, p, "expected \"zstd\", \"zstd:N\" or \"none\"");
+}
+
 static void k_ship_create_stream(struct ctx *x, const char *p, json_t *v)
 {
 	get_bool(x, p, v, &x->c->ship.create_stream);
@@ -1381,6 +1411,7 @@ static void k_ship(struct ctx *x, const char *p, json_t *v)
 		{ "interval", k_ship_interval },
 		{ "max_backlog", k_ship_max_backlog },
 		{ "max_pending", k_ship_max_pending },
+		{ "compress", k_ship_compress },
 		{ "create_stream", k_ship_create_stream },
 		{ "replicas", k_ship_replicas },
 		{ "max_age", k_ship_max_age },
@@ -1486,6 +1517,7 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->ship.interval_ns = 200000000ull;
 	c->ship.max_backlog = 256ull << 20;
 	c->ship.max_pending = 64;
+	c->ship.compress = 1;
 	c->ship.replicas = 3;
 }
 
@@ -1763,6 +1795,10 @@ static json_t *ship_json(const struct ringlog_config *c)
 	json_object_set_new(o, "interval", duration_json(c->ship.interval_ns));
 	json_object_set_new(o, "max_backlog", size_json(c->ship.max_backlog));
 	json_object_set_new(o, "max_pending", json_integer(c->ship.max_pending));
+	if (c->ship.compress)
+		json_object_set_new(o, "compress", json_sprintf("zstd:%u", c->ship.compress));
+	else
+		json_object_set_new(o, "compress", json_string("none"));
 	json_object_set_new(o, "create_stream", json_boolean(c->ship.create_stream));
 	json_object_set_new(o, "replicas", json_integer(c->ship.replicas));
 	json_object_set_new(o, "max_age", c->ship.max_age_ns ? duration_json(c->ship.max_age_ns) :

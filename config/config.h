@@ -145,6 +145,7 @@ struct ringlog_config {
 		uint64_t interval_ns;
 		uint64_t max_backlog; /* un-shipped bytes kept before giving up */
 		uint32_t max_pending; /* messages awaiting the cluster's ack */
+		uint32_t compress;    /* zstd level of each message, 0: none */
 		bool create_stream;
 		uint32_t replicas;
 		uint64_t max_age_ns;  /* 0: unlimited */

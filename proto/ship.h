@@ -32,6 +32,11 @@
  *   Ringlog-Crc32c  8 hex digits: CRC32C of this NATS message's data
  *   Ringlog-Parts   N, when the message is cut into N > 1 fragments
  *   Ringlog-Format  "1"
+ *   Ringlog-Encoding "zstd" when the message is compressed (ship.compress,
+ *                   the default): the whole message above is one zstd
+ *                   frame with its decoded size and content checksum
+ *                   (ship-codec.h), and the fragments cut the frame's bytes;
+ *                   absent, the message is the bytes above as they are
  * The subject is ship.subject, by default "ringlog.HOST".
  *
  * All integers little-endian, as on disk.

@@ -3,8 +3,10 @@
 # cluster on loopback with a 3-replica stream (nats-server, started here
 # with its own directories), one ringlogd shipping to it.
 #   catch-up   events stored while the cluster was down, then shipped from
-#              disk: shipping's own rate (events/s, MB/s of chunks)
-#   sustained  the cluster up, one thread emitting at 250, 500, 1000, 2000
+#              disk: shipping's own rate (events/s, MB/s of chunks and
+#              MB/s sent: ship.compress, zstd:1 by default;
+#              RINGLOG_BENCH_COMPRESS=none for the chunks as they are)
+#   sustained  the cluster up, one thread emitting at 250, 500, 1000, 2000, 4000
 #              events/ms: the best rate from the first emit to the last
 #              acknowledgement with nothing lost or left unshipped
 #   delay      emit -> `ringlog tail --nats` (p50/p99 of 90 % of the events
@@ -34,6 +36,8 @@ ldd "$build/daemon/ringlogd" | grep libnats >/dev/null ||
 
 events=4000000
 [ $quick -eq 1 ] && events=1000000
+# ship.compress: the default, or RINGLOG_BENCH_COMPRESS=none to compare
+compress=${RINGLOG_BENCH_COMPRESS:-zstd:1}
 dir=$(mktemp -d -p "${TMPDIR:-/tmp}" ringlog-ship-bench.XXXXXX)
 pids=()
 cleanup() {
@@ -74,7 +78,7 @@ cat >"$dir/ringlogd.json" <<-EOF
 	  "forward": { "user_events": false, "etw": false },
 	  "ship": { "servers": ["$json_servers"], "stream": "BENCH", "host": "bench",
 	            "create_stream": true, "replicas": 3, "live": true, "interval": "200ms",
-	            "max_backlog": "4G", "max_pending": 256 } }
+	            "max_backlog": "4G", "max_pending": 256, "compress": "$compress" } }
 EOF
 "$build/daemon/ringlogd" --config "$dir/ringlogd.json" --storage "$dir/store" --socket "$dir/sock" \
 	--foreground >"$dir/ringlogd.log" 2>&1 &
@@ -94,14 +98,20 @@ for i in 0 1 2; do start_node $i; done
 t0="" e0=0
 for _ in $(seq 1200); do
 	acked=$(status_num shipped_events)
-	if [ -z "$t0" ] && [ "${acked:-0}" -gt 0 ]; then t0=$(now); e0=$acked; b0=$(status_num shipped_bytes); fi
+	if [ -z "$t0" ] && [ "${acked:-0}" -gt 0 ]; then
+		t0=$(now) e0=$acked b0=$(status_num shipped_bytes) r0=$(status_num shipped_chunk_bytes)
+	fi
 	[ "${acked:-0}" -ge "$stored" ] && break
 	sleep 0.1
 done
 t1=$(now)
 bytes=$(status_num shipped_bytes)
-catchup=$(awk -v e="$stored" -v e0="$e0" -v b="$bytes" -v b0="${b0:-0}" -v t0="$t0" -v t1="$t1" \
-	'BEGIN { d = t1 - t0; if (d <= 0) d = 1e-9; printf "%.0f %.1f", (e - e0) / d, (b - b0) / d / 1e6 }')
+raw=$(status_num shipped_chunk_bytes)
+# events/s, MB/s of chunks, MB/s sent (compressed)
+catchup=$(awk -v e="$stored" -v e0="$e0" -v b="$bytes" -v b0="${b0:-0}" -v r="$raw" -v r0="${r0:-0}" \
+	-v t0="$t0" -v t1="$t1" 'BEGIN { d = t1 - t0; if (d <= 0) d = 1e-9
+	printf "%.0f %.1f %.1f", (e - e0) / d, (r - r0) / d / 1e6, (b - b0) / d / 1e6 }')
+read -r cu_rate cu_raw cu_sent <<<"$catchup"
 
 # 2. sustained: the cluster up, one thread emitting at a pace, up a
 # ladder; the best pace with nothing lost in the daemon and nothing left
@@ -111,7 +121,7 @@ lost_total() {
 		sed -n 's/.*"total": *\([0-9]*\).*/\1/p' | head -1
 }
 sustained="-" sustained_pace="-"
-paces="250 500 1000 2000"
+paces="250 500 1000 2000 4000"
 [ $quick -eq 1 ] && paces="250 500"
 for pace in $paces; do
 	step "bench: shipping sustained, $events events at $pace events/ms"
@@ -161,8 +171,8 @@ echo
 	echo
 	echo "| figure | measured |"
 	echo "|---|---:|"
-	echo "| catch-up from disk (events/s) | ${catchup% *} |"
-	echo "| catch-up from disk (MB/s of chunks) | ${catchup#* } |"
+	echo "| catch-up from disk (events/s) | $cu_rate |"
+	echo "| catch-up from disk (MB/s of chunks; MB/s sent as $compress) | $cu_raw; $cu_sent |"
 	echo "| sustained with zero loss, emit to last ack (events/s; 1 thread at $sustained_pace events/ms) | $sustained |"
 	echo "| not shipped (all runs) | ${notshipped:-?} |"
 	echo "| emit -> tail --nats at 2,000 events/s | $delay |"

@@ -40,7 +40,7 @@ case "${1:-}" in
 	--docs) docs=1 ;;
 	--ship)
 		ensure_packages $RINGLOG_BUILD_PACKAGES
-		ensure_optional_packages nats-server libnats-dev
+		ensure_optional_packages nats-server libnats-dev libzstd-dev
 		configure_and_build build-release -DCMAKE_BUILD_TYPE=Release -DRINGLOG_BUILD_TESTS=OFF
 		out=bench-results
 		mkdir -p "$out"

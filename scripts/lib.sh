@@ -3,11 +3,12 @@
 
 RINGLOG_BUILD_PACKAGES="gcc make cmake pkg-config libuv1-dev liburing-dev libjansson-dev"
 # babeltrace2: test-export checks `ringlog export --format ctf` with it (skips without).
-# nats-server, libnats-dev: test-ship runs a JetStream cluster (skips without the
-# server; without the library ringlogd and ringlog build without shipping);
+# nats-server, libnats-dev, libzstd-dev: test-ship runs a JetStream cluster
+# (skips without the server; without the libraries ringlogd and ringlog build
+# without shipping, whose messages are zstd-compressed);
 # openssl makes its TLS certificates.
 # protobuf-compiler: test-export-perfetto decodes `--format perfetto` with protoc.
-RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev openssl protobuf-compiler"
+RINGLOG_TEST_PACKAGES="libcriterion-dev g++ systemd procps zsh babeltrace2 nats-server libnats-dev libzstd-dev openssl protobuf-compiler"
 # Optional: without them the kernel tests (user_events, slow disk) skip, saying why.
 # Optional for scripts/bench.sh: the peer we compare with, and the plot.
 # time: GNU time's max RSS for the export row (scripts/bench.sh --export).

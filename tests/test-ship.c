@@ -26,6 +26,13 @@
 
 #include "live.h"
 
+#ifdef RINGLOG_HAVE_NATS
+#include <nats/nats.h>
+
+#include "segment.h" /* ringlog_crc32c */
+#include "ship-codec.h"
+#endif
+
 #define MAXN 3
 
 struct node {
@@ -534,10 +541,13 @@ Test(ship, two_hosts, .timeout = 300)
 	live_init(&a);
 	live_init(&b);
 	cluster_start(&c, &a, 1, NULL);
-	da = ship_daemon(&a, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf_a,
-			 sizeof(conf_a));
-	db = ship_daemon(&b, &c, "beta", "\"create_stream\": true, \"replicas\": 1", conf_b,
-			 sizeof(conf_b));
+	/* one stream, two encodings: alpha sends its chunks as they are,
+	 * beta compressed at zstd's level 19 (the default is level 1, which
+	 * every other test here uses) */
+	da = ship_daemon(&a, &c, "alpha", "\"create_stream\": true, \"replicas\": 1, "
+			 "\"compress\": \"none\"", conf_a, sizeof(conf_a));
+	db = ship_daemon(&b, &c, "beta", "\"create_stream\": true, \"replicas\": 1, "
+			 "\"compress\": \"zstd:19\"", conf_b, sizeof(conf_b));
 	wait_shipped(&a, 60);
 	wait_shipped(&b, 60);
 	snprintf(tail_out, sizeof(tail_out), "%s/tail.json", a.dir);
@@ -558,6 +568,23 @@ Test(ship, two_hosts, .timeout = 300)
 	wait_shipped(&a, 60);
 	wait_shipped(&b, 60);
 
+	/* what each sent: alpha its chunks' bytes, beta a fraction of them */
+	{
+		json_t *sa = ship_status(&a), *sb = ship_status(&b);
+		json_int_t sent_a = json_integer_value(json_object_get(sa, "shipped_bytes"));
+		json_int_t raw_a = json_integer_value(json_object_get(sa, "shipped_chunk_bytes"));
+		json_int_t sent_b = json_integer_value(json_object_get(sb, "shipped_bytes"));
+		json_int_t raw_b = json_integer_value(json_object_get(sb, "shipped_chunk_bytes"));
+
+		cr_expect_str_eq(json_string_value(json_object_get(sa, "compress")) ?: "", "none");
+		cr_expect_str_eq(json_string_value(json_object_get(sb, "compress")) ?: "", "zstd:19");
+		cr_expect(raw_a > 0 && sent_a == raw_a, "alpha sent %lld bytes of %lld",
+			  (long long)sent_a, (long long)raw_a);
+		cr_expect(raw_b > 0 && sent_b > 0 && sent_b < raw_b / 3,
+			  "beta, compressed, sent %lld bytes of %lld", (long long)sent_b, (long long)raw_b);
+		json_decref(sa);
+		json_decref(sb);
+	}
 	read_fleet(&a, &c, "--host alpha", &f);
 	cr_expect_eq(f.nw, 1);
 	cr_expect_str_eq(f.w[0].host, "alpha");
@@ -867,7 +894,7 @@ static void wait_server(const struct live *e, int port)
 }
 
 /* SIGHUP with the ship section moved to other servers (another cluster,
- * with its own stream) and a larger window, while
+ * with its own stream), a larger window and no compression, while
  * programs emit: shipping goes on there without a restart, and the two
  * streams together hold every event once: the first a prefix of each
  * writer's events, the second the rest (nothing acknowledged by the first
@@ -892,8 +919,10 @@ Test(ship, reload_moves_shipping_without_loss_or_duplication, .timeout = 300)
 		em[k] = emitter(&e, "2", "30000", "10000", out[k], sizeof(out[k]), k);
 	wait_server(&e, c1.node[0].port);
 	sleep_ms(1000);
+	/* the new section sends the chunks as they are: the first stream
+	 * holds compressed messages, the second plain ones */
 	ship_conf(&e, &c2, "alpha", "\"create_stream\": true, \"replicas\": 1, "
-		  "\"max_pending\": 64", conf, sizeof(conf));
+		  "\"max_pending\": 64, \"compress\": \"none\"", conf, sizeof(conf));
 	cr_assert_eq(kill(d, SIGHUP), 0);
 	wait_log(&e, "SIGHUP: ship: to stream", "once the messages in flight");
 	wait_server(&e, c2.node[0].port);
@@ -902,6 +931,7 @@ Test(ship, reload_moves_shipping_without_loss_or_duplication, .timeout = 300)
 	wait_shipped(&e, 120);
 	s = ship_status(&e);
 	cr_expect(json_integer_value(json_object_get(s, "shipped_events")) > 0);
+	cr_expect_str_eq(json_string_value(json_object_get(s, "compress")) ?: "", "none");
 	json_decref(s);
 	live_daemon_stop(d);
 
@@ -1221,6 +1251,88 @@ Test(ship, small_max_payload, .timeout = 180)
 	live_cleanup(&e);
 }
 
+#ifdef RINGLOG_HAVE_NATS
+/* Publish data to c's stream as one message of host "mallory" (chunk n),
+ * with a right CRC32C and, when enc is not NULL, Ringlog-Encoding: enc. */
+static void publish_forged(const struct cluster *c, unsigned n, const char *enc, const void *data,
+			   size_t len)
+{
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	natsMsg *m = NULL;
+	jsPubAck *pa = NULL;
+	jsErrCode jerr = 0;
+	char id[128], crc[16];
+
+	snprintf(id, sizeof(id), "mallory/%032x/0/%u/0", 0, n);
+	snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data, len));
+	cr_assert_eq(natsConnection_ConnectTo(&nc, c->urls), NATS_OK);
+	cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	cr_assert_eq(natsMsg_Create(&m, "ringlog.mallory", NULL, data, (int)len), NATS_OK);
+	natsMsgHeader_Set(m, "Nats-Msg-Id", id);
+	natsMsgHeader_Set(m, "Ringlog-Host", "mallory");
+	natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
+	natsMsgHeader_Set(m, "Ringlog-Format", "1");
+	if (enc)
+		natsMsgHeader_Set(m, RINGLOG_SHIP_ENCODING_HDR, enc);
+	cr_assert_eq(js_PublishMsg(&pa, js, m, NULL, &jerr), NATS_OK, "publish: %d", (int)jerr);
+	jsPubAck_Destroy(pa);
+	natsMsg_Destroy(m);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
+/* Messages that claim to be compressed chunks but are not (an unknown
+ * encoding, bytes that are no zstd frame, a frame that would decode to
+ * 65 MiB, a frame whose content is not a shipped message): `read --nats`
+ * names each and skips it, and every real event is still read. */
+Test(ship, forged_encodings_are_named_and_skipped, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], out[400], cmd[1200], err[8192];
+	struct ringlog_ship_zbuf z = { 0 };
+	const char *why;
+	uint8_t *zeros;
+	pid_t d;
+	FILE *f;
+	size_t n;
+
+	d = shipped_daemon(&e, &c, conf, sizeof(conf), "3000", out, sizeof(out));
+	publish_forged(&c, 1, "lz4", "\x04\x22\x4d\x18", 4);
+	publish_forged(&c, 2, "zstd", "not a zstd frame", 16);
+	zeros = calloc(1, 65u << 20);
+	cr_assert(zeros);
+	cr_assert_eq(ringlog_ship_compress(&z, 1, zeros, 65u << 20, &why), 0);
+	publish_forged(&c, 3, "zstd", z.data, z.len);
+	/* a well-made frame of 4 KiB of zeros: no ship header inside */
+	cr_assert_eq(ringlog_ship_compress(&z, 1, zeros, 4096, &why), 0);
+	publish_forged(&c, 4, "zstd", z.data, z.len);
+	free(zeros);
+	ringlog_ship_zbuf_free(&z);
+
+	expect_in_stream(&e, &c, emitted_of(out));
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --nats %s --stream RLTEST -o json "
+		 "--host mallory 2>%s/err.txt >/dev/null; cat %s/err.txt", c.urls, e.dir, e.dir);
+	f = popen(cmd, "r");
+	cr_assert(f);
+	n = fread(err, 1, sizeof(err) - 1, f);
+	err[n] = '\0';
+	pclose(f);
+	cr_log_info("read --nats --host mallory said:\n%s", err);
+	cr_expect(strstr(err, "is encoded as \"lz4\", which this ringlog cannot read"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/2 of mallory cannot be decompressed (not a zstd frame)"),
+		  "%s", err);
+	cr_expect(strstr(err, "chunk 0/3 of mallory cannot be decompressed (the zstd frame's "
+			      "decoded size is 0 or over 64 MiB)"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/4 of mallory is not in a format this ringlog reads"), "%s",
+		  err);
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+#endif
+
 /* TLS both ways: a server that asks for a client certificate, ringlogd
  * with ship.tls_ca, tls_cert and tls_key. Certificates made here with
  * openssl (skips without it). */
@@ -1282,6 +1394,10 @@ Test(ship, check_config)
 		{ "{\"ship\": {\"servers\": [\"nats://a:4222\"], \"user\": \"u\"}}", "user and password_file go together" },
 		{ "{\"ship\": {\"max_pending\": 0}}", "\"ship.max_pending\": expected an integer from 1 to 4096" },
 		{ "{\"ship\": {\"colour\": 1}}", "\"ship.colour\": unknown key" },
+		{ "{\"ship\": {\"compress\": \"lz4\"}}", "\"ship.compress\": \"lz4\" is not a compression: use \"zstd\", \"zstd:N\" with N from 1 to 19 (slower, smaller), or \"none\"" },
+		{ "{\"ship\": {\"compress\": \"zstd:20\"}}", "\"ship.compress\": \"zstd:20\" is not a compression" },
+		{ "{\"ship\": {\"compress\": \"zstd:1x\"}}", "\"ship.compress\": \"zstd:1x\" is not a compression" },
+		{ "{\"ship\": {\"compress\": true}}", "\"ship.compress\": expected \"zstd\", \"zstd:N\" or \"none\"" },
 	};
 	struct live e;
 

@@ -25,15 +25,20 @@
 #include "decode.h"
 #include "query.h"
 #include "ship.h"
+#include "ship-codec.h"
 
 /* One NATS message: a whole shipped message, or a fragment of one. */
 struct nmsg {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	uint64_t seg, chunk;
 	unsigned part, parts;
+	bool zstd;             /* Ringlog-Encoding: zstd (ship-codec.h) */
 	uint8_t *data;
 	size_t len;
 };
+
+/* A compressed message decoded, kept between messages. */
+static struct ringlog_ship_zbuf unz;
 
 struct conn {
 	natsConnection *nc;
@@ -155,7 +160,7 @@ static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 {
 	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
-	const char *id = NULL, *crc = NULL, *parts = NULL, *slash;
+	const char *id = NULL, *crc = NULL, *parts = NULL, *enc = NULL, *slash;
 	char boot[40];
 
 	memset(out, 0, sizeof(*out));
@@ -170,6 +175,15 @@ static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 		out->parts = (unsigned)strtoul(parts, NULL, 10);
 	if (!out->parts || out->part >= out->parts || out->parts > 65536)
 		goto bad;
+	if (natsMsgHeader_Get(m, RINGLOG_SHIP_ENCODING_HDR, &enc) == NATS_OK && enc) {
+		if (strcmp(enc, RINGLOG_SHIP_ENCODING_ZSTD)) {
+			fprintf(stderr, "ringlog %s: message %s is encoded as \"%.32s\", which this "
+				"ringlog cannot read (it reads \"zstd\"); skipped: update ringlog\n", cmd,
+				id, enc);
+			return false;
+		}
+		out->zstd = true;
+	}
 	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
 	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
 		fprintf(stderr, "ringlog %s: message %s fails its CRC32C; skipped\n", cmd, id);
@@ -226,13 +240,31 @@ static int cmp_msg(const void *a, const void *b)
 	return (int)x->part - (int)y->part;
 }
 
-/* One whole message's events and its "not shipped" count into the lines. */
-static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
+/* One whole message's events and its "not shipped" count into the lines;
+ * a compressed one decoded first. */
+static void decode_msg(struct rd *r, const struct nmsg *in, struct ringlog_dedup *dedup,
 		       const char *cmd)
 {
-	const struct ringlog_ship_hdr *h = ship_hdr(m, cmd);
+	const struct ringlog_ship_hdr *h;
+	struct nmsg plain;
+	const struct nmsg *m = in;
 	const uint8_t *desc;
 
+	if (in->zstd) {
+		const char *why = NULL;
+
+		if (ringlog_ship_decompress(&unz, in->data, in->len, &why) < 0) {
+			fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s cannot be "
+				"decompressed (%s); skipped\n", cmd, in->seg, in->chunk, in->host,
+				why ? why : "out of memory");
+			return;
+		}
+		plain = *in;
+		plain.data = unz.data;
+		plain.len = unz.len;
+		m = &plain;
+	}
+	h = ship_hdr(m, cmd);
 	if (!h)
 		return;
 	desc = m->data + h->header_size;
@@ -373,6 +405,7 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 	for (size_t i = 0; i < n; i++)
 		free(msgs[i].data);
 	free(msgs);
+	ringlog_ship_zbuf_free(&unz);
 	if (r) {
 		int prc = read_close(r, !then_follow);
 
@@ -491,6 +524,7 @@ static int follow(struct query *q, struct conn *c)
 		free(hosts[i].whole.data);
 	}
 	free(hosts);
+	ringlog_ship_zbuf_free(&unz);
 	conn_close(c);
 	return rc;
 }

@@ -98,7 +98,7 @@ static const char *when(uint64_t ns, char *buf, size_t n)
  * far behind, what was sent again, discarded as a duplicate or given up. */
 static void print_ship(json_t *v, uint64_t now)
 {
-	char a[64], b[64];
+	char a[64], b[64], c[80];
 
 	printf("%-22s %s: stream %s, subject %s, as host %s%s%s\n", "shipping", S(v, "state"),
 	       S(v, "stream"), S(v, "subject"), S(v, "host"), *S(v, "server") ? ", server " : "",
@@ -109,9 +109,16 @@ static void print_ship(json_t *v, uint64_t now)
 	       human((double)I(v, "lag_bytes"), a, sizeof(a)), (unsigned long long)I(v, "lag_chunks"),
 	       json_real_value(json_object_get(v, "lag_seconds")),
 	       I(v, "last_ack_ns") ? ago(I(v, "last_ack_ns"), now, b, sizeof(b)) : "never");
-	printf("%-22s %llu events (%s) acknowledged, %llu messages sent again, %llu de-duplicated "
+	/* compression: what was sent, and what it was before (a daemon
+	 * without it shows none) */
+	if (*S(v, "compress") && strcmp(S(v, "compress"), "none"))
+		snprintf(c, sizeof(c), " as %s of %s", S(v, "compress"),
+			 human((double)I(v, "shipped_chunk_bytes"), b, sizeof(b)));
+	else
+		c[0] = '\0';
+	printf("%-22s %llu events (%s%s) acknowledged, %llu messages sent again, %llu de-duplicated "
 	       "by the stream, %llu events not shipped\n", "", (unsigned long long)I(v, "shipped_events"),
-	       human((double)I(v, "shipped_bytes"), a, sizeof(a)), (unsigned long long)I(v, "resent"),
+	       human((double)I(v, "shipped_bytes"), a, sizeof(a)), c, (unsigned long long)I(v, "resent"),
 	       (unsigned long long)I(v, "deduplicated"), (unsigned long long)I(v, "not_shipped"));
 }
 

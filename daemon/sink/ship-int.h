@@ -57,6 +57,7 @@
 
 #include "config.h"
 #include "ship.h"
+#include "ship-codec.h"
 #include "sink/ship-disk.h"
 
 struct daemon;
@@ -70,6 +71,7 @@ struct ship_conf {
 	char shown[RINGLOG_SHIP_SERVERS_MAX]; /* the same without "user:pass@" */
 	struct ringlog_config cfg;            /* credentials, stream creation */
 	unsigned max_pending;
+	unsigned compress;                    /* zstd level, 0: none */
 	uint64_t max_backlog, interval_ns;
 	uint64_t files;                       /* the files named: inode, size, time */
 };
@@ -79,7 +81,8 @@ struct pend {
 	uint16_t part, parts;
 	uint8_t state;
 	uint32_t events;
-	uint64_t bytes;        /* message bytes */
+	uint64_t bytes;        /* message bytes, as sent (compressed) */
+	uint64_t raw_bytes;    /* of the message before compression */
 	uint64_t file_end;     /* offset past the chunk in its segment */
 	uint64_t last_real_ns;
 	uint64_t not_shipped;  /* the loss count this message carries */
@@ -111,7 +114,7 @@ struct ship {
 	/* acknowledged: every chunk up to ack_chunk of ack_seg */
 	bool ack_valid;
 	uint64_t ack_seg, ack_chunk, ack_off, ack_real_ns;
-	uint64_t acked_chunks, acked_msgs, acked_events, acked_bytes;
+	uint64_t acked_chunks, acked_msgs, acked_events, acked_bytes, acked_raw_bytes;
 	uint64_t last_ack_real_ns;
 	bool dirty;            /* ship.state is behind */
 	uint64_t reading_seg;  /* the segment the thread has open, UINT64_MAX none */
@@ -138,6 +141,8 @@ struct ship {
 	} notes[8];
 	unsigned note_gen, note_seen;
 	uint64_t max_payload;
+
+	struct ringlog_ship_zbuf z; /* the compressed message (the thread's) */
 
 	natsConnection *nc;
 	jsCtx *js;

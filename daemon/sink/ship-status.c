@@ -127,6 +127,7 @@ json_t *ship_status(struct daemon *d)
 	json_t *j;
 	uint64_t lag_bytes = 0, lag_chunks, now = d_now(CLOCK_REALTIME);
 	double lag_s = 0;
+	char comp[16];
 
 	if (!d->cfg.ship.servers[0])
 		return NULL;
@@ -148,8 +149,12 @@ json_t *ship_status(struct daemon *d)
 	}
 	if (lag_chunks && s->ack_real_ns && now > s->ack_real_ns)
 		lag_s = (double)(now - s->ack_real_ns) / 1e9;
+	if (s->c.compress)
+		snprintf(comp, sizeof(comp), "zstd:%u", s->c.compress);
+	else
+		snprintf(comp, sizeof(comp), "none");
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-		      "s:{s:I,s:I}}",
+		      "s:{s:I,s:I},s:s,s:I}",
 		"state", s->state, "error", s->error, "server", s->server, "stream", s->c.stream,
 		"subject", s->c.subject, "host", s->c.host,
 		"lag_bytes", (json_int_t)lag_bytes, "lag_chunks", (json_int_t)lag_chunks,
@@ -159,7 +164,8 @@ json_t *ship_status(struct daemon *d)
 		"deduplicated", (json_int_t)s->dedup, "not_shipped", (json_int_t)s->not_shipped_total,
 		"max_payload", (json_int_t)s->max_payload,
 		"not_shipped_by", "retention", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_RETENTION],
-		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG]);
+		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG],
+		"compress", comp, "shipped_chunk_bytes", (json_int_t)s->acked_raw_bytes);
 	pthread_mutex_unlock(&s->mu);
 	return j;
 }

@@ -1,7 +1,7 @@
 /* daemon/sink/ship-window.c - the publish window (ship-int.h): a chunk's
- * message cut into fragments within max_payload, each published
- * asynchronously with its headers (Nats-Msg-Id, host, CRC32C, format,
- * parts); the acknowledgements, on libnats's thread, advance the
+ * message, compressed (zstd, ship.compress), cut into fragments within
+ * max_payload, each published asynchronously with its headers
+ * (Nats-Msg-Id, host, CRC32C, format, parts, encoding); the acknowledgements, on libnats's thread, advance the
  * acknowledged position over the longest run of acks; a failure marks the
  * window for a go-back-N from the first unacknowledged message.
  */
@@ -65,6 +65,7 @@ static void advance(struct ship *s)
 		}
 		s->acked_events += p->events;
 		s->acked_bytes += p->bytes;
+		s->acked_raw_bytes += p->raw_bytes;
 		if (p->not_shipped) {
 			s->not_shipped_pending -= p->not_shipped < s->not_shipped_pending ?
 				p->not_shipped : s->not_shipped_pending;
@@ -140,15 +141,42 @@ void ship_resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk)
 	}
 }
 
-/* Publish the current chunk's message, cut into fragments of at most
- * limit bytes when it is larger (the server's max_payload: 1 MiB by
- * default, and a chunk may be 1 MiB before its header and descriptions).
- * 0, or -errno (the window is marked failed). */
+/* The bytes to send for msg: itself, or its zstd frame (ship-codec.h) in
+ * s->z when ship.compress says so. NULL when it cannot be compressed (the
+ * window is marked failed, as for a refused publish). */
+static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsigned level,
+			     size_t *len)
+{
+	const char *why = NULL;
+
+	*len = msg->len;
+	if (!level)
+		return msg->data;
+	if (ringlog_ship_compress(&s->z, (int)level, msg->data, msg->len, &why) == 0) {
+		*len = s->z.len;
+		return s->z.data;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (!s->failed)
+		ship_set_error(s, "retrying", "cannot compress a message of %zu bytes: %s; "
+			       "storing locally, trying again", msg->len, why ? why : "out of memory");
+	s->failed = true;
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Publish the current chunk's message, compressed as ship.compress says,
+ * cut into fragments of at most limit bytes when it is larger (the
+ * server's max_payload: 1 MiB by default, and a chunk may be 1 MiB before
+ * its header and descriptions). 0, or -errno (the window is marked
+ * failed). */
 int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)
 {
 	struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)msg->data;
-	unsigned nparts = (unsigned)((msg->len + limit - 1) / limit);
 	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16];
+	const uint8_t *data;
+	unsigned nparts, level;
+	size_t total;
 	int err = 0;
 
 	pthread_mutex_lock(&s->mu);
@@ -158,10 +186,15 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		h->not_shipped_reason = s->ns_reason;
 		s->ns_inflight = true;
 	}
+	level = s->c.compress;
 	pthread_mutex_unlock(&s->mu);
+	data = encode(s, msg, level, &total);
+	if (!data)
+		return -EIO;
+	nparts = (unsigned)((total + limit - 1) / limit);
 	snprintf(parts, sizeof(parts), "%u", nparts);
 	for (unsigned i = 0; i < nparts; i++) {
-		size_t off = (size_t)i * limit, len = msg->len - off < limit ? msg->len - off : limit;
+		size_t off = (size_t)i * limit, len = total - off < limit ? total - off : limit;
 		natsMsg *m = NULL;
 		natsStatus st;
 		struct pend *p;
@@ -171,14 +204,15 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = (uint16_t)i,
 				    .parts = (uint16_t)nparts, .state = P_SENT,
 				    .events = i ? 0 : h->events, .bytes = len,
+				    .raw_bytes = i ? 0 : msg->len,
 				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns,
 				    .not_shipped = i ? 0 : h->not_shipped };
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
 		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
-		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, msg->data + off, len));
-		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)msg->data + off, (int)len);
+		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data + off, len));
+		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)data + off, (int)len);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
 		if (st == NATS_OK)
@@ -189,6 +223,8 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 			st = natsMsgHeader_Set(m, "Ringlog-Format", "1");
 		if (st == NATS_OK && nparts > 1)
 			st = natsMsgHeader_Set(m, "Ringlog-Parts", parts);
+		if (st == NATS_OK && level)
+			st = natsMsgHeader_Set(m, RINGLOG_SHIP_ENCODING_HDR, RINGLOG_SHIP_ENCODING_ZSTD);
 		if (st == NATS_OK) {
 			jsPubOptions po;
 

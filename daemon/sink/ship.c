@@ -81,6 +81,7 @@ static void conf_from(const struct daemon *d, const struct ringlog_config *c, st
 			break;
 	}
 	sc->max_pending = c->ship.max_pending;
+	sc->compress = c->ship.compress;
 	sc->max_backlog = c->ship.max_backlog < c->max_disk ? c->ship.max_backlog : c->max_disk;
 	sc->interval_ns = c->ship.interval_ns;
 	/* the files named: a reload after one was replaced (a new password,
@@ -108,7 +109,9 @@ static void conf_from(const struct daemon *d, const struct ringlog_config *c, st
 }
 
 /* Does going from a to b need a new connection (and window)? Everything
- * but live, interval and max_backlog, which apply as they are. */
+ * but live, interval and max_backlog, which apply as they are. compress
+ * too: a chunk cut into parts and sent again must be cut from the same
+ * bytes, and the window starts again from a whole acknowledged chunk. */
 static bool conf_reconnects(const struct ship_conf *a, const struct ship_conf *b)
 {
 	const __typeof__(a->cfg.ship) *x = &a->cfg.ship, *y = &b->cfg.ship;
@@ -119,6 +122,7 @@ static bool conf_reconnects(const struct ship_conf *a, const struct ship_conf *b
 	       strcmp(x->password_file, y->password_file) || strcmp(x->tls_ca, y->tls_ca) ||
 	       strcmp(x->tls_cert, y->tls_cert) || strcmp(x->tls_key, y->tls_key) ||
 	       a->files != b->files || a->max_pending != b->max_pending ||
+	       a->compress != b->compress ||
 	       x->create_stream != y->create_stream || x->replicas != y->replicas ||
 	       x->max_age_ns != y->max_age_ns || x->max_bytes != y->max_bytes;
 }
@@ -277,6 +281,7 @@ void ship_stop(struct daemon *d)
 	nats_CloseAndWait(1000);
 	free(s->win);
 	free(s->next_win);
+	ringlog_ship_zbuf_free(&s->z);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
