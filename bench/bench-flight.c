@@ -6,7 +6,7 @@
  *   - the daemon's CPU per event for flight-only events (verbose enabled by
  *     flight_level, kept in memory) beside the same events stored on disk.
  *
- * usage: bench-flight RINGLOGD RINGLOG [--quick]
+ * usage: bench-flight RINGLOGD RINGLOG [--quick | --cpu]
  * Prints a markdown table. Each daemon runs on a private directory under
  * $TMPDIR; the emitting side is a child process (libringlog starts in it,
  * on that daemon's socket).
@@ -172,10 +172,13 @@ static void row(const char *what, double v, const char *goal)
 int main(int argc, char **argv)
 {
 	bool quick = argc > 3 && !strcmp(argv[3], "--quick");
+	/* --cpu: the CPU rows alone, one round (for a profile of the two
+	 * daemons: the flight-only one starts first) */
+	bool cpu_only = argc > 3 && !strcmp(argv[3], "--cpu");
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: bench-flight RINGLOGD RINGLOG [--quick]\n");
+		fprintf(stderr, "usage: bench-flight RINGLOGD RINGLOG [--quick | --cpu]\n");
 		return 2;
 	}
 	ringlogd_path = argv[1];
@@ -186,7 +189,7 @@ int main(int argc, char **argv)
 	printf("## The flight recorder\n\n| figure | measured | goal |\n|---|---:|---|\n");
 
 	/* 1. ringlog_trigger(): a process with a ring, no daemon needed */
-	{
+	if (!cpu_only) {
 		pid_t pid;
 		int fd[2];
 		double ns = 0;
@@ -222,7 +225,7 @@ int main(int argc, char **argv)
 	}
 
 	/* 2. a snapshot of a full 256 MiB buffer */
-	{
+	if (!cpu_only) {
 		pid_t d = daemon_start("{ \"providers\": { \"*\": {\"level\": 1, \"flight_level\": 5} },"
 				       " \"max_disk\": \"2G\", \"flight\": { \"size\": \"256M\", \"pre\": \"1h\","
 				       " \"post\": \"0s\", \"max_disk\": \"1G\" } }");
@@ -254,12 +257,13 @@ int main(int argc, char **argv)
 			{ "on disk (verbose by level, no flight recorder)",
 			  "{ \"providers\": { \"*\": {\"level\": 5} }, \"max_disk\": \"2G\" }" },
 		};
-		/* Rounds alternate the modes, and each row is the median: one
-		 * run of either moves by +-10 % on this 2-core machine, more
-		 * than the difference measured. */
+		/* Rounds alternate the modes, and each row is the median of 5:
+		 * one run of either moves by +-10 % on this 2-core machine,
+		 * more than the difference measured. */
+		enum { ROUNDS = 5 };
 		long n = quick ? 2000000 : 10000000;
-		int rounds = quick ? 1 : 3;
-		double ns[2][3], rss[2] = { 0 };
+		int rounds = quick || cpu_only ? 1 : ROUNDS;
+		double ns[2][ROUNDS], rss[2] = { 0 };
 		uint64_t got[2] = { 0 };
 
 		for (int k = 0; k < rounds; k++)
@@ -282,15 +286,21 @@ int main(int argc, char **argv)
 			}
 		for (size_t m = 0; m < 2; m++) {
 			char what[240];
-			double lo = ns[m][0], hi = ns[m][0], med = ns[m][0];
+			double sorted[ROUNDS], lo, hi, med;
 
-			if (rounds == 3) {
-				for (int k = 1; k < 3; k++) {
-					lo = ns[m][k] < lo ? ns[m][k] : lo;
-					hi = ns[m][k] > hi ? ns[m][k] : hi;
+			/* insertion sort: the median, the lowest and the highest */
+			for (int k = 0; k < rounds; k++) {
+				int at = k;
+
+				while (at > 0 && sorted[at - 1] > ns[m][k]) {
+					sorted[at] = sorted[at - 1];
+					at--;
 				}
-				med = ns[m][0] + ns[m][1] + ns[m][2] - lo - hi;
+				sorted[at] = ns[m][k];
 			}
+			lo = sorted[0];
+			hi = sorted[rounds - 1];
+			med = sorted[rounds / 2];
 			snprintf(what, sizeof(what), "daemon CPU per event, %s, %.0f%% of %ld taken, median of "
 				 "%d (%.0f..%.0f) (ns)", modes[m].name, 100.0 * (double)got[m] / (double)n, n,
 				 rounds, lo, hi);
