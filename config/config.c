@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* getgrnam_r */
 #include "config.h"
 #include "segment.h" /* ringlog_seg_class_name_ok */
+#include "ship-codec.h" /* RINGLOG_SHIP_ZSTD_LEVEL_MAX */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1350,17 +1351,17 @@ static void k_ship_compress(struct ctx *x, const char *p, json_t *v)
 		x->c->ship.compress = 1;
 		return;
 	}
-	if (s && !strncmp(s, "zstd:", 5)) {
+	if (s && !strncmp(s, "zstd:", 5) && s[5] >= '1' && s[5] <= '9') {
 		errno = 0;
 		level = strtol(s + 5, &end, 10);
-		if (!errno && end != s + 5 && !*end && level >= 1 && level <= 19) {
+		if (!errno && !*end && level >= 1 && level <= RINGLOG_SHIP_ZSTD_LEVEL_MAX) {
 			x->c->ship.compress = (uint32_t)level;
 			return;
 		}
 	}
 	if (s)
 		report(x, p, "\"%s\" is not a compression: use \"zstd\", \"zstd:N\" with N "
-		       "from 1 to 19 (slower, smaller), or \"none\"", s);
+		       "from 1 to %d (slower, smaller), or \"none\"", s, RINGLOG_SHIP_ZSTD_LEVEL_MAX);
 	else
 		report(x, p, "expected \"zstd\", \"zstd:N\" or \"none\"");
 }
@@ -1795,10 +1796,8 @@ static json_t *ship_json(const struct ringlog_config *c)
 	json_object_set_new(o, "interval", duration_json(c->ship.interval_ns));
 	json_object_set_new(o, "max_backlog", size_json(c->ship.max_backlog));
 	json_object_set_new(o, "max_pending", json_integer(c->ship.max_pending));
-	if (c->ship.compress)
-		json_object_set_new(o, "compress", json_sprintf("zstd:%u", c->ship.compress));
-	else
-		json_object_set_new(o, "compress", json_string("none"));
+	snprintf(url, sizeof(url), "zstd:%u", c->ship.compress);
+	json_object_set_new(o, "compress", json_string(c->ship.compress ? url : "none"));
 	json_object_set_new(o, "create_stream", json_boolean(c->ship.create_stream));
 	json_object_set_new(o, "replicas", json_integer(c->ship.replicas));
 	json_object_set_new(o, "max_age", c->ship.max_age_ns ? duration_json(c->ship.max_age_ns) :

@@ -16,6 +16,22 @@
  *   |  shipped        |  record format)       |                          |
  *   +-----------------+-----------------------+--------------------------+
  *
+ * Compressed (ship.compress, zstd by default: encoding 1, version 2), the
+ * header stays as it is and the descriptions and body after it are one
+ * zstd frame (ship-codec.h) that decodes to exactly desc_len + body_len
+ * bytes:
+ *
+ *   0                 184
+ *   +-----------------+--------------------------------------------------+
+ *   | ringlog_ship_hdr| zstd frame of: description records, chunk body   |
+ *   |  version 2,     |  (its decoded size in its header, its content    |
+ *   |  encoding 1     |   checksum at its end)                           |
+ *   +-----------------+--------------------------------------------------+
+ *
+ * The header is outside the frame because the sender writes its "not
+ * shipped" count when it publishes, and a re-send may carry another: what
+ * follows it must be the same bytes whenever the chunk is sent.
+ *
  * A message larger than the server's max_payload (1 MiB by default, and a
  * chunk alone may be 1 MiB) is cut into fragments of consecutive bytes, one
  * NATS message each, PART 0..N-1 in their ids and "Ringlog-Parts: N" in
@@ -24,19 +40,19 @@
  *
  * NATS headers of each message:
  *   Nats-Msg-Id     HOST/BOOTID/SEGMENT/CHUNK/PART (hex boot id, decimal
- *                   numbers; PART 0 unless cut): the same bytes for the
- *                   same fragment whenever it
- *                   is sent, so JetStream drops a re-send after a crash,
- *                   an outage or a lost acknowledgement
+ *                   numbers): the same for the same bytes whenever they are
+ *                   sent, so JetStream drops a re-send after a crash, an
+ *                   outage or a lost acknowledgement. PART is "0" for a
+ *                   whole message; for a fragment "I.N.TAG": I of N, TAG
+ *                   the CRC32C (8 hex digits) of the message's bytes after
+ *                   its header. A chunk cut otherwise when sent again
+ *                   (another ship.compress, another max_payload, another
+ *                   zstd) has other ids, so JetStream keeps both cuts and a
+ *                   reader joins fragments of one cut only
  *   Ringlog-Host    HOST (ship.host, default the system's host name)
  *   Ringlog-Crc32c  8 hex digits: CRC32C of this NATS message's data
  *   Ringlog-Parts   N, when the message is cut into N > 1 fragments
- *   Ringlog-Format  "1"
- *   Ringlog-Encoding "zstd" when the message is compressed (ship.compress,
- *                   the default): the whole message above is one zstd
- *                   frame with its decoded size and content checksum
- *                   (ship-codec.h), and the fragments cut the frame's bytes;
- *                   absent, the message is the bytes above as they are
+ *   Ringlog-Format  the header's version: "1", or "2" when compressed
  * The subject is ship.subject, by default "ringlog.HOST".
  *
  * All integers little-endian, as on disk.
@@ -51,7 +67,14 @@
 #include "segment.h"
 
 #define RINGLOG_SHIP_MAGIC    0x50485352u /* "RSHP" */
-#define RINGLOG_SHIP_VERSION  1u
+#define RINGLOG_SHIP_VERSION  1u /* the descriptions and body as they are */
+#define RINGLOG_SHIP_VERSION_ENCODED 2u /* ... encoded as `encoding` says */
+
+/* encoding, in a version 2 header */
+enum ringlog_ship_encoding {
+	RINGLOG_SHIP_ENC_NONE = 0,
+	RINGLOG_SHIP_ENC_ZSTD = 1, /* one zstd frame (ship-codec.h) */
+};
 #define RINGLOG_SHIP_HOST_MAX 64u
 
 /* not_shipped_reason */
@@ -74,7 +97,7 @@ struct ringlog_ship_hdr {
 	uint64_t first_real_ns;    /* of the chunk's events (0: none) */
 	uint64_t last_real_ns;
 	uint32_t events;           /* in the chunk */
-	uint32_t reserved0;        /* 0 */
+	uint32_t encoding;         /* enum ringlog_ship_encoding; 0 in version 1 */
 	uint64_t not_shipped;      /* events given up since the previous
 	                            * message, for reason: */
 	uint32_t not_shipped_reason; /* enum ringlog_ship_loss, 0: none */
@@ -92,11 +115,13 @@ static_assert(offsetof(struct ringlog_ship_hdr, clock) == 112, "ship clock");
 static_assert(offsetof(struct ringlog_ship_hdr, first_real_ns) == 144, "ship first");
 static_assert(offsetof(struct ringlog_ship_hdr, last_real_ns) == 152, "ship last");
 static_assert(offsetof(struct ringlog_ship_hdr, events) == 160, "ship events");
+static_assert(offsetof(struct ringlog_ship_hdr, encoding) == 164, "ship encoding");
 static_assert(offsetof(struct ringlog_ship_hdr, not_shipped) == 168, "ship not_shipped");
 static_assert(offsetof(struct ringlog_ship_hdr, not_shipped_reason) == 176, "ship reason");
 
 #define RINGLOG_SHIP_HDR_SIZE ((uint32_t)sizeof(struct ringlog_ship_hdr))
-/* The Nats-Msg-Id text: host, 32 hex digits, three numbers, slashes. */
-#define RINGLOG_SHIP_ID_MAX (RINGLOG_SHIP_HOST_MAX + 32 + 3 * 21 + 8)
+/* The Nats-Msg-Id text: host, 32 hex digits, four numbers, a tag,
+ * separators. */
+#define RINGLOG_SHIP_ID_MAX (RINGLOG_SHIP_HOST_MAX + 32 + 4 * 21 + 8 + 8)
 
 #endif /* RINGLOG_PROTO_SHIP_H */

@@ -30,6 +30,7 @@
 #include <nats/nats.h>
 
 #include "segment.h" /* ringlog_crc32c */
+#include "ship.h"
 #include "ship-codec.h"
 #endif
 
@@ -1224,26 +1225,35 @@ Test(ship, wrong_credentials, .timeout = 120)
 	live_cleanup(&e);
 }
 
-/* A server whose max_payload (64 KiB) is smaller than a chunk: messages
- * are cut into fragments and read back whole. */
-Test(ship, small_max_payload, .timeout = 180)
+/* A server whose max_payload is smaller than a chunk's message: messages
+ * are cut into fragments (more messages acknowledged than chunks) and read
+ * back whole, compressed (16 KiB: a compressed chunk is ~1/13 of its
+ * bytes) or not (64 KiB). */
+static void small_max_payload_case(const char *payload, const char *compress)
 {
 	struct live e;
 	struct cluster c;
-	char conf[400], out[400];
+	char conf[400], out[400], extra[200], server[64];
 	pid_t d, em;
 	json_t *s;
 
 	need_nats();
 	live_init(&e);
-	cluster_start(&c, &e, 1, "max_payload: 65536");
-	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1", conf,
-			sizeof(conf));
+	snprintf(server, sizeof(server), "max_payload: %s", payload);
+	cluster_start(&c, &e, 1, server);
+	snprintf(extra, sizeof(extra), "\"create_stream\": true, \"replicas\": 1, \"compress\": \"%s\"",
+		 compress);
+	d = ship_daemon(&e, &c, "alpha", extra, conf, sizeof(conf));
 	em = emitter(&e, "2", "50000", "100", out, sizeof(out), 0);
 	live_wait_ok(em, "emitter");
 	wait_shipped(&e, 120);
 	s = ship_status(&e);
-	cr_expect_eq(json_integer_value(json_object_get(s, "max_payload")), 65536);
+	cr_expect_eq(json_integer_value(json_object_get(s, "max_payload")), atoll(payload));
+	cr_expect_gt(json_integer_value(json_object_get(s, "acked_messages")),
+		     json_integer_value(json_object_get(s, "acked_chunks")),
+		     "no message was cut: %lld messages for %lld chunks",
+		     (long long)json_integer_value(json_object_get(s, "acked_messages")),
+		     (long long)json_integer_value(json_object_get(s, "acked_chunks")));
 	json_decref(s);
 	live_daemon_stop(d);
 	expect_in_stream(&e, &c, emitted_of(out));
@@ -1251,30 +1261,42 @@ Test(ship, small_max_payload, .timeout = 180)
 	live_cleanup(&e);
 }
 
+Test(ship, small_max_payload, .timeout = 180)
+{
+	small_max_payload_case("16384", "zstd");
+}
+
+Test(ship, small_max_payload_uncompressed, .timeout = 180)
+{
+	small_max_payload_case("65536", "none");
+}
+
 #ifdef RINGLOG_HAVE_NATS
-/* Publish data to c's stream as one message of host "mallory" (chunk n),
- * with a right CRC32C and, when enc is not NULL, Ringlog-Encoding: enc. */
-static void publish_forged(const struct cluster *c, unsigned n, const char *enc, const void *data,
-			   size_t len)
+/* Publish len bytes of data to c's stream as message id "mallory/0../0/
+ * CHUNK/PART" (part as text: "0", or "I.N.TAG" for a fragment), with a
+ * right CRC32C, Ringlog-Parts when cut and Ringlog-Format format. */
+static void publish_forged(const struct cluster *c, unsigned chunk, const char *part,
+			   unsigned parts, const char *format, const void *data, size_t len)
 {
 	natsConnection *nc = NULL;
 	jsCtx *js = NULL;
 	natsMsg *m = NULL;
 	jsPubAck *pa = NULL;
 	jsErrCode jerr = 0;
-	char id[128], crc[16];
+	char id[160], crc[16], n[16];
 
-	snprintf(id, sizeof(id), "mallory/%032x/0/%u/0", 0, n);
+	snprintf(id, sizeof(id), "mallory/%032x/0/%u/%s", 0, chunk, part);
 	snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data, len));
+	snprintf(n, sizeof(n), "%u", parts);
 	cr_assert_eq(natsConnection_ConnectTo(&nc, c->urls), NATS_OK);
 	cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
 	cr_assert_eq(natsMsg_Create(&m, "ringlog.mallory", NULL, data, (int)len), NATS_OK);
 	natsMsgHeader_Set(m, "Nats-Msg-Id", id);
 	natsMsgHeader_Set(m, "Ringlog-Host", "mallory");
 	natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
-	natsMsgHeader_Set(m, "Ringlog-Format", "1");
-	if (enc)
-		natsMsgHeader_Set(m, RINGLOG_SHIP_ENCODING_HDR, enc);
+	natsMsgHeader_Set(m, "Ringlog-Format", format);
+	if (parts > 1)
+		natsMsgHeader_Set(m, "Ringlog-Parts", n);
 	cr_assert_eq(js_PublishMsg(&pa, js, m, NULL, &jerr), NATS_OK, "publish: %d", (int)jerr);
 	jsPubAck_Destroy(pa);
 	natsMsg_Destroy(m);
@@ -1282,51 +1304,170 @@ static void publish_forged(const struct cluster *c, unsigned n, const char *enc,
 	natsConnection_Destroy(nc);
 }
 
-/* Messages that claim to be compressed chunks but are not (an unknown
- * encoding, bytes that are no zstd frame, a frame that would decode to
- * 65 MiB, a frame whose content is not a shipped message): `read --nats`
- * names each and skips it, and every real event is still read. */
+/* A version 2 (encoded) ship header for desc + body bytes, then frame. */
+static size_t forged_v2(uint8_t *buf, uint32_t encoding, uint32_t decoded, const void *frame,
+			size_t len)
+{
+	struct ringlog_ship_hdr h = { .magic = RINGLOG_SHIP_MAGIC,
+				      .version = RINGLOG_SHIP_VERSION_ENCODED,
+				      .header_size = RINGLOG_SHIP_HDR_SIZE, .body_len = decoded,
+				      .encoding = encoding };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), frame, len);
+	return sizeof(h) + len;
+}
+
+/* `ringlog read --nats --host mallory` on c: its standard error. */
+static void read_mallory(const struct live *e, const struct cluster *c, char *err, size_t len,
+			 uint64_t *lines)
+{
+	char cmd[1200], line[4096];
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --nats %s --stream RLTEST -o json "
+		 "--host mallory 2>%s/err.txt >%s/mallory.json", c->urls, e->dir, e->dir);
+	cr_expect_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/err.txt", e->dir);
+	f = fopen(cmd, "r");
+	cr_assert(f);
+	n = fread(err, 1, len - 1, f);
+	err[n] = '\0';
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s/mallory.json", e->dir);
+	f = fopen(cmd, "r");
+	cr_assert(f);
+	*lines = 0;
+	while (fgets(line, sizeof(line), f))
+		*lines += strstr(line, "\"host\":\"mallory\"") != NULL;
+	fclose(f);
+	cr_log_info("read --nats --host mallory: %llu lines; said:\n%s", (unsigned long long)*lines,
+		    err);
+}
+
+/* Messages that claim to be ringlog chunks but are not what they say (a
+ * format from a newer ringlog, an unknown encoding, bytes that are no zstd
+ * frame, a frame that would decode to 65 MiB, a frame of another size than
+ * its header's): `read --nats` names each and skips it, and every real
+ * event is still read. */
 Test(ship, forged_encodings_are_named_and_skipped, .timeout = 180)
 {
 	struct live e;
 	struct cluster c;
-	char conf[400], out[400], cmd[1200], err[8192];
+	char conf[400], out[400], err[8192];
 	struct ringlog_ship_zbuf z = { 0 };
 	const char *why;
-	uint8_t *zeros;
+	uint8_t *zeros, *buf;
+	uint64_t lines;
 	pid_t d;
-	FILE *f;
-	size_t n;
 
 	d = shipped_daemon(&e, &c, conf, sizeof(conf), "3000", out, sizeof(out));
-	publish_forged(&c, 1, "lz4", "\x04\x22\x4d\x18", 4);
-	publish_forged(&c, 2, "zstd", "not a zstd frame", 16);
 	zeros = calloc(1, 65u << 20);
-	cr_assert(zeros);
-	cr_assert_eq(ringlog_ship_compress(&z, 1, zeros, 65u << 20, &why), 0);
-	publish_forged(&c, 3, "zstd", z.data, z.len);
-	/* a well-made frame of 4 KiB of zeros: no ship header inside */
-	cr_assert_eq(ringlog_ship_compress(&z, 1, zeros, 4096, &why), 0);
-	publish_forged(&c, 4, "zstd", z.data, z.len);
+	buf = malloc(1u << 20);
+	cr_assert(zeros && buf);
+	publish_forged(&c, 1, "0", 1, "3", "from the future", 15);
+	publish_forged(&c, 2, "0", 1, "2", buf, forged_v2(buf, 7, 100, "????", 4));
+	publish_forged(&c, 3, "0", 1, "2", buf, forged_v2(buf, 1, 100, "not a zstd frame", 16));
+	cr_assert_eq(ringlog_ship_compress(&z, 1, 0, zeros, 65u << 20, &why), 0);
+	publish_forged(&c, 4, "0", 1, "2", buf, forged_v2(buf, 1, 65u << 20, z.data, z.len));
+	cr_assert_eq(ringlog_ship_compress(&z, 1, 0, zeros, 4000, &why), 0);
+	publish_forged(&c, 5, "0", 1, "2", buf, forged_v2(buf, 1, 4096, z.data, z.len));
 	free(zeros);
+	free(buf);
 	ringlog_ship_zbuf_free(&z);
 
 	expect_in_stream(&e, &c, emitted_of(out));
-	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --nats %s --stream RLTEST -o json "
-		 "--host mallory 2>%s/err.txt >/dev/null; cat %s/err.txt", c.urls, e.dir, e.dir);
-	f = popen(cmd, "r");
-	cr_assert(f);
-	n = fread(err, 1, sizeof(err) - 1, f);
-	err[n] = '\0';
-	pclose(f);
-	cr_log_info("read --nats --host mallory said:\n%s", err);
-	cr_expect(strstr(err, "is encoded as \"lz4\", which this ringlog cannot read"), "%s", err);
-	cr_expect(strstr(err, "chunk 0/2 of mallory cannot be decompressed (not a zstd frame)"),
+	read_mallory(&e, &c, err, sizeof(err), &lines);
+	cr_expect_eq(lines, 0);
+	cr_expect(strstr(err, "/0/1/0 is in format 3, which this ringlog cannot read"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/2 of mallory is encoded as 7, which this ringlog cannot "
+			      "read"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/3 of mallory cannot be decompressed (not a zstd frame)"),
 		  "%s", err);
-	cr_expect(strstr(err, "chunk 0/3 of mallory cannot be decompressed (the zstd frame's "
-			      "decoded size is 0 or over 64 MiB)"), "%s", err);
-	cr_expect(strstr(err, "chunk 0/4 of mallory is not in a format this ringlog reads"), "%s",
-		  err);
+	cr_expect(strstr(err, "chunk 0/4 of mallory cannot be decompressed (the header's "
+			      "descriptions and body are over 64 MiB)"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/5 of mallory cannot be decompressed (the zstd frame's "
+			      "decoded size is not the header's)"), "%s", err);
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
+/* One chunk in the stream cut two ways: it was sent cut into fragments,
+ * compressed, and only the first reached the stream; sent again cut
+ * otherwise (a reload to "compress": "none", another max_payload, another
+ * zstd), its fragments have other ids (proto/ship.h: I.N.TAG), so the
+ * stream keeps them instead of taking them for re-sends, and the reader
+ * joins the whole cut: every event of the chunk once. With ids that did not
+ * name the cut, the stream would have dropped the second cut's first
+ * fragment and the reader joined fragments of two cuts. */
+Test(ship, a_chunk_sent_again_cut_otherwise_is_read_whole_once, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	char conf[400], out[400], err[8192], part[64];
+	struct ringlog_ship_zbuf z = { 0 };
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	natsMsg *m = NULL;
+	jsErrCode jerr = 0;
+	const struct ringlog_ship_hdr *h;
+	const uint8_t *plain;
+	const char *why;
+	uint8_t *v2;
+	size_t len, half;
+	uint32_t tag;
+	uint64_t lines, events = 0;
+	pid_t d;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1, "
+			"\"compress\": \"none\"", conf, sizeof(conf));
+	live_wait_ok(emitter(&e, "1", "2000", "0", out, sizeof(out), 0), "emitter");
+	wait_shipped(&e, 60);
+	/* the first message with events: a whole, uncompressed one */
+	cr_assert_eq(natsConnection_ConnectTo(&nc, c.urls), NATS_OK);
+	cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	for (uint64_t seq = 1; !events; seq++) {
+		natsMsg_Destroy(m);
+		m = NULL;
+		cr_assert_eq(js_GetMsg(&m, js, "RLTEST", seq, NULL, &jerr), NATS_OK,
+			     "no message with events up to %llu", (unsigned long long)seq);
+		h = (const void *)natsMsg_GetData(m);
+		events = h->events;
+	}
+	plain = (const uint8_t *)natsMsg_GetData(m);
+	len = (size_t)natsMsg_GetDataLength(m);
+	cr_assert_eq(h->version, RINGLOG_SHIP_VERSION);
+	/* the first cut: compressed, in two; only its first fragment sent */
+	cr_assert_eq(ringlog_ship_compress(&z, 1, RINGLOG_SHIP_HDR_SIZE, plain + RINGLOG_SHIP_HDR_SIZE,
+					   len - RINGLOG_SHIP_HDR_SIZE, &why), 0);
+	memcpy(z.data, plain, RINGLOG_SHIP_HDR_SIZE);
+	((struct ringlog_ship_hdr *)(void *)z.data)->version = RINGLOG_SHIP_VERSION_ENCODED;
+	((struct ringlog_ship_hdr *)(void *)z.data)->encoding = RINGLOG_SHIP_ENC_ZSTD;
+	v2 = z.data;
+	tag = ringlog_crc32c(0, v2 + RINGLOG_SHIP_HDR_SIZE, z.len - RINGLOG_SHIP_HDR_SIZE);
+	half = z.len / 2;
+	snprintf(part, sizeof(part), "0.2.%08x", tag);
+	publish_forged(&c, 7, part, 2, "2", v2, half);
+	/* the second: as it is, in two, both sent */
+	tag = ringlog_crc32c(0, plain + RINGLOG_SHIP_HDR_SIZE, len - RINGLOG_SHIP_HDR_SIZE);
+	snprintf(part, sizeof(part), "0.2.%08x", tag);
+	publish_forged(&c, 7, part, 2, "1", plain, len / 2);
+	snprintf(part, sizeof(part), "1.2.%08x", tag);
+	publish_forged(&c, 7, part, 2, "1", plain + len / 2, len - len / 2);
+
+	read_mallory(&e, &c, err, sizeof(err), &lines);
+	cr_expect_eq(lines, events, "the chunk's %llu events read %llu times",
+		     (unsigned long long)events, (unsigned long long)lines);
+	cr_expect(!strstr(err, "lacks fragments") && !strstr(err, "cannot be"), "%s", err);
+	natsMsg_Destroy(m);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	ringlog_ship_zbuf_free(&z);
 	live_daemon_stop(d);
 	cluster_stop(&c);
 	live_cleanup(&e);
@@ -1397,6 +1538,9 @@ Test(ship, check_config)
 		{ "{\"ship\": {\"compress\": \"lz4\"}}", "\"ship.compress\": \"lz4\" is not a compression: use \"zstd\", \"zstd:N\" with N from 1 to 19 (slower, smaller), or \"none\"" },
 		{ "{\"ship\": {\"compress\": \"zstd:20\"}}", "\"ship.compress\": \"zstd:20\" is not a compression" },
 		{ "{\"ship\": {\"compress\": \"zstd:1x\"}}", "\"ship.compress\": \"zstd:1x\" is not a compression" },
+		{ "{\"ship\": {\"compress\": \"zstd:0\"}}", "\"ship.compress\": \"zstd:0\" is not a compression" },
+		{ "{\"ship\": {\"compress\": \"zstd: 5\"}}", "\"ship.compress\": \"zstd: 5\" is not a compression" },
+		{ "{\"ship\": {\"compress\": \"zstd:\"}}", "\"ship.compress\": \"zstd:\" is not a compression" },
 		{ "{\"ship\": {\"compress\": true}}", "\"ship.compress\": expected \"zstd\", \"zstd:N\" or \"none\"" },
 	};
 	struct live e;

@@ -32,7 +32,7 @@ struct nmsg {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	uint64_t seg, chunk;
 	unsigned part, parts;
-	bool zstd;             /* Ringlog-Encoding: zstd (ship-codec.h) */
+	uint32_t tag;          /* a fragment's cut (proto/ship.h), 0 whole */
 	uint8_t *data;
 	size_t len;
 };
@@ -154,20 +154,27 @@ static int conn_open(const struct query *q, struct conn *c, uint64_t back)
 	return 0;
 }
 
+/* What take_msg() made of a NATS message. */
+enum take { TAKEN, SKIPPED, UNKNOWN_FORMAT };
+
 /* Take a NATS message: its id, fragment number and CRC checked, its data
- * copied. false (after a message) when it is not one of ours. */
-static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
+ * copied. SKIPPED (after a message) when it is not one of ours or is
+ * damaged; UNKNOWN_FORMAT when a newer ringlog wrote it (a durable
+ * consumer leaves it unacknowledged, for a ringlog that reads it). */
+static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 {
 	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
-	const char *id = NULL, *crc = NULL, *parts = NULL, *enc = NULL, *slash;
-	char boot[40];
+	const char *id = NULL, *crc = NULL, *parts = NULL, *format = NULL, *slash;
+	char boot[40], tag[9] = "";
+	unsigned n = 0;
+	int k;
 
 	memset(out, 0, sizeof(*out));
 	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK || !id ||
 	    !(slash = strchr(id, '/')) || (size_t)(slash - id) > RINGLOG_SHIP_HOST_MAX ||
-	    sscanf(slash, "/%32[0-9a-f]/%" SCNu64 "/%" SCNu64 "/%u", boot, &out->seg, &out->chunk,
-		   &out->part) != 4)
+	    (k = sscanf(slash, "/%32[0-9a-f]/%" SCNu64 "/%" SCNu64 "/%u.%u.%8[0-9a-f]", boot,
+			&out->seg, &out->chunk, &out->part, &n, tag)) < 4)
 		goto bad;
 	memcpy(out->host, id, (size_t)(slash - id));
 	out->parts = 1;
@@ -175,44 +182,78 @@ static bool take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 		out->parts = (unsigned)strtoul(parts, NULL, 10);
 	if (!out->parts || out->part >= out->parts || out->parts > 65536)
 		goto bad;
-	if (natsMsgHeader_Get(m, RINGLOG_SHIP_ENCODING_HDR, &enc) == NATS_OK && enc) {
-		if (strcmp(enc, RINGLOG_SHIP_ENCODING_ZSTD)) {
-			fprintf(stderr, "ringlog %s: message %s is encoded as \"%.32s\", which this "
-				"ringlog cannot read (it reads \"zstd\"); skipped: update ringlog\n", cmd,
-				id, enc);
-			return false;
-		}
-		out->zstd = true;
+	/* a fragment names its cut (proto/ship.h); one from before cuts were
+	 * named has none, and is joined as before */
+	if (k == 6) {
+		if (n != out->parts)
+			goto bad;
+		out->tag = (uint32_t)strtoul(tag, NULL, 16);
+	}
+	if (natsMsgHeader_Get(m, "Ringlog-Format", &format) == NATS_OK && format &&
+	    strcmp(format, "1") && strcmp(format, "2")) {
+		fprintf(stderr, "ringlog %s: message %s is in format %.16s, which this ringlog cannot "
+			"read (it reads 1 and 2); skipped: update ringlog\n", cmd, id, format);
+		return UNKNOWN_FORMAT;
 	}
 	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
 	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
 		fprintf(stderr, "ringlog %s: message %s fails its CRC32C; skipped\n", cmd, id);
-		return false;
+		return SKIPPED;
 	}
 	out->len = len;
 	out->data = malloc(len ? len : 1);
 	if (!out->data)
-		return false;
+		return SKIPPED;
 	memcpy(out->data, d, len);
-	return true;
+	return TAKEN;
 bad:
 	fprintf(stderr, "ringlog %s: a message on %s is not a ringlog chunk (%s); skipped\n", cmd,
 		natsMsg_GetSubject(m), id ? id : "no Nats-Msg-Id");
-	return false;
+	return SKIPPED;
 }
 
-/* A whole message (joined when cut) checked against proto/ship.h. */
-static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char *cmd)
+/* A whole message (joined when cut) checked against proto/ship.h: its
+ * header, and where its descriptions and body are (decompressed into unz
+ * when encoded). NULL, said, when it is not one this ringlog reads. */
+static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char *cmd,
+					       const uint8_t **desc)
 {
 	const struct ringlog_ship_hdr *h = (const void *)x->data;
+	const char *why = NULL;
+	uint64_t want;
 
-	if (x->len < sizeof(*h) || h->magic != RINGLOG_SHIP_MAGIC ||
-	    h->version != RINGLOG_SHIP_VERSION || h->header_size < sizeof(*h) ||
-	    (uint64_t)h->header_size + h->desc_len + h->body_len > x->len) {
+	if (x->len < sizeof(*h) || h->magic != RINGLOG_SHIP_MAGIC || h->header_size < sizeof(*h) ||
+	    h->header_size > x->len ||
+	    (h->version != RINGLOG_SHIP_VERSION && h->version != RINGLOG_SHIP_VERSION_ENCODED) ||
+	    (h->version == RINGLOG_SHIP_VERSION && h->encoding != RINGLOG_SHIP_ENC_NONE)) {
 		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is not in a format "
 			"this ringlog reads; skipped\n", cmd, x->seg, x->chunk, x->host);
 		return NULL;
 	}
+	want = (uint64_t)h->desc_len + h->body_len;
+	if (h->version == RINGLOG_SHIP_VERSION || h->encoding == RINGLOG_SHIP_ENC_NONE) {
+		if (h->header_size + want > x->len) {
+			fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is shorter than "
+				"its header says; skipped\n", cmd, x->seg, x->chunk, x->host);
+			return NULL;
+		}
+		*desc = x->data + h->header_size;
+		return h;
+	}
+	if (h->encoding != RINGLOG_SHIP_ENC_ZSTD) {
+		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is encoded as %u, "
+			"which this ringlog cannot read (it reads 1, zstd); skipped: update ringlog\n",
+			cmd, x->seg, x->chunk, x->host, h->encoding);
+		return NULL;
+	}
+	if (ringlog_ship_decompress(&unz, x->data + h->header_size, x->len - h->header_size,
+				    want > SIZE_MAX ? SIZE_MAX : (size_t)want, &why) < 0) {
+		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s cannot be "
+			"decompressed (%s); skipped\n", cmd, x->seg, x->chunk, x->host,
+			why ? why : "out of memory");
+		return NULL;
+	}
+	*desc = unz.data;
 	return h;
 }
 
@@ -237,37 +278,20 @@ static int cmp_msg(const void *a, const void *b)
 		return x->seg < y->seg ? -1 : 1;
 	if (x->chunk != y->chunk)
 		return x->chunk < y->chunk ? -1 : 1;
+	if (x->tag != y->tag) /* one cut's fragments together */
+		return x->tag < y->tag ? -1 : 1;
 	return (int)x->part - (int)y->part;
 }
 
-/* One whole message's events and its "not shipped" count into the lines;
- * a compressed one decoded first. */
-static void decode_msg(struct rd *r, const struct nmsg *in, struct ringlog_dedup *dedup,
+/* One whole message's events and its "not shipped" count into the lines. */
+static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
 		       const char *cmd)
 {
-	const struct ringlog_ship_hdr *h;
-	struct nmsg plain;
-	const struct nmsg *m = in;
-	const uint8_t *desc;
+	const uint8_t *desc = NULL;
+	const struct ringlog_ship_hdr *h = ship_hdr(m, cmd, &desc);
 
-	if (in->zstd) {
-		const char *why = NULL;
-
-		if (ringlog_ship_decompress(&unz, in->data, in->len, &why) < 0) {
-			fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s cannot be "
-				"decompressed (%s); skipped\n", cmd, in->seg, in->chunk, in->host,
-				why ? why : "out of memory");
-			return;
-		}
-		plain = *in;
-		plain.data = unz.data;
-		plain.len = unz.len;
-		m = &plain;
-	}
-	h = ship_hdr(m, cmd);
 	if (!h)
 		return;
-	desc = m->data + h->header_size;
 	if (h->not_shipped) {
 		struct ringlog_dec_loss l = {
 			.records = h->not_shipped,
@@ -321,6 +345,7 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 		jsMsgMetaData *meta = NULL;
 		natsStatus st = natsSubscription_NextMsg(&m, c.sub, 3000);
 		struct nmsg x;
+		enum take took;
 
 		if (st == NATS_TIMEOUT)
 			break; /* nothing more (an empty stream, or its end) */
@@ -332,7 +357,8 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 			more = meta->NumPending && meta->Sequence.Stream < c.last_seq;
 			jsMsgMetaData_Destroy(meta);
 		}
-		if (take_msg(m, &x, q->cmd)) {
+		took = take_msg(m, &x, q->cmd);
+		if (took == TAKEN) {
 			if (!host_wanted(q, x.host)) {
 				free(x.data);
 			} else if (n == cap) {
@@ -350,7 +376,8 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 				msgs[n++] = x;
 			}
 		}
-		if (q->durable)
+		/* a newer ringlog's message stays for a ringlog that reads it */
+		if (q->durable && took != UNKNOWN_FORMAT)
 			natsMsg_Ack(m, NULL);
 		natsMsg_Destroy(m);
 	}
@@ -364,41 +391,53 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 	{
 		struct ringlog_dedup dedup = { 0 };
 
-		for (size_t i = 0; r && i < n; i++) {
-			struct nmsg whole;
+		/* one chunk at a time (sorted: host, segment, chunk, cut, part);
+		 * of what the stream holds of it (a whole message, a cut or two
+		 * when it was sent again cut otherwise, an id kept twice outside
+		 * the stream's duplicate window) the first whole one is decoded */
+		for (size_t i = 0, end; r && i < n; i = end) {
+			bool done = false;
 
-			/* an id twice: a re-send the stream kept (outside its
-			 * duplicate window) */
-			if (i && !cmp_msg(&msgs[i - 1], &msgs[i]))
-				continue;
+			for (end = i + 1; end < n && !strcmp(msgs[end].host, msgs[i].host) &&
+			     msgs[end].seg == msgs[i].seg && msgs[end].chunk == msgs[i].chunk; end++)
+				;
 			if (i && strcmp(msgs[i - 1].host, msgs[i].host)) {
 				ringlog_dedup_free(&dedup);
 				memset(&dedup, 0, sizeof(dedup));
 			}
-			if (msgs[i].parts == 1) {
-				decode_msg(r, &msgs[i], &dedup, q->cmd);
-				continue;
-			}
-			/* fragments: 0..N-1 of one chunk, in order (sorted) */
-			whole = msgs[i];
-			whole.data = NULL;
-			whole.len = 0;
-			if (msgs[i].part == 0 && join(&whole, &msgs[i]))
-				while (i + 1 < n && whole.part + 1 < whole.parts &&
-				       !strcmp(msgs[i + 1].host, whole.host) &&
-				       msgs[i + 1].seg == whole.seg && msgs[i + 1].chunk == whole.chunk &&
-				       msgs[i + 1].part <= whole.part + 1) {
-					i++;
-					if (msgs[i].part == whole.part + 1 && !join(&whole, &msgs[i]))
-						break;
+			for (size_t k = i, e; k < end && !done; k = e) {
+				struct nmsg whole;
+
+				for (e = k + 1; e < end && msgs[e].tag == msgs[k].tag &&
+				     msgs[e].parts == msgs[k].parts; e++)
+					;
+				if (msgs[k].parts == 1) {
+					decode_msg(r, &msgs[k], &dedup, q->cmd);
+					done = true;
+					continue;
 				}
-			if (whole.part + 1 == whole.parts && whole.data)
-				decode_msg(r, &whole, &dedup, q->cmd);
-			else
+				/* fragments 0..N-1 of one cut, in order; a part
+				 * twice is an id kept twice */
+				whole = msgs[k];
+				whole.data = NULL;
+				whole.len = 0;
+				if (msgs[k].part != 0 || !join(&whole, &msgs[k])) {
+					free(whole.data);
+					continue;
+				}
+				for (size_t x = k + 1; x < e; x++)
+					if (msgs[x].part == whole.part + 1 && !join(&whole, &msgs[x]))
+						break;
+				if (whole.part + 1 == whole.parts) {
+					decode_msg(r, &whole, &dedup, q->cmd);
+					done = true;
+				}
+				free(whole.data);
+			}
+			if (!done)
 				fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s lacks "
 					"fragments in the stream; skipped\n", q->cmd, msgs[i].seg,
 					msgs[i].chunk, msgs[i].host);
-			free(whole.data);
 		}
 		ringlog_dedup_free(&dedup);
 	}
@@ -427,13 +466,13 @@ int nats_read(struct query *q)
 	return read_stream(q, FROM_START, q->follow);
 }
 
-/* Per host: its ring-position dedup, the newest id printed, and the
+/* Per host: its ring-position dedup, the newest chunk printed, and the
  * fragments of a chunk being joined. */
 struct follow_host {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	struct ringlog_dedup dedup;
+	bool printed;
 	uint64_t seg, chunk;
-	int part;
 	struct nmsg whole;
 };
 
@@ -453,6 +492,7 @@ static int follow(struct query *q, struct conn *c)
 		struct follow_host *fh = NULL;
 		struct nmsg x;
 		struct rd *r;
+		enum take took;
 
 		if (st == NATS_TIMEOUT)
 			continue;
@@ -460,14 +500,14 @@ static int follow(struct query *q, struct conn *c)
 			rc = nats_fail(q, "reading the stream at", st);
 			break;
 		}
-		if (q->durable)
+		took = take_msg(m, &x, q->cmd);
+		if (q->durable && took != UNKNOWN_FORMAT)
 			natsMsg_Ack(m, NULL);
-		if (!take_msg(m, &x, q->cmd) || !host_wanted(q, x.host)) {
-			natsMsg_Destroy(m);
+		natsMsg_Destroy(m);
+		if (took != TAKEN || !host_wanted(q, x.host)) {
 			free(x.data);
 			continue;
 		}
-		natsMsg_Destroy(m);
 		for (size_t i = 0; i < nh; i++)
 			if (!strcmp(hosts[i].host, x.host))
 				fh = &hosts[i];
@@ -482,28 +522,26 @@ static int follow(struct query *q, struct conn *c)
 			fh = &hosts[nh++];
 			memset(fh, 0, sizeof(*fh));
 			memcpy(fh->host, x.host, sizeof(fh->host));
-			fh->part = -1;
 		}
-		/* a re-send of what was printed: once is enough */
-		if (fh->part >= 0 && (x.seg < fh->seg || (x.seg == fh->seg &&
-		    (x.chunk < fh->chunk || (x.chunk == fh->chunk && (int)x.part <= fh->part))))) {
+		/* a chunk printed and sent again: once is enough */
+		if (fh->printed && (x.seg < fh->seg || (x.seg == fh->seg && x.chunk <= fh->chunk))) {
 			free(x.data);
 			continue;
 		}
-		fh->seg = x.seg;
-		fh->chunk = x.chunk;
-		fh->part = (int)x.part;
 		if (x.parts > 1) {
-			/* join the fragments; a chunk whose fragments do not come
-			 * in order (a failure in between) is skipped */
+			/* join the fragments of one cut; a fragment that does not
+			 * follow the one before (a failure in between) starts
+			 * nothing, and a part 0 starts again */
+			bool next = fh->whole.data && fh->whole.seg == x.seg &&
+				    fh->whole.chunk == x.chunk && fh->whole.tag == x.tag &&
+				    fh->whole.parts == x.parts && fh->whole.part + 1 == x.part;
+
 			if (x.part == 0) {
 				free(fh->whole.data);
 				fh->whole = x;
 				continue;
 			}
-			if (!fh->whole.data || fh->whole.seg != x.seg || fh->whole.chunk != x.chunk ||
-			    fh->whole.part + 1 != x.part || !join(&fh->whole, &x) ||
-			    x.part + 1 < x.parts) {
+			if (!next || !join(&fh->whole, &x) || x.part + 1 < x.parts) {
 				free(x.data);
 				continue;
 			}
@@ -511,6 +549,9 @@ static int follow(struct query *q, struct conn *c)
 			x = fh->whole;
 			memset(&fh->whole, 0, sizeof(fh->whole));
 		}
+		fh->printed = true;
+		fh->seg = x.seg;
+		fh->chunk = x.chunk;
 		r = read_open(q);
 		if (r) {
 			decode_msg(r, &x, &fh->dedup, q->cmd);

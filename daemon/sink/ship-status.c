@@ -154,7 +154,7 @@ json_t *ship_status(struct daemon *d)
 	else
 		snprintf(comp, sizeof(comp), "none");
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-		      "s:{s:I,s:I},s:s,s:I}",
+		      "s:{s:I,s:I},s:s,s:I,s:I}",
 		"state", s->state, "error", s->error, "server", s->server, "stream", s->c.stream,
 		"subject", s->c.subject, "host", s->c.host,
 		"lag_bytes", (json_int_t)lag_bytes, "lag_chunks", (json_int_t)lag_chunks,
@@ -165,7 +165,8 @@ json_t *ship_status(struct daemon *d)
 		"max_payload", (json_int_t)s->max_payload,
 		"not_shipped_by", "retention", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_RETENTION],
 		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG],
-		"compress", comp, "shipped_chunk_bytes", (json_int_t)s->acked_raw_bytes);
+		"compress", comp, "shipped_chunk_bytes", (json_int_t)s->acked_raw_bytes,
+		"acked_chunks", (json_int_t)s->acked_chunks);
 	pthread_mutex_unlock(&s->mu);
 	return j;
 }

@@ -1,7 +1,7 @@
 /* daemon/sink/ship-window.c - the publish window (ship-int.h): a chunk's
  * message, compressed (zstd, ship.compress), cut into fragments within
  * max_payload, each published asynchronously with its headers
- * (Nats-Msg-Id, host, CRC32C, format, parts, encoding); the acknowledgements, on libnats's thread, advance the
+ * (Nats-Msg-Id, host, CRC32C, format, parts); the acknowledgements, on libnats's thread, advance the
  * acknowledged position over the longest run of acks; a failure marks the
  * window for a go-back-N from the first unacknowledged message.
  */
@@ -22,17 +22,25 @@ struct pend *ship_win_at(struct ship *s, size_t i)
 	return &s->win[(s->head + i) % s->cap];
 }
 
+/* HOST/BOOTID/SEGMENT/CHUNK/PART, PART "0" for a whole message and
+ * "I.N.TAG" for fragment I of N of a message whose bytes after its header
+ * have the CRC32C TAG (proto/ship.h). */
 static void msg_id(char *buf, size_t len, const char *host, const uint8_t boot[16], uint64_t seg,
-		   uint64_t chunk, unsigned part)
+		   uint64_t chunk, unsigned part, unsigned parts, uint32_t tag)
 {
 	char hex[33];
 
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", boot[i]);
-	snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/%u", host, hex, seg, chunk, part);
+	if (parts > 1)
+		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/%u.%u.%08x", host, hex, seg, chunk,
+			 part, parts, tag);
+	else
+		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/0", host, hex, seg, chunk);
 }
 
-/* seg, chunk and part from an id msg_id() made. */
+/* seg, chunk and part from an id msg_id() made (a fragment's ".N.TAG"
+ * after its part is not needed: the window holds one cut of a chunk). */
 static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *part)
 {
 	const char *p = strrchr(id, '/');
@@ -141,9 +149,10 @@ void ship_resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk)
 	}
 }
 
-/* The bytes to send for msg: itself, or its zstd frame (ship-codec.h) in
- * s->z when ship.compress says so. NULL when it cannot be compressed (the
- * window is marked failed, as for a refused publish). */
+/* The bytes to send for msg: itself (version 1), or in s->z its header
+ * marked version 2, encoding zstd, then the zstd frame of the rest
+ * (ship-codec.h) when ship.compress says so. NULL when it cannot be
+ * compressed (the window is marked failed, as for a refused publish). */
 static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsigned level,
 			     size_t *len)
 {
@@ -152,7 +161,14 @@ static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsign
 	*len = msg->len;
 	if (!level)
 		return msg->data;
-	if (ringlog_ship_compress(&s->z, (int)level, msg->data, msg->len, &why) == 0) {
+	if (ringlog_ship_compress(&s->z, (int)level, RINGLOG_SHIP_HDR_SIZE,
+				  msg->data + RINGLOG_SHIP_HDR_SIZE, msg->len - RINGLOG_SHIP_HDR_SIZE,
+				  &why) == 0) {
+		struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)(void *)s->z.data;
+
+		memcpy(h, msg->data, RINGLOG_SHIP_HDR_SIZE);
+		h->version = RINGLOG_SHIP_VERSION_ENCODED;
+		h->encoding = RINGLOG_SHIP_ENC_ZSTD;
 		*len = s->z.len;
 		return s->z.data;
 	}
@@ -173,9 +189,10 @@ static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsign
 int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)
 {
 	struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)msg->data;
-	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16];
+	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16], format[4];
 	const uint8_t *data;
 	unsigned nparts, level;
+	uint32_t tag = 0;
 	size_t total;
 	int err = 0;
 
@@ -193,6 +210,9 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		return -EIO;
 	nparts = (unsigned)((total + limit - 1) / limit);
 	snprintf(parts, sizeof(parts), "%u", nparts);
+	snprintf(format, sizeof(format), "%u", level ? RINGLOG_SHIP_VERSION_ENCODED : RINGLOG_SHIP_VERSION);
+	if (nparts > 1) /* the cut's name: the bytes after the header */
+		tag = ringlog_crc32c(0, data + RINGLOG_SHIP_HDR_SIZE, total - RINGLOG_SHIP_HDR_SIZE);
 	for (unsigned i = 0; i < nparts; i++) {
 		size_t off = (size_t)i * limit, len = total - off < limit ? total - off : limit;
 		natsMsg *m = NULL;
@@ -210,7 +230,7 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
-		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i);
+		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i, nparts, tag);
 		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data + off, len));
 		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)data + off, (int)len);
 		if (st == NATS_OK)
@@ -220,11 +240,9 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
 		if (st == NATS_OK)
-			st = natsMsgHeader_Set(m, "Ringlog-Format", "1");
+			st = natsMsgHeader_Set(m, "Ringlog-Format", format);
 		if (st == NATS_OK && nparts > 1)
 			st = natsMsgHeader_Set(m, "Ringlog-Parts", parts);
-		if (st == NATS_OK && level)
-			st = natsMsgHeader_Set(m, RINGLOG_SHIP_ENCODING_HDR, RINGLOG_SHIP_ENCODING_ZSTD);
 		if (st == NATS_OK) {
 			jsPubOptions po;
 
