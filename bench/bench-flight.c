@@ -227,24 +227,53 @@ int main(int argc, char **argv)
 	/* 2. a snapshot of a full 256 MiB buffer */
 	if (!cpu_only) {
 		pid_t d = daemon_start("{ \"providers\": { \"*\": {\"level\": 1, \"flight_level\": 5} },"
-				       " \"max_disk\": \"2G\", \"flight\": { \"size\": \"256M\", \"pre\": \"1h\","
-				       " \"post\": \"0s\", \"max_disk\": \"1G\" } }");
+				       " \"max_disk\": \"4G\", \"flight\": { \"size\": \"256M\", \"pre\": \"1h\","
+				       " \"post\": \"0s\", \"max_disk\": \"2G\" } }");
 		char cmd[800];
 		json_t *j;
-		uint64_t bytes, ms_ns;
+		uint64_t bytes = 0, ms_ns;
+
+		/* The disk's flush of 256 MiB varies by tens of ms from one
+		 * write to the next on this machine's virtual disk (dd with
+		 * conv=fsync: 203 to 269 ms): the row is the median of SNAPS
+		 * snapshots of the same full buffer, with their range. */
+		enum { SNAPS = 5 };
+		double ms[SNAPS], lo = 1e12, hi = 0;
+		char what[200];
+		int got = 0;
 
 		/* ~280 bytes an event: 1.3 M of them overfill 256 MiB */
 		emit(1300000, 240, 64, 20);
-		snprintf(cmd, sizeof(cmd), "%s snapshot --socket %s >/dev/null 2>&1", cli_path, sock);
-		if (system(cmd) != 0)
-			fprintf(stderr, "bench-flight: ringlog snapshot failed\n");
-		j = status();
-		bytes = get(json_object_get(j, "flight"), "bytes", NULL);
-		ms_ns = get(json_object_get(json_object_get(j, "flight"), "snapshots"), "last_write_ns", NULL);
+		for (int k = 0; k < (quick ? 1 : SNAPS); k++) {
+			int at = got;
+
+			snprintf(cmd, sizeof(cmd), "%s snapshot --socket %s >/dev/null 2>&1", cli_path, sock);
+			if (system(cmd) != 0) {
+				fprintf(stderr, "bench-flight: ringlog snapshot failed\n");
+				continue;
+			}
+			j = status();
+			bytes = get(json_object_get(j, "flight"), "bytes", NULL);
+			ms_ns = get(json_object_get(json_object_get(j, "flight"), "snapshots"), "last_write_ns",
+				    NULL);
+			json_decref(j);
+			/* sorted as they come */
+			while (at > 0 && ms[at - 1] > (double)ms_ns / 1e6) {
+				ms[at] = ms[at - 1];
+				at--;
+			}
+			ms[at] = (double)ms_ns / 1e6;
+			got++;
+			usleep(500000);
+		}
+		for (int k = 0; k < got; k++) {
+			lo = ms[k] < lo ? ms[k] : lo;
+			hi = ms[k] > hi ? ms[k] : hi;
+		}
 		printf("| flight buffer held at the snapshot (MiB) | %.1f | 256 |\n", (double)bytes / 1048576.0);
-		row("snapshot of the full 256 MiB flight buffer: write, fsync, rename (ms)",
-		    (double)ms_ns / 1e6, "<= 250");
-		json_decref(j);
+		snprintf(what, sizeof(what), "snapshot of the full 256 MiB flight buffer: write, fsync, "
+			 "rename (ms), median of %d (%.0f..%.0f)", got, got ? lo : 0, got ? hi : 0);
+		row(what, got ? ms[got / 2] : -1, "<= 250");
 		daemon_stop(d);
 	}
 

@@ -44,16 +44,54 @@ static void sleep_ms(long ms)
 }
 
 /* A configuration: Test.Flight stored up to info, verbose in memory. */
-static pid_t start(struct live *e, const char *flight, const char *top)
+/* The configuration start() runs with (its path in path). */
+static void write_conf(const struct live *e, const char *flight, const char *top, char *path,
+		       size_t len)
 {
-	char path[400], text[2048];
+	char text[2048];
 
-	snprintf(path, sizeof(path), "%s/ringlogd.json", e->dir);
+	snprintf(path, len, "%s/ringlogd.json", e->dir);
 	snprintf(text, sizeof(text), "{ %s%s\"providers\": { \"Test.*\": {\"level\": 4, "
 		 "\"flight_level\": 5} }, \"flight\": { %s } }", top ? top : "", top ? ", " : "",
 		 flight);
 	live_write_file(path, text);
+}
+
+static pid_t start(struct live *e, const char *flight, const char *top)
+{
+	char path[400];
+
+	write_conf(e, flight, top, path, sizeof(path));
 	return live_daemon(e, "--config", path, NULL);
+}
+
+/* Another flight section for the next reload. */
+static void start_conf(const struct live *e, const char *flight)
+{
+	char path[400];
+
+	write_conf(e, flight, NULL, path, sizeof(path));
+}
+
+/* SIGHUP, and wait until the daemon says it applied it. */
+static void reload(const struct live *e, pid_t d)
+{
+	char log[65536];
+	const char *at;
+	unsigned before = 0, now = 0;
+
+	live_log(e, log, sizeof(log));
+	for (at = log; (at = strstr(at, "SIGHUP: configuration reloaded")); at++)
+		before++;
+	cr_assert_eq(kill(d, SIGHUP), 0);
+	for (int i = 0; i < 100 && now <= before; i++) {
+		sleep_ms(50);
+		live_log(e, log, sizeof(log));
+		now = 0;
+		for (at = log; (at = strstr(at, "SIGHUP: configuration reloaded")); at++)
+			now++;
+	}
+	cr_assert_gt(now, before, "the daemon did not log the reload");
 }
 
 static unsigned snapshots(const struct live *e, char paths[][700], unsigned max)
@@ -627,6 +665,23 @@ Test(flight, triggers_close_together_coalesce_and_max_snapshots_refuses_the_rest
 	cr_expect_eq(json_integer_value(json_object_get(sn, "refused")), 1);
 	cr_expect_geq(json_integer_value(json_object_get(sn, "coalesced")), 1);
 	json_decref(st);
+	/* a reload to 4/h: two more this hour, then refused; and back to 1/h:
+	 * none (the newest one began within the hour) */
+	start_conf(&e, "\"size\": \"8M\", \"pre\": \"10s\", \"post\": \"2s\", "
+		   "\"max_snapshots\": \"4/h\"");
+	reload(&e, d);
+	for (int k = 0; k < 3; k++) {
+		snprintf(cmd, sizeof(cmd), CLI " snapshot --reason after-reload-%d 2>&1", k);
+		cr_expect_eq(live_run(cmd, out[2], sizeof(out[2])), k < 2 ? 0 : 1, "4/h, %d: %s", k,
+			     out[2]);
+	}
+	cr_expect_eq(snapshots(&e, NULL, 0), 4);
+	start_conf(&e, "\"size\": \"8M\", \"pre\": \"10s\", \"post\": \"2s\", "
+		   "\"max_snapshots\": \"1/h\"");
+	reload(&e, d);
+	snprintf(cmd, sizeof(cmd), CLI " snapshot --reason after-second-reload 2>&1");
+	cr_expect_eq(live_run(cmd, out[2], sizeof(out[2])), 1, "1/h: %s", out[2]);
+	cr_expect_eq(snapshots(&e, NULL, 0), 4);
 	kill(p, SIGTERM);
 	waitpid(p, NULL, 0);
 	live_daemon_stop(d);

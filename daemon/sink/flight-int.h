@@ -61,6 +61,7 @@ struct fl_pending {
 
 struct flight {
 	struct daemon *d;
+	unsigned trigger_level;  /* flight.trigger_level, here for the hot path */
 	uint8_t *mem;
 	size_t size, chunk;
 	unsigned nslots;
@@ -76,6 +77,9 @@ struct flight {
 	                      * open, len need not be 8-aligned (its
 	                      * padding comes when it ends: fl_pack_end) */
 	uint32_t span_stream;
+	uint32_t span_nev;   /* its writer's events described when it began:
+	                      * a description ends a PACK (put()), so an id
+	                      * below it is described in this chunk */
 	uint64_t span_next;  /* ring position it continues at */
 	uint64_t span_ts;    /* its last event's timestamp (pack.h) */
 	/* described in chunk gen: by writer id (with the metadata events
@@ -99,6 +103,7 @@ struct flight {
 
 	struct fl_pending pend;
 	uint64_t *taken_at;      /* CLOCK_MONOTONIC of the last max_snapshots */
+	unsigned ntaken;         /* its entries */
 	unsigned taken_next;
 	uint64_t triggers, coalesced, refused, written, failed;
 	uint64_t refused_logged; /* CLOCK_MONOTONIC of the last refusal logged */

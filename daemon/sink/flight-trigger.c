@@ -102,7 +102,7 @@ void fl_trigger(struct flight *f, const char *reason, uint64_t waiter)
 			return;
 		}
 		f->taken_at[f->taken_next] = now;
-		f->taken_next = (f->taken_next + 1) % cf->max_snapshots;
+		f->taken_next = (f->taken_next + 1) % f->ntaken;
 	}
 	memset(p, 0, sizeof(*p));
 	p->on = true;

@@ -312,7 +312,7 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 	 * room for the record packed and, at the PACK's end, its filler */
 	size_t most = RINGLOG_PACK_MAX(rec->len) + 7;
 	bool extend = f->span_off != SIZE_MAX && f->span_stream == r->id && f->span_next == pos &&
-		      rec->id < f->w_nev[r->c->id] && f->len + most <= body_cap(f);
+		      rec->id < f->span_nev && f->len + most <= body_cap(f);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
 
 	f->events_in++;
@@ -335,6 +335,7 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 		memcpy(p + sizeof(h), &pos, sizeof(pos));
 		f->span_off = f->len;
 		f->span_stream = r->id;
+		f->span_nev = f->w_nev[r->c->id];
 		f->span_ts = 0; /* pack.h: the first event's delta is from 0 */
 		f->len += h.len;
 	}
@@ -347,8 +348,8 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 		f->ts_min[k] = ts;
 	if (ts > f->ts_max[k])
 		f->ts_max[k] = ts;
-	if (f->d->cfg.flight.trigger_level && rec->e->level >= 1 &&
-	    rec->e->level <= f->d->cfg.flight.trigger_level) {
+	if (__builtin_expect(f->trigger_level != 0, 0) && rec->e->level >= 1 &&
+	    rec->e->level <= f->trigger_level) {
 		const char *prov = ringlog_meta_provider(&r->c->meta, rec->e->provider);
 
 		if (wants_trigger(f, prov)) {
@@ -496,12 +497,23 @@ int flight_start(struct daemon *d)
 	while (f->chunk > 64u * 1024 && f->size / f->chunk < FL_SLOTS_MIN * 4)
 		f->chunk /= 2;
 	f->nslots = (unsigned)(f->size / f->chunk);
+	/* flight.size holds the buffer's bookkeeping too (this struct, a
+	 * slot's state, its overwritten count and pin, the snapshot's parts),
+	 * so that the daemon's memory stays within size plus what it needs
+	 * without a flight recorder: a slot less when they do not fit */
+	while (f->nslots > FL_SLOTS_MIN &&
+	       (size_t)f->nslots * f->chunk + sizeof(*f) +
+	       (size_t)f->nslots * (sizeof(*f->slots) + sizeof(*f->over) + sizeof(*f->pinned) +
+				    sizeof(struct snap_part)) +
+	       (size_t)cf->max_snapshots * sizeof(*f->taken_at) > f->size)
+		f->nslots--;
 	/* Allocated and touched once, here: the memory status shows is the
 	 * memory the daemon holds from now on. */
 	f->mem = file_aligned((size_t)f->nslots * f->chunk);
 	f->slots = calloc(f->nslots, sizeof(*f->slots));
 	f->over = calloc(f->nslots, sizeof(*f->over));
-	f->taken_at = calloc(10000, sizeof(*f->taken_at));
+	f->taken_at = calloc(cf->max_snapshots, sizeof(*f->taken_at));
+	f->ntaken = cf->max_snapshots;
 	if (!f->mem || !f->slots || !f->over || !f->taken_at) {
 		d_log(LOG_ERR, "flight recorder: cannot allocate %llu bytes: it is off",
 		      (unsigned long long)f->size);
@@ -522,12 +534,34 @@ int flight_start(struct daemon *d)
 	      (unsigned long long)(cf->post_ns / 1000000000ull));
 configured:
 	f = d->flight;
+	f->trigger_level = cf->trigger_level;
 	if (cf->snapshot_dir[0])
 		snprintf(f->dir, sizeof(f->dir), "%s", cf->snapshot_dir);
 	else
 		snprintf(f->dir, sizeof(f->dir), "%s/snapshots", d->cfg.storage_dir);
 	snap_scan(f->dir, !f->busy, &f->snaps, &f->snap_bytes, NULL, 0);
-	f->taken_next %= cf->max_snapshots;
+	/* when the last max_snapshots began: as many entries as that (a
+	 * reload may raise it; the new ones are "never"), not the most it may
+	 * be, which would be memory the daemon holds for nothing */
+	if (cf->max_snapshots != f->ntaken) {
+		unsigned n = cf->max_snapshots, keep = n < f->ntaken ? n : f->ntaken;
+		uint64_t *t = calloc(n, sizeof(*t));
+
+		/* the newest `keep` of them, oldest first, at the end: the
+		 * new entries before them are "never", and come first */
+		if (t) {
+			for (unsigned k = 0; k < keep; k++)
+				t[n - keep + k] = f->taken_at[(f->taken_next + f->ntaken - keep + k) %
+							      f->ntaken];
+			free(f->taken_at);
+			f->taken_at = t;
+			f->ntaken = n;
+			f->taken_next = 0;
+		} else {
+			d_log(LOG_WARNING, "flight recorder: out of memory for flight.max_snapshots %u: "
+			      "%u per period until the next reload", n, f->ntaken);
+		}
+	}
 	sink_want(&d->sinks, &d->flight_sink, true);
 	return 0;
 }

@@ -122,7 +122,21 @@ struct sink {
 struct sink_list {
 	struct sink *head;
 	unsigned wanting;     /* sinks with want_records set */
+	struct sink *only;    /* the one of them when wanting is 1, else NULL:
+	                       * the flight recorder alone, or a tail alone,
+	                       * is called without a walk of the list */
 };
+
+/* l->only, from the list (when a sink joins or its want changes). */
+static inline void sink_only_update(struct sink_list *l)
+{
+	l->only = NULL;
+	if (l->wanting != 1)
+		return;
+	for (struct sink *s = l->head; s; s = s->next)
+		if (s->want_records)
+			l->only = s;
+}
 
 /* Append s (want_records as set) to the list. */
 static inline void sink_link(struct sink_list *l, struct sink *s)
@@ -135,6 +149,7 @@ static inline void sink_link(struct sink_list *l, struct sink *s)
 	*pp = s;
 	if (s->want_records)
 		l->wanting++;
+	sink_only_update(l);
 }
 
 /* A sink starts or stops wanting records (a tail joins or leaves, a
@@ -148,12 +163,18 @@ static inline void sink_want(struct sink_list *l, struct sink *s, bool on)
 		l->wanting++;
 	else
 		l->wanting--;
+	sink_only_update(l);
 }
 
 /* Fan-out helpers for the store (and shutdown for lifecycle.c). The store
  * calls the first two only while l->wanting is not 0. */
 static inline void sink_publish_record(const struct sink_list *l, const struct sink_record *rec)
 {
+	if (l->only) {
+		if (l->only->ops->record)
+			l->only->ops->record(l->only, rec);
+		return;
+	}
 	for (struct sink *s = l->head; s; s = s->next)
 		if (s->want_records && s->ops->record)
 			s->ops->record(s, rec);
