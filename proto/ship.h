@@ -16,6 +16,10 @@
  *   |  shipped        |  record format)       |                          |
  *   +-----------------+-----------------------+--------------------------+
  *
+ * A new encoding comes with a new version (and Ringlog-Format): a reader
+ * that does not know a message's version leaves it alone, and a version 2
+ * message with an encoding other than 1 is damaged.
+ *
  * Compressed (ship.compress, zstd by default: encoding 1, version 2), the
  * header stays as it is and the descriptions and body after it are one
  * zstd frame (ship-codec.h) that decodes to exactly desc_len + body_len
@@ -45,7 +49,8 @@
  *                   outage or a lost acknowledgement. PART is "0" for a
  *                   whole message; for a fragment "I.N.TAG": I of N, TAG
  *                   the CRC32C (8 hex digits) of the message's bytes after
- *                   its header. A chunk cut otherwise when sent again
+ *                   its header followed by the fragments' size (8 bytes,
+ *                   little-endian). A chunk cut otherwise when sent again
  *                   (another ship.compress, another max_payload, another
  *                   zstd) has other ids, so JetStream keeps both cuts and a
  *                   reader joins fragments of one cut only

@@ -76,7 +76,7 @@ static void start_conf(const struct live *e, const char *flight)
 /* SIGHUP, and wait until the daemon says it applied it. */
 static void reload(const struct live *e, pid_t d)
 {
-	char log[65536];
+	static char log[1 << 22];
 	const char *at;
 	unsigned before = 0, now = 0;
 

@@ -1275,8 +1275,8 @@ Test(ship, small_max_payload_uncompressed, .timeout = 180)
 /* Publish len bytes of data to c's stream as message id "mallory/0../0/
  * CHUNK/PART" (part as text: "0", or "I.N.TAG" for a fragment), with a
  * right CRC32C, Ringlog-Parts when cut and Ringlog-Format format. */
-static void publish_forged(const struct cluster *c, unsigned chunk, const char *part,
-			   unsigned parts, const char *format, const void *data, size_t len)
+static void publish_as(const struct cluster *c, const char *host, unsigned chunk, const char *part,
+		       unsigned parts, const char *format, const void *data, size_t len)
 {
 	natsConnection *nc = NULL;
 	jsCtx *js = NULL;
@@ -1285,14 +1285,17 @@ static void publish_forged(const struct cluster *c, unsigned chunk, const char *
 	jsErrCode jerr = 0;
 	char id[160], crc[16], n[16];
 
-	snprintf(id, sizeof(id), "mallory/%032x/0/%u/%s", 0, chunk, part);
+	char subject[100];
+
+	snprintf(id, sizeof(id), "%s/%032x/0/%u/%s", host, 0, chunk, part);
+	snprintf(subject, sizeof(subject), "ringlog.%s", host);
 	snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data, len));
 	snprintf(n, sizeof(n), "%u", parts);
 	cr_assert_eq(natsConnection_ConnectTo(&nc, c->urls), NATS_OK);
 	cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-	cr_assert_eq(natsMsg_Create(&m, "ringlog.mallory", NULL, data, (int)len), NATS_OK);
+	cr_assert_eq(natsMsg_Create(&m, subject, NULL, data, (int)len), NATS_OK);
 	natsMsgHeader_Set(m, "Nats-Msg-Id", id);
-	natsMsgHeader_Set(m, "Ringlog-Host", "mallory");
+	natsMsgHeader_Set(m, "Ringlog-Host", host);
 	natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
 	natsMsgHeader_Set(m, "Ringlog-Format", format);
 	if (parts > 1)
@@ -1302,6 +1305,12 @@ static void publish_forged(const struct cluster *c, unsigned chunk, const char *
 	natsMsg_Destroy(m);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
+}
+
+static void publish_forged(const struct cluster *c, unsigned chunk, const char *part,
+			   unsigned parts, const char *format, const void *data, size_t len)
+{
+	publish_as(c, "mallory", chunk, part, parts, format, data, len);
 }
 
 /* A version 2 (encoded) ship header for desc + body bytes, then frame. */
@@ -1319,15 +1328,16 @@ static size_t forged_v2(uint8_t *buf, uint32_t encoding, uint32_t decoded, const
 }
 
 /* `ringlog read --nats --host mallory` on c: its standard error. */
-static void read_mallory(const struct live *e, const struct cluster *c, char *err, size_t len,
-			 uint64_t *lines)
+static void read_host(const struct live *e, const struct cluster *c, const char *host, char *err,
+		      size_t len, uint64_t *lines)
 {
-	char cmd[1200], line[4096];
+	char cmd[1200], line[4096], want[100];
 	FILE *f;
 	size_t n;
 
+	snprintf(want, sizeof(want), "\"host\":\"%s\"", host);
 	snprintf(cmd, sizeof(cmd), RINGLOG_CLI_PATH " read --nats %s --stream RLTEST -o json "
-		 "--host mallory 2>%s/err.txt >%s/mallory.json", c->urls, e->dir, e->dir);
+		 "--host %s 2>%s/err.txt >%s/mallory.json", c->urls, host, e->dir, e->dir);
 	cr_expect_eq(system(cmd), 0, "%s", cmd);
 	snprintf(cmd, sizeof(cmd), "%s/err.txt", e->dir);
 	f = fopen(cmd, "r");
@@ -1340,10 +1350,16 @@ static void read_mallory(const struct live *e, const struct cluster *c, char *er
 	cr_assert(f);
 	*lines = 0;
 	while (fgets(line, sizeof(line), f))
-		*lines += strstr(line, "\"host\":\"mallory\"") != NULL;
+		*lines += strstr(line, want) != NULL;
 	fclose(f);
-	cr_log_info("read --nats --host mallory: %llu lines; said:\n%s", (unsigned long long)*lines,
+	cr_log_info("read --nats --host %s: %llu lines; said:\n%s", host, (unsigned long long)*lines,
 		    err);
+}
+
+static void read_mallory(const struct live *e, const struct cluster *c, char *err, size_t len,
+			 uint64_t *lines)
+{
+	read_host(e, c, "mallory", err, len, lines);
 }
 
 /* Messages that claim to be ringlog chunks but are not what they say (a
@@ -1381,8 +1397,8 @@ Test(ship, forged_encodings_are_named_and_skipped, .timeout = 180)
 	read_mallory(&e, &c, err, sizeof(err), &lines);
 	cr_expect_eq(lines, 0);
 	cr_expect(strstr(err, "/0/1/0 is in format 3, which this ringlog cannot read"), "%s", err);
-	cr_expect(strstr(err, "chunk 0/2 of mallory is encoded as 7, which this ringlog cannot "
-			      "read"), "%s", err);
+	cr_expect(strstr(err, "chunk 0/2 of mallory says version 2 and encoding 7, which version 2 "
+			      "does not have"), "%s", err);
 	cr_expect(strstr(err, "chunk 0/3 of mallory cannot be decompressed (not a zstd frame)"),
 		  "%s", err);
 	cr_expect(strstr(err, "chunk 0/4 of mallory cannot be decompressed (the header's "
@@ -1464,6 +1480,21 @@ Test(ship, a_chunk_sent_again_cut_otherwise_is_read_whole_once, .timeout = 180)
 	cr_expect_eq(lines, events, "the chunk's %llu events read %llu times",
 		     (unsigned long long)events, (unsigned long long)lines);
 	cr_expect(!strstr(err, "lacks fragments") && !strstr(err, "cannot be"), "%s", err);
+
+	/* two cuts that share a tag but not their number of fragments (a
+	 * writer from before the tag named the fragments' size): the whole
+	 * one in 2 is read, the one in 3 lacking its middle is not mixed in */
+	publish_as(&c, "trudy", 7, part, 2, "1", plain + len / 2, len - len / 2);
+	snprintf(part, sizeof(part), "0.2.%08x", tag);
+	publish_as(&c, "trudy", 7, part, 2, "1", plain, len / 2);
+	snprintf(part, sizeof(part), "0.3.%08x", tag);
+	publish_as(&c, "trudy", 7, part, 3, "1", plain, len / 3);
+	snprintf(part, sizeof(part), "2.3.%08x", tag);
+	publish_as(&c, "trudy", 7, part, 3, "1", plain + 2 * (len / 3), len - 2 * (len / 3));
+	read_host(&e, &c, "trudy", err, sizeof(err), &lines);
+	cr_expect_eq(lines, events, "trudy: the chunk's %llu events read %llu times",
+		     (unsigned long long)events, (unsigned long long)lines);
+	cr_expect(!strstr(err, "lacks fragments") && !strstr(err, "cannot be"), "%s", err);
 	natsMsg_Destroy(m);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
@@ -1520,6 +1551,21 @@ Test(ship, mutual_tls, .timeout = 180)
 	live_daemon_stop(d);
 	cluster_stop(&c);
 	live_cleanup(&e);
+}
+
+/* Shipping is the daemon's and the command's: libringlog, which every
+ * program links, needs neither libnats nor libzstd (nor anything but the C
+ * library). */
+Test(ship, libringlog_links_neither_libnats_nor_libzstd)
+{
+	char out[8192];
+	int rc = live_run("ldd " LIBRINGLOG_PATH " 2>&1", out, sizeof(out));
+
+	cr_assert_eq(rc, 0, "ldd %s: %s", LIBRINGLOG_PATH, out);
+	cr_log_info("ldd libringlog:\n%s", out);
+	cr_expect(strstr(out, "libc.so"), "%s", out);
+	cr_expect(!strstr(out, "libnats") && !strstr(out, "libzstd") && !strstr(out, "libjansson") &&
+		  !strstr(out, "libuv"), "libringlog links more than the C library:\n%s", out);
 }
 
 /* --check-config names the ship key and the value. */

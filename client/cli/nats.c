@@ -184,6 +184,8 @@ static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 		goto bad;
 	/* a fragment names its cut (proto/ship.h); one from before cuts were
 	 * named has none, and is joined as before */
+	if (k == 5)
+		goto bad;
 	if (k == 6) {
 		if (n != out->parts)
 			goto bad;
@@ -226,12 +228,13 @@ static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char 
 	    h->header_size > x->len ||
 	    (h->version != RINGLOG_SHIP_VERSION && h->version != RINGLOG_SHIP_VERSION_ENCODED) ||
 	    (h->version == RINGLOG_SHIP_VERSION && h->encoding != RINGLOG_SHIP_ENC_NONE)) {
+		/* a newer version is left alone before (its Ringlog-Format) */
 		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is not in a format "
 			"this ringlog reads; skipped\n", cmd, x->seg, x->chunk, x->host);
 		return NULL;
 	}
 	want = (uint64_t)h->desc_len + h->body_len;
-	if (h->version == RINGLOG_SHIP_VERSION || h->encoding == RINGLOG_SHIP_ENC_NONE) {
+	if (h->version == RINGLOG_SHIP_VERSION) {
 		if (h->header_size + want > x->len) {
 			fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is shorter than "
 				"its header says; skipped\n", cmd, x->seg, x->chunk, x->host);
@@ -240,9 +243,10 @@ static const struct ringlog_ship_hdr *ship_hdr(const struct nmsg *x, const char 
 		*desc = x->data + h->header_size;
 		return h;
 	}
+	/* version 2 is zstd (a new encoding comes with a new version) */
 	if (h->encoding != RINGLOG_SHIP_ENC_ZSTD) {
-		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s is encoded as %u, "
-			"which this ringlog cannot read (it reads 1, zstd); skipped: update ringlog\n",
+		fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s says version 2 and "
+			"encoding %u, which version 2 does not have (1, zstd); skipped\n",
 			cmd, x->seg, x->chunk, x->host, h->encoding);
 		return NULL;
 	}
@@ -280,18 +284,21 @@ static int cmp_msg(const void *a, const void *b)
 		return x->chunk < y->chunk ? -1 : 1;
 	if (x->tag != y->tag) /* one cut's fragments together */
 		return x->tag < y->tag ? -1 : 1;
+	if (x->parts != y->parts)
+		return x->parts < y->parts ? -1 : 1;
 	return (int)x->part - (int)y->part;
 }
 
-/* One whole message's events and its "not shipped" count into the lines. */
-static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
+/* One whole message's events and its "not shipped" count into the lines:
+ * false when it is not one this ringlog reads (said). */
+static bool decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup *dedup,
 		       const char *cmd)
 {
 	const uint8_t *desc = NULL;
 	const struct ringlog_ship_hdr *h = ship_hdr(m, cmd, &desc);
 
 	if (!h)
-		return;
+		return false;
 	if (h->not_shipped) {
 		struct ringlog_dec_loss l = {
 			.records = h->not_shipped,
@@ -304,6 +311,7 @@ static void decode_msg(struct rd *r, const struct nmsg *m, struct ringlog_dedup 
 	}
 	read_decode(r, m->host, &h->clock, dedup, h->first_real_ns, h->first_real_ns,
 		    h->last_real_ns, desc, h->desc_len, desc + h->desc_len, h->body_len);
+	return true;
 }
 
 /* Append fragment y to x (the next one of the same chunk). */
@@ -412,8 +420,7 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 				     msgs[e].parts == msgs[k].parts; e++)
 					;
 				if (msgs[k].parts == 1) {
-					decode_msg(r, &msgs[k], &dedup, q->cmd);
-					done = true;
+					done = decode_msg(r, &msgs[k], &dedup, q->cmd);
 					continue;
 				}
 				/* fragments 0..N-1 of one cut, in order; a part
@@ -428,13 +435,11 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 				for (size_t x = k + 1; x < e; x++)
 					if (msgs[x].part == whole.part + 1 && !join(&whole, &msgs[x]))
 						break;
-				if (whole.part + 1 == whole.parts) {
-					decode_msg(r, &whole, &dedup, q->cmd);
-					done = true;
-				}
+				if (whole.part + 1 == whole.parts)
+					done = decode_msg(r, &whole, &dedup, q->cmd);
 				free(whole.data);
 			}
-			if (!done)
+			if (!done && msgs[i].parts > 1)
 				fprintf(stderr, "ringlog %s: chunk %" PRIu64 "/%" PRIu64 " of %s lacks "
 					"fragments in the stream; skipped\n", q->cmd, msgs[i].seg,
 					msgs[i].chunk, msgs[i].host);
@@ -549,12 +554,14 @@ static int follow(struct query *q, struct conn *c)
 			x = fh->whole;
 			memset(&fh->whole, 0, sizeof(fh->whole));
 		}
-		fh->printed = true;
-		fh->seg = x.seg;
-		fh->chunk = x.chunk;
 		r = read_open(q);
 		if (r) {
-			decode_msg(r, &x, &fh->dedup, q->cmd);
+			/* a cut that does not decode leaves room for another */
+			if (decode_msg(r, &x, &fh->dedup, q->cmd)) {
+				fh->printed = true;
+				fh->seg = x.seg;
+				fh->chunk = x.chunk;
+			}
 			read_close(r, false);
 			fflush(stdout);
 		}

@@ -88,9 +88,9 @@ void fl_trigger(struct flight *f, const char *reason, uint64_t waiter)
 
 			f->refused++;
 			snprintf(msg, sizeof(msg), "snapshot refused: flight.max_snapshots allows %u per "
-				 "%llu s and %u were taken (trigger: %s)", cf->max_snapshots,
+				 "%llu s and %u were taken (trigger: %s)", f->ntaken,
 				 (unsigned long long)(cf->max_snapshots_per_ns / 1000000000ull),
-				 cf->max_snapshots, reason);
+				 f->ntaken, reason);
 			/* a storm of error events must not become a storm of
 			 * log lines: one a minute, the count in status */
 			if (!f->refused_logged || now - f->refused_logged >= 60000000000ull) {

@@ -504,7 +504,7 @@ int flight_start(struct daemon *d)
 	while (f->nslots > FL_SLOTS_MIN &&
 	       (size_t)f->nslots * f->chunk + sizeof(*f) +
 	       (size_t)f->nslots * (sizeof(*f->slots) + sizeof(*f->over) + sizeof(*f->pinned) +
-				    sizeof(struct snap_part)) +
+				    sizeof(struct snap_part)) + sizeof(struct snap_part) +
 	       (size_t)cf->max_snapshots * sizeof(*f->taken_at) > f->size)
 		f->nslots--;
 	/* Allocated and touched once, here: the memory status shows is the

@@ -79,6 +79,7 @@ struct ship_conf {
 struct pend {
 	uint64_t seg, chunk;
 	uint16_t part, parts;
+	uint32_t tag;          /* the cut's (msg_id()), 0 whole */
 	uint8_t state;
 	uint32_t events;
 	uint64_t bytes;        /* message bytes, as sent (compressed) */

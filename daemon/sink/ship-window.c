@@ -39,11 +39,13 @@ static void msg_id(char *buf, size_t len, const char *host, const uint8_t boot[1
 		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/0", host, hex, seg, chunk);
 }
 
-/* seg, chunk and part from an id msg_id() made (a fragment's ".N.TAG"
- * after its part is not needed: the window holds one cut of a chunk). */
-static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *part)
+/* seg, chunk, part and the cut's tag (0: whole) from an id msg_id()
+ * made: a late ack of another cut of the same chunk is not this one's. */
+static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *part,
+		     uint32_t *tag)
 {
 	const char *p = strrchr(id, '/');
+	unsigned n;
 	int k = 0;
 
 	/* the last three fields: walk back over two more slashes */
@@ -53,7 +55,11 @@ static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *p
 			p--;
 		k++;
 	}
-	return p && sscanf(p, "/%" SCNu64 "/%" SCNu64 "/%u", seg, chunk, part) == 3;
+	*tag = 0;
+	if (!p)
+		return false;
+	k = sscanf(p, "/%" SCNu64 "/%" SCNu64 "/%u.%u.%" SCNx32, seg, chunk, part, &n, tag);
+	return k == 3 || k == 5;
 }
 
 /* Pop the acknowledged run at the head of the window. */
@@ -90,9 +96,10 @@ void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *
 	const char *id = NULL;
 	uint64_t seg, chunk;
 	unsigned part;
+	uint32_t tag;
 
 	if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) != NATS_OK || !id ||
-	    !parse_id(id, &seg, &chunk, &part)) {
+	    !parse_id(id, &seg, &chunk, &part, &tag)) {
 		natsMsg_Destroy(msg);
 		return;
 	}
@@ -102,7 +109,8 @@ void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *
 	for (size_t i = 0; js == s->js && i < s->n; i++) {
 		struct pend *p = ship_win_at(s, i);
 
-		if (p->seg != seg || p->chunk != chunk || p->part != part || p->state != P_SENT)
+		if (p->seg != seg || p->chunk != chunk || p->part != part || p->tag != tag ||
+		    p->state != P_SENT)
 			continue;
 		if (pa) {
 			/* acknowledged again after a failure: back to normal */
@@ -211,8 +219,15 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 	nparts = (unsigned)((total + limit - 1) / limit);
 	snprintf(parts, sizeof(parts), "%u", nparts);
 	snprintf(format, sizeof(format), "%u", level ? RINGLOG_SHIP_VERSION_ENCODED : RINGLOG_SHIP_VERSION);
-	if (nparts > 1) /* the cut's name: the bytes after the header */
+	if (nparts > 1) {
+		/* the cut's name: the bytes after the header, then the
+		 * fragments' size (8 bytes, little-endian): another
+		 * max_payload with as many fragments is another cut */
+		uint64_t cut = (uint64_t)limit;
+
 		tag = ringlog_crc32c(0, data + RINGLOG_SHIP_HDR_SIZE, total - RINGLOG_SHIP_HDR_SIZE);
+		tag = ringlog_crc32c(tag, &cut, sizeof(cut));
+	}
 	for (unsigned i = 0; i < nparts; i++) {
 		size_t off = (size_t)i * limit, len = total - off < limit ? total - off : limit;
 		natsMsg *m = NULL;
@@ -221,7 +236,7 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 
 		pthread_mutex_lock(&s->mu);
 		p = ship_win_at(s, s->n);
-		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = (uint16_t)i,
+		*p = (struct pend){ .seg = r->seg, .chunk = r->f.chunk.seq, .part = (uint16_t)i, .tag = tag,
 				    .parts = (uint16_t)nparts, .state = P_SENT,
 				    .events = i ? 0 : h->events, .bytes = len,
 				    .raw_bytes = i ? 0 : msg->len,
