@@ -120,12 +120,13 @@ lost_total() {
 	RINGLOG_SOCKET="$dir/sock" "$build/client/ringlog" status --json | tr ',' '\n' |
 		sed -n 's/.*"total": *\([0-9]*\).*/\1/p' | head -1
 }
-sustained="-" sustained_pace="-"
+sustained="-" sustained_pace="-" sustained_mbs="-"
 paces="250 500 1000 2000 4000"
 [ $quick -eq 1 ] && paces="250 500"
 for pace in $paces; do
 	step "bench: shipping sustained, $events events at $pace events/ms"
 	before=$(status_num shipped_events)
+	sb0=$(status_num shipped_bytes) sr0=$(status_num shipped_chunk_bytes)
 	lost0=$(lost_total)
 	t0=$(now)
 	"$job" 1 "$events" "$pace" 0 0 1 >/dev/null
@@ -139,10 +140,14 @@ for pace in $paces; do
 	t1=$(now)
 	rate=$(awk -v e="$((events - (lost1 - lost0)))" -v t0="$t0" -v t1="$t1" \
 		'BEGIN { printf "%.0f", e / (t1 - t0) }')
+	# MB/s of chunks; MB/s sent, over the same time
+	mbs=$(awk -v r="$(status_num shipped_chunk_bytes)" -v r0="$sr0" -v b="$(status_num shipped_bytes)" \
+		-v b0="$sb0" -v t0="$t0" -v t1="$t1" \
+		'BEGIN { printf "%.1f; %.1f", (r - r0) / (t1 - t0) / 1e6, (b - b0) / (t1 - t0) / 1e6 }')
 	echo "  $pace events/ms: $rate events/s stored and shipped, $((lost1 - lost0)) lost in the daemon"
 	if [ "$((lost1 - lost0))" -eq 0 ] && [ "$(status_num shipped_events)" -ge "$target" ] &&
 		{ [ "$sustained" = - ] || [ "$rate" -gt "$sustained" ]; }; then
-		sustained=$rate sustained_pace=$pace
+		sustained=$rate sustained_pace=$pace sustained_mbs=$mbs
 	fi
 done
 notshipped=$(status_num not_shipped)
@@ -174,6 +179,7 @@ echo
 	echo "| catch-up from disk (events/s) | $cu_rate |"
 	echo "| catch-up from disk (MB/s of chunks; MB/s sent as $compress) | $cu_raw; $cu_sent |"
 	echo "| sustained with zero loss, emit to last ack (events/s; 1 thread at $sustained_pace events/ms) | $sustained |"
+	echo "| the same: MB/s of chunks; MB/s sent as $compress | $sustained_mbs |"
 	echo "| not shipped (all runs) | ${notshipped:-?} |"
 	echo "| emit -> tail --nats at 2,000 events/s | $delay |"
 } | tee "${out:-$dir}/ship.md"
