@@ -76,9 +76,9 @@ if command -v clang >/dev/null; then
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DRINGLOG_FUZZ=ON -DRINGLOG_WERROR=ON \
 		-DRINGLOG_BUILD_TESTS=OFF -DRINGLOG_BUILD_BENCH=OFF >/dev/null || die "cmake failed for build-fuzz"
 	cmake --build build-fuzz -j "$(nproc)" --target fuzz-ring fuzz-segment fuzz-config \
-		fuzz-eventheader fuzz-tracelogging fuzz-ctl -- --no-print-directory 2>&1 | grep -vE '^\[ *[0-9]+%\]' | grep -v '^$'
+		fuzz-eventheader fuzz-tracelogging fuzz-ctl fuzz-ship-codec -- --no-print-directory 2>&1 | grep -vE '^\[ *[0-9]+%\]' | grep -v '^$'
 	step "fuzz: ${fuzz_seconds} s per target"
-	for t in ring segment config eventheader tracelogging ctl; do
+	for t in ring segment config eventheader tracelogging ctl ship-codec; do
 		work=build-fuzz/run-$t
 		rm -rf "$work" && mkdir -p "$work/corpus"
 		( cd "$work" && ../tests/fuzz/fuzz-$t -max_total_time="$fuzz_seconds" -timeout=10 \
