@@ -1,9 +1,10 @@
 /* daemon/sink/ship-window.c - the publish window (ship-int.h): a chunk's
  * message, compressed (zstd, ship.compress), cut into fragments within
  * max_payload, each published asynchronously with its headers
- * (Nats-Msg-Id, host, CRC32C, format, parts); the acknowledgements, on libnats's thread, advance the
- * acknowledged position over the longest run of acks; a failure marks the
- * window for a go-back-N from the first unacknowledged message.
+ * (Nats-Msg-Id, host, CRC32C, format, parts); the acknowledgements, on
+ * libnats's thread, advance the acknowledged position over the longest run
+ * of acks; a failure marks the window for a go-back-N from the first
+ * unacknowledged message.
  */
 #define _GNU_SOURCE
 #include "sink/ship-int.h"
@@ -23,8 +24,8 @@ struct pend *ship_win_at(struct ship *s, size_t i)
 }
 
 /* HOST/BOOTID/SEGMENT/CHUNK/PART, PART "0" for a whole message and
- * "I.N.TAG" for fragment I of N of a message whose bytes after its header
- * have the CRC32C TAG (proto/ship.h). */
+ * "I.N.TAG" for fragment I of N, TAG the CRC32C of the message's bytes
+ * after its header followed by the fragments' size (proto/ship.h). */
 static void msg_id(char *buf, size_t len, const char *host, const uint8_t boot[16], uint64_t seg,
 		   uint64_t chunk, unsigned part, unsigned parts, uint32_t tag)
 {
