@@ -70,22 +70,18 @@ static void open_reset(struct flight *f)
 	f->gen++;
 }
 
-/* n bytes more were written in the open PACK. */
-static void fl_pack_grow(struct flight *f, size_t n)
-{
-	f->len += (uint32_t)n;
-	((struct ringlog_seg_rec *)(void *)(slot_body(f, f->open) + f->span_off))->len += (uint32_t)n;
-}
-
-/* End the open PACK: zero filler up to 8 bytes (pack.h), in its length. */
+/* End the open PACK: zero filler up to 8 bytes (pack.h), and its length,
+ * written once here rather than grown with every record. */
 static void fl_pack_end(struct flight *f)
 {
 	size_t pad = ringlog_align_up8(f->len) - f->len;
+	uint8_t *b = slot_body(f, f->open);
 
 	if (f->span_off == SIZE_MAX)
 		return;
-	memset(slot_body(f, f->open) + f->len, 0, pad);
-	fl_pack_grow(f, pad);
+	memset(b + f->len, 0, pad);
+	f->len += (uint32_t)pad;
+	((struct ringlog_seg_rec *)(void *)(b + f->span_off))->len = (uint32_t)(f->len - f->span_off);
 	f->span_off = SIZE_MAX;
 }
 
@@ -339,8 +335,8 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 		f->span_ts = 0; /* pack.h: the first event's delta is from 0 */
 		f->len += h.len;
 	}
-	fl_pack_grow(f, ringlog_pack_rec(slot_body(f, f->open) + f->len, rec->type, rec->id,
-					 rec->payload, rec->len, &f->span_ts));
+	f->len += (uint32_t)ringlog_pack_rec(slot_body(f, f->open) + f->len, rec->type, rec->id,
+					     rec->payload, rec->len, &f->span_ts);
 	f->span_next = pos + total;
 	f->events++;
 	memcpy(&ts, rec->payload, sizeof(ts));
@@ -448,7 +444,7 @@ json_t *flight_status(struct daemon *d)
 
 void fl_free(struct flight *f)
 {
-	file_aligned_free(f->mem);
+	file_large_free(f->mem, (size_t)f->nslots * f->chunk);
 	free(f->slots);
 	free(f->over);
 	free(f->taken_at);
@@ -509,7 +505,7 @@ int flight_start(struct daemon *d)
 		f->nslots--;
 	/* Allocated and touched once, here: the memory status shows is the
 	 * memory the daemon holds from now on. */
-	f->mem = file_aligned((size_t)f->nslots * f->chunk);
+	f->mem = file_large((size_t)f->nslots * f->chunk);
 	f->slots = calloc(f->nslots, sizeof(*f->slots));
 	f->over = calloc(f->nslots, sizeof(*f->over));
 	f->taken_at = calloc(cf->max_snapshots, sizeof(*f->taken_at));

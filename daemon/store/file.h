@@ -14,6 +14,13 @@
 
 void *file_aligned(size_t n);  /* zeroed, RINGLOG_SEG_ALIGN-aligned */
 void file_aligned_free(void *p);
+/* A large buffer written sequentially for the process's life (the flight
+ * recorder's): zeroed and touched now, RINGLOG_SEG_ALIGN-aligned, backed by
+ * huge pages where the system gives them (Linux: transparent huge pages
+ * asked for with madvise), so that filling it costs no TLB miss per 4 KiB.
+ * Freed with its size. */
+void *file_large(size_t n);
+void file_large_free(void *p, size_t n);
 int file_create(const char *path, bool *direct); /* a new file, unbuffered if it can */
 int file_open_existing(const char *path);
 int file_pwrite(int fd, const void *buf, size_t len, uint64_t off);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -31,6 +32,49 @@ void *file_aligned(size_t n)
 void file_aligned_free(void *p)
 {
 	free(p);
+}
+
+/* Huge pages: 256 MiB written once a minute is 65,536 TLB misses a pass
+ * on 4 KiB pages, each a page walk (two-dimensional under a hypervisor);
+ * on 2 MiB pages, 128. Measured with bench/bench-flight.c's CPU rows: 43
+ * -> 38 ns of daemon CPU per flight-only event. The mapping starts on a
+ * 2 MiB boundary (what a huge page needs) and ends at n rounded to a page:
+ * its last partial 2 MiB stays on small pages rather than grow the RSS
+ * past n. With THP off ("never") it is an ordinary mapping. */
+#define FILE_HUGE (2u << 20)
+
+static size_t page_up(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) / pg * pg;
+}
+
+void *file_large(size_t n)
+{
+	size_t len = page_up(n), got = len + FILE_HUGE;
+	uint8_t *p = mmap(NULL, got, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (uint8_t *)(((uintptr_t)p + FILE_HUGE - 1) & ~(uintptr_t)(FILE_HUGE - 1));
+	/* the slack before and after goes back */
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + got > a + len)
+		munmap(a + len, (size_t)(p + got - (a + len)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, len, MADV_HUGEPAGE); /* a hint: EINVAL without THP */
+#endif
+	memset(a, 0, n); /* touched now: the memory held from the start */
+	return a;
+}
+
+void file_large_free(void *p, size_t n)
+{
+	if (p)
+		munmap(p, page_up(n));
 }
 
 int file_create(const char *path, bool *direct)

@@ -30,6 +30,24 @@ void file_aligned_free(void *p)
 	_aligned_free(p);
 }
 
+/* Large pages on Windows need SeLockMemoryPrivilege, which a service
+ * account lacks by default: ordinary committed pages, touched now. */
+void *file_large(size_t n)
+{
+	uint8_t *p = VirtualAlloc(NULL, n, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+void file_large_free(void *p, size_t n)
+{
+	(void)n;
+	if (p)
+		VirtualFree(p, 0, MEM_RELEASE);
+}
+
 /* Overlapped for IOCP (io-iocp.c), and the C runtime's descriptor for it,
  * which is what the backend table passes around. FILE_SHARE_DELETE: the
  * disk budget deletes segments that `ringlog read` may have open. */
