@@ -139,7 +139,11 @@ static double rss_mib(pid_t pid)
 /* A child emitting n Verbose events of about `pad` bytes, paced in bursts
  * of 64 so that its 4 MiB ring keeps up with the daemon (a loss is only a
  * miscounted figure here, but it is reported). */
-static void emit(long n, int pad, long pause_every, long pause_us)
+/* n events of a text of pad bytes from a child process: either a pause of
+ * pause_us after every pause_every events, or (rate, events/s, not 0) at
+ * that rate, the emitting thread waiting out the rest of each 64 events'
+ * share on the clock (spinning: no sleep's wake-up on these 2 cores). */
+static void emit(long n, int pad, long pause_every, long pause_us, double rate)
 {
 	static char text[4096];
 	pid_t pid;
@@ -152,10 +156,15 @@ static void emit(long n, int pad, long pause_every, long pause_us)
 		ringlog_open();
 		for (int i = 0; i < 2000 && !RINGLOG_ENABLED(bench_provider, 5, 1); i++)
 			usleep(1000);
+		uint64_t t0 = bu_now_ns();
+
 		for (long i = 0; i < n; i++) {
 			RINGLOG_EVENT(bench_provider, "Verbose", RINGLOG_LEVEL_VERBOSE, 0x1,
 				      RINGLOG_U64("seq", (uint64_t)i), RINGLOG_STR("text", text));
-			if (pause_every && i % pause_every == pause_every - 1)
+			if (rate > 0 && i % 64 == 63)
+				while (bu_now_ns() < t0 + (uint64_t)((double)(i + 1) * 1e9 / rate))
+					;
+			else if (rate <= 0 && pause_every && i % pause_every == pause_every - 1)
 				usleep((useconds_t)pause_us);
 		}
 		ringlog_flush(30000);
@@ -264,7 +273,7 @@ int main(int argc, char **argv)
 		int got = 0;
 
 		/* ~280 bytes an event: 1.3 M of them overfill 256 MiB */
-		emit(1300000, 240, 64, 20);
+		emit(1300000, 240, 64, 20, 0);
 		for (int k = 0; k < (quick ? 1 : SNAPS); k++) {
 			snprintf(cmd, sizeof(cmd), "%s snapshot --socket %s >/dev/null 2>&1", cli_path, sock);
 			if (system(cmd) != 0) {
@@ -298,11 +307,16 @@ int main(int argc, char **argv)
 		};
 		/* Rounds alternate the modes, and each row is the median of 7
 		 * (odd: the middle one): one run of either moves by +-15 % on
-		 * this 2-core machine, as much as the difference measured. At
-		 * this pace (64 events, then a 5 us sleep that lasts ~100 us)
-		 * about half of either daemon's CPU is its drain timer's
-		 * wake-ups, the same for both. */
+		 * this 2-core machine, as much as the difference measured.
+		 * Both at RATE, below what either keeps without loss here: a
+		 * pace of sleeps (64 events, then usleep(5), ~100 us) gave the
+		 * emitter 9,000 wake-ups a second on the daemon's two cores and
+		 * a rate of its own each run, and the rounds' differences
+		 * ranged from -22 to +10 ns; at a rate kept on the clock, -17
+		 * to -7 (5 rounds). About half of either daemon's CPU is its
+		 * drain timer's wake-ups, the same for both. */
 		enum { ROUNDS = 7 };
+		const double RATE = 1e6; /* events/s */
 		long n = quick ? 2000000 : 10000000;
 		int rounds = quick || cpu_only ? 1 : ROUNDS;
 		double ns[3][ROUNDS], rss[2] = { 0 };
@@ -316,7 +330,7 @@ int main(int argc, char **argv)
 
 				usleep(300000); /* start-up work out of the figure */
 				c0 = cpu_ns(d);
-				emit(n, 8, 64, 5);
+				emit(n, 8, 0, 0, RATE);
 				c1 = cpu_ns(d);
 				j = status();
 				got[m] = m == 0 ? get(json_object_get(j, "flight"), "memory_only", NULL) :
@@ -344,8 +358,9 @@ int main(int argc, char **argv)
 				row(what, med, "< 0");
 				break;
 			}
-			snprintf(what, sizeof(what), "daemon CPU per event, %s, %.0f%% of %ld taken, median of "
-				 "%d (%.0f..%.0f) (ns)", modes[m].name, 100.0 * (double)got[m] / (double)n, n,
+			snprintf(what, sizeof(what), "daemon CPU per event, %s, %.0f%% of %ld taken at %.0f M/s, "
+				 "median of %d (%.0f..%.0f) (ns)", modes[m].name, 100.0 * (double)got[m] / (double)n, n,
+				 RATE / 1e6,
 				 rounds, lo, hi);
 			row(what, med, m == 0 ? "below the on-disk row" : "-");
 			snprintf(what, sizeof(what), "daemon RSS after it, %s (MiB)", modes[m].name);
