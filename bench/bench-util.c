@@ -30,6 +30,23 @@ double bu_ticks_per_ns(void)
 	return (double)(t1 - t0) / (double)(n1 - n0);
 }
 
+void bu_hiccups(double seconds, double tpn, double *per_s, double *lost_pct)
+{
+	uint64_t gap = (uint64_t)(5000 * tpn), n = 0, lost = 0;
+	uint64_t t0 = bu_ticks(), end = t0 + (uint64_t)(seconds * 1e9 * tpn), prev = t0, t = t0;
+
+	while (t < end) {
+		t = bu_ticks();
+		if (t - prev >= gap) {
+			n++;
+			lost += t - prev;
+		}
+		prev = t;
+	}
+	*per_s = (double)n / seconds;
+	*lost_pct = 100.0 * (double)lost / (double)(t - t0);
+}
+
 int bu_pin_cpu(int cpu)
 {
 	cpu_set_t set;

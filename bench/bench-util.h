@@ -30,6 +30,13 @@ void bu_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double bu_ticks_per_ns(void);
 uint64_t bu_now_ns(void);
 int bu_pin_cpu(int cpu);
+/* What interrupts a thread that does nothing but read the clock for
+ * SECONDS: a gap of 5 us or more between two reads is time it did not
+ * have (the hypervisor ran something else on its vCPU, an interrupt, a
+ * preemption). *per_s: such gaps per second; *lost_pct: their share of the
+ * time. Steal time (/proc/stat) misses them where the hypervisor does not
+ * report it, as on the machine docs/PERFORMANCE.md was measured on. */
+void bu_hiccups(double seconds, double tpn, double *per_s, double *lost_pct);
 /* Sort samples in place and return the q-quantile (0..1). */
 void bu_sort(uint64_t *v, size_t n);
 uint64_t bu_quantile(const uint64_t *sorted, size_t n, double q);

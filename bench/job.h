@@ -38,6 +38,10 @@
 #include "bench-util.h"
 
 #define JOB_BATCH 64
+/* KIND 5's stand-in for one call: a chain of dependent multiply-adds
+ * (about 4 cycles each: ~10 ns at 2 GHz, what an emit costs), each step hidden from the
+ * compiler so that it cannot fold them into one. */
+#define JOB_BARE_STEPS 10
 #ifndef JOB_EMIT_WAIT
 #define JOB_EMIT_WAIT(seq) JOB_EMIT(seq)
 #endif
@@ -62,6 +66,7 @@ static void *job_thread(void *arg)
 {
 	struct job *j = arg;
 	uint64_t seq = 0, start = bu_now_ns();
+	uint64_t x = 1; /* KIND 5's chain, one across all calls: latency, not throughput */
 
 	bu_pin_cpu(j->cpu);
 	/* The thread's first event sets it up (libringlog creates and faults
@@ -92,6 +97,13 @@ static void *job_thread(void *arg)
 		} else if (j->disabled == 2) {
 			for (int i = 0; i < JOB_BATCH; i++, seq++)
 				JOB_EMIT_48(seq);
+		} else if (j->disabled == 5) {
+			for (int i = 0; i < JOB_BATCH; i++, seq++) {
+				for (int k = 0; k < JOB_BARE_STEPS; k++) {
+					x = x * 6364136223846793005ull + 1442695040888963407ull;
+					__asm__ volatile("" : "+r"(x)); /* one step at a time */
+				}
+			}
 		} else if (j->disabled == 4) {
 			/* Each call timed: the waits are single calls, which a
 			 * batch's mean would hide (the TSC read is ~10 ns more
