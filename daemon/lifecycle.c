@@ -123,7 +123,7 @@ static void finish_stop(struct daemon *d)
 	uv_signal_stop(&d->sig_term);
 	uv_signal_stop(&d->sig_int);
 	uv_signal_stop(&d->sig_hup);
-	store_close_current(d->st);
+	store_stop(d->st);
 	uv_stop(d->loop);
 }
 
@@ -385,6 +385,9 @@ void daemon_finish(struct daemon *d)
 	sink_publish_shutdown(&d->sinks);
 	ship_stop(d);
 	flight_stop(d); /* freed once a snapshot being written is done */
+	/* A seal still in flight finishes in place from here: the backend
+	 * is going (however the loop came to end) */
+	store_stop(d->st);
 	d->io->ops->close(d->io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

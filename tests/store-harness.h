@@ -48,6 +48,9 @@ unsigned h_emit_alarm(struct harness *h, unsigned n);
 /* Drain and run the loop until the ring is empty and no write is in
  * flight (at most 10 s). */
 void h_pump(struct harness *h);
+/* The same, but a rotated segment's seal may still be in flight (for a
+ * test that holds it). */
+void h_pump_chunks(struct harness *h);
 /* Seal the open chunk and wait for every write. */
 void h_flush(struct harness *h);
 /* rounds x (emit per_round, pump), then flush: the events the ring took. */

@@ -3,6 +3,7 @@
  * readers' decoder; and what the store publishes to its sinks. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "store-harness.h"
 #include "decode.h"
+#include "store/io-ops.h"
 
 static struct harness h;
 
@@ -73,6 +75,75 @@ Test(segment, rotates_by_size_within_the_segment_limit)
 			      "segment %llu: %llu bytes over %llu", (unsigned long long)s->seq,
 			      (unsigned long long)s->bytes,
 			      (unsigned long long)h.st->budget.seg_max);
+	h_cleanup(&h);
+}
+
+/* The backend's sync(), held until the test lets it go: the disk taking
+ * its time to flush a rotated segment. */
+static struct held_sync {
+	int fd;
+	io_done_fn done;
+	void *arg;
+} held[64];
+static unsigned nheld;
+
+static int hold_sync(struct io *io, int fd, io_done_fn done, void *arg)
+{
+	(void)io;
+	cr_assert_lt(nheld, 64);
+	held[nheld++] = (struct held_sync){ fd, done, arg };
+	return 0;
+}
+
+/* A rotated segment is sealed (CLOSED header, fdatasync, close) through
+ * the backend, off the loop: on it, the sync (~40 ms on a virtual disk)
+ * held every drain at each rotation, and rings overflowed at 10 M
+ * events/s (issue 23). While the disk flushes, the store goes on storing
+ * into the next segment; the seal counts as a write in flight (which
+ * retention waits for, as for a chunk's); a sync that fails leaves its
+ * events readable. */
+Test(segment, a_rotated_segment_is_sealed_off_the_loop)
+{
+	static struct io_ops ops;
+	struct h_disk disk;
+	unsigned total = 0;
+	struct segfile *first;
+
+	h_start(&h, small_segments);
+	ops = *h.io->ops;
+	ops.sync = hold_sync;
+	h.io->ops = &ops;
+	nheld = 0;
+	for (int i = 0; i < 20; i++) {
+		total += h_emit(&h, 10000);
+		h_pump_chunks(&h);
+	}
+	/* each seal's header write lands, then its sync is asked */
+	for (int i = 0; i < 10000 && h.st->finalizing != nheld; i++) {
+		uv_run(h.loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+	cr_assert_geq(nheld, 2, "%u seals went through the backend", nheld);
+	cr_assert_eq(h.st->finalizing, nheld);
+	/* Stored meanwhile, every record: nothing waited for the disk. */
+	store_seal(h.st);
+	h_pump_chunks(&h);
+	cr_assert_eq(h.st->stored, total);
+	first = h.st->segs;
+	cr_assert(first && !first->current && !first->closed && first->inflight == 1,
+		  "the first segment: its seal counts as a write in flight");
+	cr_assert_geq(first->fd, 0);
+	/* The disk answers: the first sync fails, the others succeed. */
+	for (unsigned i = 0; i < nheld; i++)
+		held[i].done(held[i].arg, i == 0 ? -EIO : 0);
+	cr_assert_eq(h.st->finalizing, 0);
+	for (struct segfile *s = h.st->segs; s; s = s->next)
+		cr_assert(s->current || (s->closed && s->fd < 0 && s->inflight == 0),
+			  "segment %llu: not sealed", (unsigned long long)s->seq);
+	h_flush(&h);
+	disk = h_read_disk(&h);
+	cr_assert_eq(disk.events, total);
+	cr_assert_eq(disk.damaged, 0);
 	h_cleanup(&h);
 }
 
@@ -248,4 +319,61 @@ Test(segment, records_reach_only_the_sinks_that_want_them)
 	cr_assert_eq(a.chunks, b.chunks);
 	cr_assert_eq(a.events, (uint64_t)first + second + 1000);
 	h_cleanup(&h);
+}
+
+/* Each backend's sync(): done on the loop with 0 for a file written, and
+ * with the system's error for a descriptor that is not open for writing. */
+static long sync_res[2];
+static int sync_done;
+
+static void on_sync(void *arg, long res)
+{
+	sync_res[(intptr_t)arg] = res;
+	sync_done++;
+}
+
+static void check_sync(const struct io_ops *ops)
+{
+	char path[] = "/tmp/ringlog-sync-XXXXXX";
+	int fd = mkstemp(path), ro;
+	uv_loop_t loop;
+	struct io *io;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "x", 1), 1);
+	ro = open(path, O_RDONLY);
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	io = ops->open(&loop);
+	if (!io) {
+		close(fd);
+		close(ro);
+		unlink(path);
+		uv_loop_close(&loop);
+		cr_skip_test("the %s backend is refused here: %s", ops->name, strerror(errno));
+	}
+	sync_done = 0;
+	sync_res[0] = sync_res[1] = 1;
+	cr_assert_eq(ops->sync(io, fd, on_sync, (void *)(intptr_t)0), 0);
+	cr_assert_eq(ops->sync(io, -1, on_sync, (void *)(intptr_t)1), 0);
+	for (int i = 0; i < 2000 && sync_done < 2; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(sync_done, 2);
+	cr_assert_eq(sync_res[0], 0, "%s: sync of a written file: %ld", ops->name, sync_res[0]);
+	cr_assert_eq(sync_res[1], -EBADF, "%s: sync of no file: %ld", ops->name, sync_res[1]);
+	ops->close(io);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	close(fd);
+	close(ro);
+	unlink(path);
+}
+
+Test(segment, the_io_uring_backend_syncs_off_the_loop)
+{
+	check_sync(&io_uring_ops);
+}
+
+Test(segment, the_thread_pool_backend_syncs_off_the_loop)
+{
+	check_sync(&io_pool_ops);
 }

@@ -181,9 +181,16 @@ static void iocp_close(struct io *io)
 	uv_close((uv_handle_t *)&p->async, on_async_closed);
 }
 
+static int iocp_sync(struct io *io, int fd, io_done_fn done, void *arg)
+{
+	/* FlushFileBuffers on libuv's pool: the port has no flush request */
+	return io_sync_on_pool(((struct io_iocp *)io)->async.loop, fd, done, arg);
+}
+
 const struct io_ops io_iocp_ops = {
 	.name = "IOCP",
 	.open = iocp_open,
 	.write = iocp_write,
 	.close = iocp_close,
+	.sync = iocp_sync,
 };

@@ -29,7 +29,17 @@ struct io_ops {
 	 * a backend that can pin them once instead of per write. Returns 0 or
 	 * -errno; on failure writes still work, only slower. */
 	int (*register_buffers)(struct io *io, void *const *bufs, size_t len, unsigned n);
+	/* Make what was written to fd durable (fdatasync) off the loop
+	 * thread; done(arg, 0 or -errno) on the loop thread. A sync of a
+	 * rotated segment takes tens of milliseconds on a virtual disk: on
+	 * the loop it held every drain that long, and rings overflowed at
+	 * each rotation (issue 23). Returns 0 or -errno (not queued). */
+	int (*sync)(struct io *io, int fd, io_done_fn done, void *arg);
 };
+
+/* sync() on libuv's thread pool (io-sync.c): for the backends that have
+ * no queue of their own for it (thread pool, IOCP). */
+int io_sync_on_pool(uv_loop_t *loop, int fd, io_done_fn done, void *arg);
 
 struct io {
 	const struct io_ops *ops;

@@ -59,6 +59,11 @@ static int pool_write(struct io *io, int fd, const void *buf, size_t len, uint64
 	return 0;
 }
 
+static int pool_sync(struct io *io, int fd, io_done_fn done, void *arg)
+{
+	return io_sync_on_pool(((struct io_pool *)io)->loop, fd, done, arg);
+}
+
 static void pool_close(struct io *io)
 {
 	free(io);
@@ -69,4 +74,5 @@ const struct io_ops io_pool_ops = {
 	.open = pool_open,
 	.write = pool_write,
 	.close = pool_close,
+	.sync = pool_sync,
 };

@@ -98,16 +98,15 @@ fail_free:
 	return NULL;
 }
 
-static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint64_t off,
-		       io_done_fn done, void *arg)
+/* A submission slot and its completion's record; NULL with *err set. */
+static struct io_uring_sqe *get_sqe(struct io_uring_be *u, io_done_fn done, void *arg,
+				    struct uring_req **req)
 {
-	struct io_uring_be *u = (struct io_uring_be *)io;
 	struct uring_req *r = malloc(sizeof(*r));
 	struct io_uring_sqe *sqe;
-	int err;
 
 	if (!r)
-		return -ENOMEM;
+		return NULL;
 	r->done = done;
 	r->arg = arg;
 	sqe = io_uring_get_sqe(&u->ring);
@@ -119,8 +118,30 @@ static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint6
 	}
 	if (!sqe) {
 		free(r);
-		return -EBUSY;
+		return NULL;
 	}
+	*req = r;
+	return sqe;
+}
+
+static int submit(struct io_uring_be *u, struct io_uring_sqe *sqe, struct uring_req *r)
+{
+	io_uring_sqe_set_data(sqe, r);
+	u->inflight++;
+	/* On failure the sqe stays queued and goes with the next submit. */
+	(void)io_uring_submit(&u->ring);
+	return 0;
+}
+
+static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint64_t off,
+		       io_done_fn done, void *arg)
+{
+	struct io_uring_be *u = (struct io_uring_be *)io;
+	struct uring_req *r;
+	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r);
+
+	if (!sqe)
+		return -EBUSY;
 	io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
 	for (unsigned i = 0; i < u->nfixed; i++) {
 		const uint8_t *b = u->fixed[i];
@@ -130,12 +151,19 @@ static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint6
 			break;
 		}
 	}
-	io_uring_sqe_set_data(sqe, r);
-	u->inflight++;
-	/* On failure the sqe stays queued and goes with the next submit. */
-	err = io_uring_submit(&u->ring);
-	(void)err;
-	return 0;
+	return submit(u, sqe, r);
+}
+
+static int uring_sync(struct io *io, int fd, io_done_fn done, void *arg)
+{
+	struct io_uring_be *u = (struct io_uring_be *)io;
+	struct uring_req *r;
+	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+	return submit(u, sqe, r);
 }
 
 static int uring_register_buffers(struct io *io, void *const *bufs, size_t len, unsigned n)
@@ -189,4 +217,5 @@ const struct io_ops io_uring_ops = {
 	.write = uring_write,
 	.close = uring_close,
 	.register_buffers = uring_register_buffers,
+	.sync = uring_sync,
 };

@@ -84,6 +84,7 @@ struct segfile {
 	uint64_t begun;      /* chunks started in it (room(), segment.c) */
 	uint64_t limit;      /* rotate before passing it (store_seg_limit()) */
 	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
+	struct store *st;    /* its store, for finalize()'s completions */
 };
 
 struct chunk {
@@ -244,6 +245,8 @@ struct store {
 	uint64_t expire_tick_ns; /* last max_retention check (CLOCK_MONOTONIC) */
 	bool disk_blocked;   /* last write failed for lack of space */
 	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
+	unsigned finalizing; /* rotated segments whose seal is in flight */
+	bool stopping;       /* store_stop(): seals run in place */
 	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
 	char disk_error[STORE_WHY_MAX];
 
@@ -315,7 +318,8 @@ void store_tick(struct store *st);
 /* Has storage_dir or the current segment been deleted under us? Then
  * count what they held as lost, recreate the directory and go on. */
 void store_check(struct store *st);
-/* Nothing open, nothing in flight. */
+/* Nothing open, nothing in flight (chunk writes, a rotated segment's
+ * seal). */
 bool store_idle(const struct store *st);
 /* No chunk with records open, in any lane. */
 bool store_idle_open(const struct store *st);
@@ -328,6 +332,9 @@ static inline void store_new_gen(struct store *st)
 	st->seg_gen = ++st->gen_next;
 }
 void store_close_current(struct store *st);
+/* Shutdown: the current segment is sealed now, in place, and so is every
+ * one after (the loop may not run again to complete a seal). */
+void store_stop(struct store *st);
 /* Close retention class lane k's segment being written, so that the
  * budget may delete it. */
 void store_close_lane(struct store *st, unsigned k);
