@@ -19,6 +19,11 @@ static void on_synced(uv_fs_t *req)
 	long res = (long)req->result;
 
 	uv_fs_req_cleanup(req);
+#ifdef _WIN32
+	/* libuv's codes are not -errno there: the caller's strerror() needs one */
+	if (res < 0)
+		res = -EIO;
+#endif
 	r->done(r->arg, res < 0 ? res : 0);
 	free(r);
 }

@@ -98,13 +98,15 @@ fail_free:
 	return NULL;
 }
 
-/* A submission slot and its completion's record; NULL with *err set. */
+/* A submission slot and its completion's record; NULL with *err set
+ * (-ENOMEM, or -EBUSY: the submission queue stays full). */
 static struct io_uring_sqe *get_sqe(struct io_uring_be *u, io_done_fn done, void *arg,
-				    struct uring_req **req)
+				    struct uring_req **req, int *err)
 {
 	struct uring_req *r = malloc(sizeof(*r));
 	struct io_uring_sqe *sqe;
 
+	*err = -ENOMEM;
 	if (!r)
 		return NULL;
 	r->done = done;
@@ -118,6 +120,7 @@ static struct io_uring_sqe *get_sqe(struct io_uring_be *u, io_done_fn done, void
 	}
 	if (!sqe) {
 		free(r);
+		*err = -EBUSY;
 		return NULL;
 	}
 	*req = r;
@@ -138,10 +141,11 @@ static int uring_write(struct io *io, int fd, const void *buf, size_t len, uint6
 {
 	struct io_uring_be *u = (struct io_uring_be *)io;
 	struct uring_req *r;
-	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r);
+	int err;
+	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r, &err);
 
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
 	for (unsigned i = 0; i < u->nfixed; i++) {
 		const uint8_t *b = u->fixed[i];
@@ -158,10 +162,11 @@ static int uring_sync(struct io *io, int fd, io_done_fn done, void *arg)
 {
 	struct io_uring_be *u = (struct io_uring_be *)io;
 	struct uring_req *r;
-	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r);
+	int err;
+	struct io_uring_sqe *sqe = get_sqe(u, done, arg, &r, &err);
 
 	if (!sqe)
-		return -EBUSY;
+		return err;
 	io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
 	return submit(u, sqe, r);
 }
@@ -203,6 +208,9 @@ static void uring_close(struct io *io)
 	while (u->inflight) {
 		struct io_uring_cqe *cqe;
 
+		/* submitting too: a request whose submit failed earlier
+		 * would otherwise never complete */
+		(void)io_uring_submit(&u->ring);
 		if (io_uring_wait_cqe(&u->ring, &cqe) < 0)
 			break;
 		reap(u);

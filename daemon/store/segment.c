@@ -146,11 +146,16 @@ static void on_seal_synced(void *arg, long res)
 {
 	struct segfile *s = arg;
 
+	struct store *st = s->st;
+
 	s->inflight--;
-	s->st->finalizing--;
+	st->finalizing--;
 	if (res < 0)
 		seal_failed(s, (int)res);
 	finalized(s);
+	/* retention may have waited for it (ROOM_WAIT): room again */
+	if (st->written && !st->stopping)
+		st->written(st->ctx, st->open == NULL);
 }
 
 static void on_seal_written(void *arg, long res)
