@@ -23,9 +23,12 @@
  * At exit it prints, per thread, what the fault tests compare with
  * the store:
  *   thread T tid TID emitted N max_emit_ns NS max_own_ns NS blocked N
+ *   blocked_faulting N
  * (max_own_ns: the longest emit in a batch of 100 during which the thread
- * was never switched out; blocked: voluntary switches inside batches, which
- * only a waiting emit could cause)
+ * was never switched out; blocked: voluntary switches inside batches with
+ * no page fault, which only a waiting emit could cause; blocked_faulting:
+ * those in batches with a page fault, which may be the kernel's sleep in
+ * the fault)
  *   dropped_full=N dropped_other=N
  */
 #define _GNU_SOURCE
@@ -87,18 +90,21 @@ struct worker {
 	                        * switched out of, after the first batch (the
 	                        * first event creates and faults in the ring) */
 	uint64_t blocked;      /* voluntary context switches inside batches
-	                        * after the first (which creates the ring):
-	                        * an emit that waits on anything shows here */
+	                        * after the first (which creates the ring)
+	                        * with no page fault: an emit that waits on
+	                        * anything shows here */
+	uint64_t blocked_faulting; /* the same in batches with a page fault */
 };
 
-/* Context switches of the calling thread so far. */
-static void switches(long *vol, long *invol)
+/* Context switches of the calling thread so far, and its page faults. */
+static void switches(long *vol, long *invol, long *faults)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_THREAD, &ru);
 	*vol = ru.ru_nvcsw;
 	*invol = ru.ru_nivcsw;
+	*faults = ru.ru_minflt + ru.ru_majflt;
 }
 
 static uint64_t now_ns(void)
@@ -113,7 +119,7 @@ static void *run(void *arg)
 {
 	struct worker *w = arg;
 
-	long v0 = 0, iv0 = 0, v1, iv1;
+	long v0 = 0, iv0 = 0, f0 = 0, v1, iv1, f1;
 	uint64_t batch_max = 0;
 
 	uint64_t end = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
@@ -126,7 +132,7 @@ static void *run(void *arg)
 			break;
 
 		if (i % 100 == 0)
-			switches(&v0, &iv0);
+			switches(&v0, &iv0, &f0);
 		t0 = now_ns();
 
 		if (warn_every && i % (uint64_t)warn_every == 0) {
@@ -155,9 +161,14 @@ static void *run(void *arg)
 		if (progress)
 			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
 		if (i % 100 == 99) {
-			switches(&v1, &iv1);
-			if (i >= 100)
+			switches(&v1, &iv1, &f1);
+			/* A page fault can sleep in the kernel (reclaim, a
+			 * sanitizer's shadow memory, a cgroup's memory.high):
+			 * the memory's wait, not the library's, counted apart */
+			if (i >= 100 && f1 == f0)
 				w->blocked += (uint64_t)(v1 - v0);
+			else if (i >= 100)
+				w->blocked_faulting += (uint64_t)(v1 - v0);
 			if (i >= 100 && v1 == v0 && iv1 == iv0 && batch_max > w->max_own_ns)
 				w->max_own_ns = batch_max;
 			batch_max = 0;
@@ -244,10 +255,11 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < threads; i++)
-		printf("thread %u tid %d emitted %llu max_emit_ns %llu max_own_ns %llu blocked %llu\n",
+		printf("thread %u tid %d emitted %llu max_emit_ns %llu max_own_ns %llu blocked %llu "
+		       "blocked_faulting %llu\n",
 		       w[i].index, (int)w[i].tid, (unsigned long long)w[i].emitted,
 		       (unsigned long long)w[i].max_ns, (unsigned long long)w[i].max_own_ns,
-		       (unsigned long long)w[i].blocked);
+		       (unsigned long long)w[i].blocked, (unsigned long long)w[i].blocked_faulting);
 	ringlog_get_stats(&st);
 	printf("dropped_full=%llu dropped_other=%llu\n", (unsigned long long)st.dropped_full,
 	       (unsigned long long)st.dropped_other);

@@ -99,6 +99,7 @@ struct report {
 	uint32_t tid[MAXT];
 	uint64_t emitted[MAXT];
 	uint64_t max_ns, max_own_ns, blocked;
+	uint64_t blocked_faulting; /* in batches with a page fault (emitter.c) */
 };
 
 static void read_report(const char *path, struct report *r)
@@ -110,10 +111,12 @@ static void read_report(const char *path, struct report *r)
 	memset(r, 0, sizeof(*r));
 	while (fgets(line, sizeof(line), f)) {
 		unsigned th, tid;
-		unsigned long long em, mx, own, bl;
+		unsigned long long em, mx, own, bl, bf = 0;
 
 		if (sscanf(line, "thread %u tid %u emitted %llu max_emit_ns %llu max_own_ns %llu "
-			   "blocked %llu", &th, &tid, &em, &mx, &own, &bl) == 6 && th < MAXT) {
+			   "blocked %llu blocked_faulting %llu", &th, &tid, &em, &mx, &own, &bl,
+			   &bf) >= 6 && th < MAXT) {
+			r->blocked_faulting += bf;
 			r->tid[th] = tid;
 			r->emitted[th] = em;
 			if (mx > r->max_ns)
@@ -149,7 +152,7 @@ static void kill_loop(const char *name, int procs, const char *threads, const ch
 	struct live_read rd = { .ctx = t, .on_event = on_event, .on_loss = on_loss };
 	pid_t em[MAXP], d;
 	char out[MAXP][320], conf[300];
-	uint64_t seed = (uint64_t)time(NULL), max_ns = 0, max_own = 0, blocked = 0;
+	uint64_t seed = (uint64_t)time(NULL), max_ns = 0, max_own = 0, blocked = 0, faulting = 0;
 	uint64_t emitted = 0, accounted = 0;
 
 	cr_assert(t && procs <= MAXP);
@@ -216,19 +219,20 @@ static void kill_loop(const char *name, int procs, const char *threads, const ch
 		if (r.max_own_ns > max_own)
 			max_own = r.max_own_ns;
 		blocked += r.blocked;
+		faulting += r.blocked_faulting;
 	}
 	fprintf(stderr,
 		"fault: %s: %d daemon kills: %llu events emitted, %llu stored, %llu counted lost "
 		"(ring %llu, disk %llu, exit %llu), "
 		"%llu duplicates dropped by the reader, %llu damaged bytes in %u recovered segments; "
 		"longest single emit %.1f us wall clock, %.1f us when not preempted; "
-		"%llu waits inside emits\n",
+		"%llu waits inside emits (%llu more in batches with a page fault)\n",
 		name, kills, (unsigned long long)emitted, (unsigned long long)rd.events,
 		(unsigned long long)rd.lost, (unsigned long long)t->by_reason[RINGLOG_LOSS_RING],
 		(unsigned long long)t->by_reason[RINGLOG_LOSS_DISK],
 		(unsigned long long)t->by_reason[RINGLOG_LOSS_EXIT], (unsigned long long)rd.dups_dropped,
 		(unsigned long long)rd.damaged_bytes, rd.recovered, max_ns / 1000.0, max_own / 1000.0,
-		(unsigned long long)blocked);
+		(unsigned long long)blocked, (unsigned long long)faulting);
 	cr_expect_eq(accounted, emitted);
 	cr_expect_gt(rd.events, 0);
 	/* Not a timing assertion: a voluntary context switch inside a batch
@@ -378,7 +382,7 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 	struct live_read rd = { .ctx = t, .on_event = on_event, .on_loss = on_loss };
 	char mnt[280], cmd[1200], cfg[420], out[3][420], st[4096];
 	pid_t d, em;
-	uint64_t emitted = 0, stored = 0, lost = 0, max_ns = 0, blocked = 0;
+	uint64_t emitted = 0, stored = 0, lost = 0, max_ns = 0, blocked = 0, faulting = 0;
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root to mount a small tmpfs for the store");
@@ -419,6 +423,7 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 		if (r.max_ns > max_ns)
 			max_ns = r.max_ns;
 		blocked += r.blocked;
+		faulting += r.blocked_faulting;
 		sleep_ms(1500); /* drained, and a write attempted */
 		if (phase == 1) {
 			cr_assert_eq(live_run(RINGLOG_CLI_PATH " status --json 2>&1", st, sizeof(st)), 0,
@@ -440,11 +445,12 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 		for (int k = 0; k < t->nloss[p]; k++)
 			lost += t->lost_by_tid[p][k];
 	fprintf(stderr, "fault: disk full: %llu emitted, %llu stored, %llu counted lost "
-		"(disk %llu, ring %llu); longest emit %.1f us, %llu waits inside emits\n",
+		"(disk %llu, ring %llu); longest emit %.1f us, %llu waits inside emits (%llu more "
+		"in batches with a page fault)\n",
 		(unsigned long long)emitted, (unsigned long long)stored, (unsigned long long)lost,
 		(unsigned long long)t->by_reason[RINGLOG_LOSS_DISK],
 		(unsigned long long)t->by_reason[RINGLOG_LOSS_RING], max_ns / 1000.0,
-		(unsigned long long)blocked);
+		(unsigned long long)blocked, (unsigned long long)faulting);
 	cr_expect_eq(stored + lost, emitted, "stored %llu + lost %llu != emitted %llu",
 		     (unsigned long long)stored, (unsigned long long)lost,
 		     (unsigned long long)emitted);
