@@ -107,7 +107,7 @@ Test(windows, the_windows_unit_tests_pass_under_wine, .timeout = 300)
 	cr_expect(strstr(out, "peer: pid ") && strstr(out, "3 bad handovers refused"), "%s", out);
 	cr_expect(strstr(out, "dll: emit-win.exe (ringlog.dll) handed over 4 rings by handle; "
 			      "80000 events in order"), "%s", out);
-	cr_expect(strstr(out, "iocp: 32 chunks of 64 KiB written out of order, read back intact"),
+	cr_expect(strstr(out, "iocp: 32 chunks of 64 KiB written out of order, synced, read back intact"),
 		  "%s", out);
 	cr_expect(strstr(out, "etw forwarder: providers shared by their events"), "%s", out);
 	cr_expect(strstr(out, "service: installed, started (running), stopped (exit code 7 through "
