@@ -136,7 +136,7 @@ static void on_stop_step(uv_timer_t *t)
 
 	if (!moved)
 		store_seal(d->st);
-	if (!moved && store_idle(d->st)) {
+	if (!moved && store_idle(d->st) && !ovl_pending(d)) {
 		finish_stop(d);
 		return;
 	}
@@ -370,6 +370,13 @@ void daemon_finish(struct daemon *d)
 		bool gone = c->gone;
 
 		n = c->next;
+		/* The store is stopped: a report still pending stays in
+		 * status only (and would keep the writer). */
+		c->ovl_npending = 0;
+		if (gone && !c->rings) { /* kept for such a report only */
+			client_maybe_free(c);
+			continue;
+		}
 		/* A client already gone is freed with its last ring
 		 * (client_maybe_free()): not touched after that one. */
 		while (c->rings) {

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +78,9 @@ static void add_writer(struct harness *h)
 	snprintf(c->comm, sizeof(c->comm), "test-store");
 	add_meta(c);
 	h->mem_size = RINGLOG_RING_HEADER_SIZE + RING_DATA;
-	h->mem = aligned_alloc(4096, h->mem_size);
-	cr_assert(h->mem);
-	memset(h->mem, 0, h->mem_size);
+	/* mapped as the daemon maps a ring: the drain unmaps a finished one */
+	h->mem = mmap(NULL, h->mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert(h->mem != MAP_FAILED);
 	cr_assert_eq(ringlog_prod_init(&h->p, h->mem, RING_DATA, c->pid, (uint32_t)gettid(),
 				       d_now(CLOCK_MONOTONIC)), 0);
 	cr_assert_eq(ringlog_cons_attach(&r->cons, h->mem, h->mem_size), 0);
@@ -153,7 +154,8 @@ static void run_loop_until(struct harness *h, bool drain, bool seals)
 		if (drain)
 			drain_all(h->d);
 		uv_run(h->loop, UV_RUN_NOWAIT);
-		if ((!drain || !ringlog_cons_pending(&h->r->cons)) && !writes_in_flight(h->st, seals))
+		if ((!drain || !h->r || !ringlog_cons_pending(&h->r->cons)) &&
+		    !writes_in_flight(h->st, seals))
 			return;
 		usleep(500);
 	}
@@ -207,6 +209,19 @@ unsigned h_emit_alarm(struct harness *h, unsigned n)
 	return emit(h, ALARM_ID, n);
 }
 
+void h_finish_ring(struct harness *h)
+{
+	ringlog_prod_finish(&h->p);
+	for (int i = 0; i < 20000 && h->c->rings; i++) {
+		drain_all(h->d);
+		uv_run(h->loop, UV_RUN_NOWAIT);
+		if (h->c->rings)
+			usleep(500);
+	}
+	cr_assert_null(h->c->rings, "the finished ring was not released in 10 s");
+	h->r = NULL;
+}
+
 unsigned h_fill(struct harness *h, unsigned rounds, unsigned per_round)
 {
 	unsigned total = 0;
@@ -231,12 +246,18 @@ void h_stop(struct harness *h)
 	uv_run(h->loop, UV_RUN_DEFAULT);
 	store_close(h->st);
 	h->st = NULL;
-	ringlog_meta_free(&h->c->meta);
-	free(h->c->store.route);
-	free(h->r->store.pend);
-	free(h->r);
-	free(h->c);
-	free(h->mem);
+	if (h->c) { /* else freed by the drain, gone */
+		ringlog_meta_free(&h->c->meta);
+		free(h->c->store.route);
+		free(h->c->spent);
+		free(h->c->ovl_pending);
+		free(h->c);
+	}
+	if (h->r) { /* else released by the drain (h_finish_ring()) */
+		free(h->r->store.pend);
+		free(h->r);
+		munmap(h->mem, h->mem_size);
+	}
 	cr_assert_eq(uv_loop_close(h->loop), 0);
 	free(h->loop);
 	free(d);
@@ -273,6 +294,16 @@ static void count_damage(void *ctx, const char *path, uint64_t from, uint64_t to
 	(*(uint64_t *)ctx)++;
 }
 
+static void count_loss(void *ctx, const struct ringlog_dec_loss *l)
+{
+	struct h_disk *r = ctx;
+
+	if (l->reason == RINGLOG_LOSS_RATE && l->event && !strcmp(l->event, "Tick"))
+		r->rate_lost_tick += l->records;
+	else
+		r->lost_other += l->records;
+}
+
 struct h_disk h_read_disk(const struct harness *h)
 {
 	struct h_disk r = { .first_seq = UINT64_MAX };
@@ -282,6 +313,8 @@ struct h_disk h_read_disk(const struct harness *h)
 	cr_assert(dir);
 	while ((e = readdir(dir))) {
 		struct ringlog_seg_file f;
+		struct ringlog_decoder dec;
+		struct ringlog_seg_clock clk;
 		unsigned long long seq;
 		char path[sizeof(h->dir) + 300];
 		const char *why;
@@ -294,12 +327,18 @@ struct h_disk h_read_disk(const struct harness *h)
 		f.on_damage = count_damage;
 		if (f.hdr_ok && f.hdr.class_name[0])
 			r.class_segments++;
+		ringlog_seg_clock_of(&f.hdr, &clk);
+		ringlog_dec_init(&dec, &clk);
+		dec.ctx = &r;
+		dec.on_loss = count_loss;
 		while (ringlog_seg_next(&f, false) == 1) {
+			ringlog_dec_records(&dec, f.body, f.chunk.body_len);
 			r.chunks++;
 			r.events += f.chunk.events;
 			if (f.hdr_ok && f.hdr.class_name[0])
 				r.class_events += f.chunk.events;
 		}
+		ringlog_dec_free(&dec);
 		ringlog_seg_close(&f);
 		r.segments++;
 		if (seq < r.first_seq)

@@ -37,7 +37,8 @@ struct harness {
 void h_start(struct harness *h, void (*cfg)(struct ringlog_config *c));
 /* Start another store on the same directory (a restart). */
 void h_restart(struct harness *h);
-void h_stop(struct harness *h);      /* seal, wait for writes, close */
+/* seal, wait for writes, close (h->c NULL: the drain freed the writer) */
+void h_stop(struct harness *h);
 void h_cleanup(struct harness *h);   /* and remove the directory */
 
 /* Write n events (one u64 field each) into the ring; returns how many the
@@ -53,6 +54,9 @@ void h_pump(struct harness *h);
 void h_pump_chunks(struct harness *h);
 /* Seal the open chunk and wait for every write. */
 void h_flush(struct harness *h);
+/* The thread of the ring ends: the drain finishes the ring and releases
+ * it (h->r is then NULL; emit no more). */
+void h_finish_ring(struct harness *h);
 /* rounds x (emit per_round, pump), then flush: the events the ring took. */
 unsigned h_fill(struct harness *h, unsigned rounds, unsigned per_round);
 
@@ -64,6 +68,9 @@ struct h_disk {
 	uint64_t class_events;     /* in segments of a retention class */
 	unsigned class_segments;
 	uint64_t first_seq, last_seq;
+	/* LOSS records of a rate limit naming the event "Tick", and all
+	 * other LOSS records (decoded) */
+	uint64_t rate_lost_tick, lost_other;
 };
 struct h_disk h_read_disk(const struct harness *h);
 

@@ -73,6 +73,10 @@ struct client {
 	uint32_t nprov;
 	struct ring *rings;
 	uint32_t nrings;
+	/* The last ring released, unmapped: the stream a rate limit's report
+	 * that arrives after the writer's threads ended goes to (overload.c;
+	 * its last report comes at exit, after they ended). */
+	struct ring *spent;
 	uint64_t ring_bytes;
 	struct store_writer store; /* the store's (store/stream.h) */
 	uint64_t stored, lost_ring, lost_corrupt;

@@ -133,7 +133,9 @@ void client_maybe_free(struct client *c)
 {
 	struct daemon *d = c->d;
 
-	if (!c->gone || c->tr_open || c->rings)
+	/* A rate limit's report not stored yet keeps the writer until the
+	 * store has room for it (ovl_retry()). */
+	if (!c->gone || c->tr_open || c->rings || (c->ovl_npending && c->spent))
 		return;
 	for (struct client **pp = &d->clients; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -152,6 +154,7 @@ void client_maybe_free(struct client *c)
 	free(c->prov_sent);
 	free(c->pol_sent);
 	free(c->ovl_pending);
+	free(c->spent);
 	free(c->exe);
 	free(c->tx.buf);
 	free(c);

@@ -274,8 +274,14 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
-		if (__builtin_expect(c->ovl_npending != 0, 0))
+		if (__builtin_expect(c->ovl_npending != 0, 0)) {
 			ovl_retry(d, c);
+			/* a writer gone was kept for its reports only */
+			if (!c->rings) {
+				client_maybe_free(c);
+				continue;
+			}
+		}
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
 			uint64_t got;
 			long n;

@@ -157,14 +157,15 @@ int ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_los
 	return 0;
 }
 
-/* A live ring of c to place a report in, or NULL. */
-static struct ring *first_ring(struct client *c)
+/* A stream of c to place a report in: a live ring, else the last one
+ * released (its threads ended before it reported), or NULL. */
+static struct ring *report_ring(struct client *c)
 {
 	struct ring *r = c->rings;
 
 	while (r && (r->dead || !r->mem))
 		r = r->next;
-	return r;
+	return r ? r : c->spent;
 }
 
 static int store_suppressed(struct daemon *d, struct ring *r, const struct ringlog_event_desc *e,
@@ -197,7 +198,7 @@ static void pend(struct client *c, uint16_t event, uint64_t count)
 int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 {
 	struct daemon *d = c->d;
-	struct ring *r = first_ring(c);
+	struct ring *r = report_ring(c);
 
 	if (len % sizeof(struct ringlog_ctl_suppressed))
 		return -EPROTO;
@@ -220,9 +221,12 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		if (pv)
 			pv->ovl.suppressed += m.count;
 		/* In a stream of the writer, so that readers name the program
-		 * and the event; a writer without a ring has stored nothing to
-		 * place it next to, and keeps only the count. */
-		if (r && store_suppressed(d, r, e, m.event, m.count) == STORE_FULL)
+		 * and the event. Kept for later while the store has no room,
+		 * or the writer no stream yet (a ring refused, or not yet
+		 * registered); a writer that ends without ever having one
+		 * stored nothing to place it next to, and keeps the count in
+		 * status only. */
+		if (!r || store_suppressed(d, r, e, m.event, m.count) != 0)
 			pend(c, m.event, m.count);
 	}
 	return 0;
@@ -230,7 +234,7 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 
 void ovl_retry(struct daemon *d, struct client *c)
 {
-	struct ring *r = first_ring(c);
+	struct ring *r = report_ring(c);
 	uint32_t i = 0;
 
 	for (; r && i < c->ovl_npending; i++) {
@@ -238,11 +242,24 @@ void ovl_retry(struct daemon *d, struct client *c)
 			ringlog_meta_event(&c->meta, c->ovl_pending[i].event);
 
 		if (e && store_suppressed(d, r, e, c->ovl_pending[i].event,
-					  c->ovl_pending[i].count) == STORE_FULL)
+					  c->ovl_pending[i].count) != 0)
 			break;
 	}
 	memmove(c->ovl_pending, c->ovl_pending + i, (c->ovl_npending - i) * sizeof(*c->ovl_pending));
 	c->ovl_npending -= i;
+}
+
+bool ovl_writer_pending(struct client *c)
+{
+	return c->ovl_npending && report_ring(c);
+}
+
+bool ovl_pending(const struct daemon *d)
+{
+	for (struct client *c = d->clients; c; c = c->next)
+		if (ovl_writer_pending(c))
+			return true;
+	return false;
 }
 
 static json_t *levels_json(const uint64_t lv[RINGLOG_LOSS_LEVELS])

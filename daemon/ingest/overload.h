@@ -33,6 +33,11 @@ struct ovl_pending {
 /* Store what c's reports left pending (called by the drain, once a pass
  * per writer that has some). */
 void ovl_retry(struct daemon *d, struct client *c);
+/* c has a report pending that one of its streams could take (a flush
+ * waits for it); ovl_pending(): some writer has (shutdown waits for it,
+ * within its bound). */
+bool ovl_writer_pending(struct client *c);
+bool ovl_pending(const struct daemon *d);
 
 /* A ring was attached: give it the configured shed reserve and level. */
 void ovl_ring_attached(struct daemon *d, struct ring *r);

@@ -421,6 +421,12 @@ void reg_ring_release(struct ring *r)
 	if (r->mem)
 		ctl_unmap(r->mem, r->map_size);
 	free(r->store.pend);
-	free(r);
+	r->store.pend = NULL;
+	r->mem = NULL;
+	r->next = NULL;
+	/* Kept, without its mapping, as the stream of reports that come
+	 * later (struct client's spent). */
+	free(c->spent);
+	c->spent = r;
 	client_maybe_free(c);
 }

@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "sink/sync.h"
 #include "ingest/registry.h"
+#include "ingest/overload.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +45,10 @@ static bool ring_done(struct client *c, const struct sync_target *t)
 
 static bool sync_done(struct client *c, const struct sync_wait *w)
 {
+	/* the flush covers the rate limits' reports sent before it: one the
+	 * store had no room for yet is still to go into a chunk */
+	if (ovl_writer_pending(c))
+		return false;
 	for (uint32_t i = 0; i < w->n; i++)
 		if (!ring_done(c, &w->t[i]))
 			return false;
