@@ -588,6 +588,11 @@ static void k_flush_interval(struct ctx *x, const char *p, json_t *v)
 	get_duration(x, p, v, 1000000ull, 3600000000000ull, "1ms to 1h", &x->c->flush_interval_ns);
 }
 
+static void k_sync_interval(struct ctx *x, const char *p, json_t *v)
+{
+	get_duration(x, p, v, 10000000ull, 3600000000000ull, "10ms to 1h", &x->c->sync_interval_ns);
+}
+
 static void k_max_segment_size(struct ctx *x, const char *p, json_t *v)
 {
 	get_size(x, p, v, 64 << 10, 1ull << 40, &x->c->max_segment_size);
@@ -1449,6 +1454,7 @@ static const struct key top_keys[] = {
 	{ "ring_reserve", k_ring_reserve },
 	{ "shed_level", k_shed_level },
 	{ "flush_interval", k_flush_interval },
+	{ "sync_interval", k_sync_interval },
 	{ "max_segment_size", k_max_segment_size },
 	{ "max_segment_age", k_max_segment_age },
 	{ "max_disk", k_max_disk },
@@ -1491,6 +1497,7 @@ void ringlog_config_defaults(struct ringlog_config *c)
 	c->ring_reserve_percent = 25;
 	c->shed_level = 3;
 	c->flush_interval_ns = 1000000000ull;
+	c->sync_interval_ns = 5000000000ull;
 	c->max_segment_size = 64ull << 20;
 	c->max_segment_age_ns = 3600ull * 1000000000ull;
 	c->max_disk = 1ull << 30;
@@ -1819,12 +1826,13 @@ int ringlog_config_dump(const struct ringlog_config *c, FILE *f)
 	for (unsigned i = 0; i < c->n_providers; i++)
 		json_object_set_new(providers, c->providers[i].pattern,
 				    provider_json(&c->providers[i]));
-	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
+	root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o,"
 			 " s:{s:b, s:b}, s:{s:i, s:o, s:o, s:i, s:i, s:i, s:o}}",
 			 "storage_dir", c->storage_dir, "socket_path", c->socket_path,
 			 "socket_group", c->socket_group, "read_group", c->read_group,
 			 "socket_mode", mode, "ring_size", size_json(c->ring_size),
 			 "flush_interval", duration_json(c->flush_interval_ns),
+			 "sync_interval", duration_json(c->sync_interval_ns),
 			 "max_segment_size", size_json(c->max_segment_size),
 			 "max_segment_age", duration_json(c->max_segment_age_ns),
 			 "max_disk", size_json(c->max_disk),

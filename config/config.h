@@ -110,6 +110,7 @@ struct ringlog_config {
 	                                             * levels <= shed_level */
 	uint8_t shed_level;                         /* 1..5; 5: shed nothing */
 	uint64_t flush_interval_ns;
+	uint64_t sync_interval_ns;  /* at most this long between syncs (power loss) */
 	uint64_t max_segment_size;
 	uint64_t max_segment_age_ns;
 	uint64_t max_disk;

@@ -134,8 +134,10 @@ static void on_stop_step(uv_timer_t *t)
 	struct daemon *d = t->data;
 	uint64_t moved = drain_all(d);
 
-	if (!moved)
+	if (!moved) {
 		store_seal(d->st);
+		store_sync_soon(d->st); /* closed segments: not a round away */
+	}
 	if (!moved && store_idle(d->st) && !ovl_pending(d)) {
 		finish_stop(d);
 		return;

@@ -115,6 +115,9 @@ static void start_store(struct harness *h)
 	h->cfg.max_segment_size = 1u << 20;
 	h->cfg.min_free_bytes = 0;
 	h->cfg.min_free_percent = 0;
+	/* sync rounds (durable.c) come with the loop's turns below, as the
+	 * daemon's flush timer brings them */
+	h->cfg.sync_interval_ns = 10000000;
 	if (h_cfg)
 		h_cfg(&h->cfg);
 	h->loop = calloc(1, sizeof(*h->loop));
@@ -138,14 +141,14 @@ void h_start(struct harness *h, void (*cfg)(struct ringlog_config *c))
 	start_store(h);
 }
 
-/* Chunk writes, and (seals) a rotated segment's seal: its header and
- * sync go through the backend too */
+/* Chunk writes, and (seals) a rotated segment's seal (its header and sync
+ * go through the backend too) and the sync rounds' syncs */
 static bool writes_in_flight(const struct store *st, bool seals)
 {
 	for (unsigned i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].busy)
 			return true;
-	return seals && st->finalizing != 0;
+	return seals && (st->finalizing != 0 || st->syncing != 0);
 }
 
 static void run_loop_until(struct harness *h, bool drain, bool seals)
@@ -153,6 +156,7 @@ static void run_loop_until(struct harness *h, bool drain, bool seals)
 	for (int i = 0; i < 20000; i++) {
 		if (drain)
 			drain_all(h->d);
+		store_sync_tick(h->st);
 		uv_run(h->loop, UV_RUN_NOWAIT);
 		if ((!drain || !h->r || !ringlog_cons_pending(&h->r->cons)) &&
 		    !writes_in_flight(h->st, seals))

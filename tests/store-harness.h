@@ -32,6 +32,8 @@ struct harness {
 };
 
 /* Defaults small enough for tests: max_disk 64 MiB, segments of 1 MiB,
+ * sync_interval 10 ms (each loop turn of h_pump() and h_flush() asks for
+ * the round),
  * no min_free. cfg (may be NULL) adjusts the configuration before the
  * store starts. The daemon is started as far as the store needs. */
 void h_start(struct harness *h, void (*cfg)(struct ringlog_config *c));

@@ -94,7 +94,7 @@ static const struct { const char *json, *err; } bad[] = {
 	{ "{\"max_disks\": \"1G\"}",
 	  "config: t.json:1:2: \"max_disks\": unknown key; known keys here: storage_dir, "
 	  "socket_path, socket_group, read_group, socket_mode, ring_size, ring_reserve, "
-	  "shed_level, flush_interval, "
+	  "shed_level, flush_interval, sync_interval, "
 	  "max_segment_size, max_segment_age, max_disk, min_free, max_retention, retention, "
 	  "io_backend, providers, "
 	  "forward, limits, flight, ship" },
@@ -108,6 +108,8 @@ static const struct { const char *json, *err; } bad[] = {
 	  "or \"7d\", got 1" },
 	{ "{\"flush_interval\": \"2h\"}",
 	  "config: t.json:1:2: \"flush_interval\": \"2h\" is out of range (1ms to 1h)" },
+	{ "{\"sync_interval\": \"1ms\"}",
+	  "config: t.json:1:2: \"sync_interval\": \"1ms\" is out of range (10ms to 1h)" },
 	{ "{\"max_retention\": \"forever\"}",
 	  "config: t.json:1:2: \"max_retention\": expected \"off\" or a duration like \"12h\" or "
 	  "\"30d\", got \"forever\"" },
@@ -259,6 +261,7 @@ Test(config, good_file_applies_every_key)
 		"{ \"storage_dir\": \"./store\", \"socket_path\": \"./s.sock\",\n"
 		"  \"socket_group\": \"ops\", \"read_group\": \"sre\", \"socket_mode\": \"0600\",\n"
 		"  \"ring_size\": \"256K\", \"flush_interval\": \"200ms\", \"max_segment_size\": \"1M\",\n"
+		"  \"sync_interval\": \"250ms\",\n"
 		"  \"max_segment_age\": \"10m\", \"max_disk\": \"8M\", \"min_free\": \"100M\",\n"
 		"  \"io_backend\": \"pool\", \"max_retention\": \"30d\",\n"
 		"  \"providers\": { \"*\": {\"level\": \"error\"},\n"
@@ -276,6 +279,7 @@ Test(config, good_file_applies_every_key)
 	cr_assert_eq(c->socket_mode, 0600);
 	cr_assert_eq(c->ring_size, 256 << 10);
 	cr_assert_eq(c->flush_interval_ns, 200000000ull);
+	cr_assert_eq(c->sync_interval_ns, 250000000ull);
 	cr_assert_eq(c->max_segment_size, 1 << 20);
 	cr_assert_eq(c->max_segment_age_ns, 600000000000ull);
 	cr_assert_eq(c->max_disk, 8 << 20);

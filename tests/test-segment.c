@@ -79,13 +79,14 @@ Test(segment, rotates_by_size_within_the_segment_limit)
 }
 
 /* The backend's sync(), held until the test lets it go: the disk taking
- * its time to flush a rotated segment. */
+ * its time to flush. */
 static struct held_sync {
 	int fd;
 	io_done_fn done;
 	void *arg;
 } held[64];
 static unsigned nheld;
+static struct io_ops hold_ops;
 
 static int hold_sync(struct io *io, int fd, io_done_fn done, void *arg)
 {
@@ -95,61 +96,105 @@ static int hold_sync(struct io *io, int fd, io_done_fn done, void *arg)
 	return 0;
 }
 
-/* A rotated segment is sealed (CLOSED header, fdatasync, close) through
- * the backend, off the loop: on it, the sync (~40 ms on a virtual disk)
- * held every drain at each rotation, and rings overflowed at 10 M
- * events/s (issue 23). While the disk flushes, the store goes on storing
- * into the next segment; the seal counts as a write in flight (which
- * retention waits for, as for a chunk's); a sync that fails leaves its
- * events readable. */
-/* Each seal's header write lands, then its sync is asked (held). */
+static void hold_syncs(void)
+{
+	hold_ops = *h.io->ops;
+	hold_ops.sync = hold_sync;
+	h.io->ops = &hold_ops;
+	nheld = 0;
+}
+
+/* Rounds only when a test asks for them (store_sync_round()), or when it
+ * moves the last one an interval back (past_interval()). */
+static void small_segments_rare_syncs(struct ringlog_config *c)
+{
+	small_segments(c);
+	c->sync_interval_ns = 3600000000000ull;
+}
+
+static void past_interval(void)
+{
+	h.st->sync_round_ns -= h.st->budget.sync_interval_ns;
+}
+
+static unsigned sync_queue_len(void)
+{
+	unsigned n = 0;
+
+	for (struct segfile *s = h.st->sync_queue; s; s = s->sync_next)
+		n++;
+	return n;
+}
+
+/* Each rotated segment's CLOSED header lands, then it waits for its round. */
 static void settle_seals(void)
 {
-	for (int i = 0; i < 10000 && h.st->finalizing != nheld; i++) {
+	for (int i = 0; i < 10000 && h.st->finalizing != sync_queue_len(); i++) {
 		uv_run(h.loop, UV_RUN_NOWAIT);
 		usleep(1000);
 	}
-	cr_assert_eq(h.st->finalizing, nheld, "%u seals in flight, %u syncs held",
-		     h.st->finalizing, nheld);
+	cr_assert_eq(h.st->finalizing, sync_queue_len(), "%u seals in flight, %u waiting for a round",
+		     h.st->finalizing, sync_queue_len());
 }
 
-Test(segment, a_rotated_segment_is_sealed_off_the_loop)
+static bool held_fd(int fd)
 {
-	static struct io_ops ops;
+	for (unsigned i = 0; i < nheld; i++)
+		if (held[i].fd == fd)
+			return true;
+	return false;
+}
+
+/* A rotated segment is sealed (CLOSED header, fdatasync, close) through
+ * the backend, off the loop, and its sync waits for the next round: a sync
+ * takes ~40 ms on a virtual disk and every write queued behind it waits as
+ * long, so at 10 M events/s a sync per rotation (every 150 ms) made rings
+ * overflow (issue 23). Meanwhile the store goes on storing into the next
+ * segment; the seal counts as a write in flight (which retention waits
+ * for, as for a chunk's); the round syncs every rotated segment and the
+ * one being written; a sync that fails leaves its events readable. */
+Test(segment, rotated_segments_are_synced_together_in_the_next_round)
+{
 	struct h_disk disk;
-	unsigned total = 0;
+	unsigned total = 0, waiting;
 	struct segfile *first;
 
-	h_start(&h, small_segments);
-	ops = *h.io->ops;
-	ops.sync = hold_sync;
-	h.io->ops = &ops;
-	nheld = 0;
+	h_start(&h, small_segments_rare_syncs);
+	hold_syncs();
 	for (int i = 0; i < 20; i++) {
 		total += h_emit(&h, 10000);
 		h_pump_chunks(&h);
 	}
-	settle_seals();
-	cr_assert_geq(nheld, 2, "%u seals went through the backend", nheld);
-	/* Stored meanwhile, every record: nothing waited for the disk. (The
-	 * last seal may rotate the segment too.) */
 	store_seal(h.st);
 	h_pump_chunks(&h);
 	settle_seals();
+	waiting = sync_queue_len();
+	cr_assert_geq(waiting, 2, "%u rotated segments", waiting);
+	cr_assert_eq(nheld, 0, "%u syncs before the interval passed", nheld);
+	/* Stored meanwhile, every record: nothing waited for the disk. */
 	cr_assert_eq(h.st->stored, total);
 	first = h.st->segs;
 	cr_assert(first && !first->current && !first->closed && first->inflight == 1,
 		  "the first segment: its seal counts as a write in flight");
 	cr_assert_geq(first->fd, 0);
-	/* Retention never takes a segment whose seal is in flight: asked
-	 * for room for a whole budget, it must delete the oldest, and waits
-	 * for it instead. */
+	/* Retention never takes a segment whose seal waits: asked for room
+	 * for a whole budget, it must delete the oldest, and waits instead. */
 	cr_assert_eq(ret_make_room(h.st, h.st->budget.max_disk), ROOM_WAIT);
 	cr_assert_eq(h.st->segs, first);
+	/* The round: every rotated segment, and the one being written. */
+	store_sync_round(h.st);
+	cr_assert_eq(nheld, waiting + 1, "%u syncs for %u rotated segments and the current",
+		     nheld, waiting);
+	cr_assert(held_fd(h.st->cur->fd), "the segment being written was not synced");
+	cr_assert_eq(h.st->syncing, 1);
+	cr_assert_null(h.st->sync_queue);
+	store_sync_round(h.st); /* nothing new to sync */
+	cr_assert_eq(nheld, waiting + 1);
 	/* The disk answers: the first sync fails, the others succeed. */
 	for (unsigned i = 0; i < nheld; i++)
 		held[i].done(held[i].arg, i == 0 ? -EIO : 0);
 	cr_assert_eq(h.st->finalizing, 0);
+	cr_assert_eq(h.st->syncing, 0);
 	for (struct segfile *s = h.st->segs; s; s = s->next)
 		cr_assert(s->current || (s->closed && s->fd < 0 && s->inflight == 0),
 			  "segment %llu: not sealed", (unsigned long long)s->seq);
@@ -157,6 +202,75 @@ Test(segment, a_rotated_segment_is_sealed_off_the_loop)
 	h_flush(&h);
 	disk = h_read_disk(&h);
 	cr_assert_eq(disk.events, total);
+	cr_assert_eq(disk.damaged, 0);
+	h_cleanup(&h);
+}
+
+/* The segment being written is synced at most once per sync_interval, and
+ * only when a write completed in it since its last sync: a power loss
+ * takes at most an interval of what was written, at any rate (before, a
+ * segment was synced only when it rotated: an hour at a trickle). */
+Test(segment, the_segment_being_written_is_synced_once_per_interval_when_written)
+{
+	int fd;
+
+	h_start(&h, small_segments_rare_syncs);
+	hold_syncs();
+	fd = h.st->cur->fd;
+	h_emit(&h, 100);
+	h_flush(&h);
+	store_sync_tick(h.st);
+	cr_assert_eq(nheld, 0, "a sync before the interval passed");
+	past_interval();
+	store_sync_tick(h.st);
+	cr_assert_eq(nheld, 1, "no sync of the written segment after its interval");
+	cr_assert_eq(held[0].fd, fd);
+	past_interval();
+	store_sync_tick(h.st);
+	cr_assert_eq(nheld, 1, "a second sync while the first is in flight");
+	held[0].done(held[0].arg, 0);
+	past_interval();
+	store_sync_tick(h.st);
+	cr_assert_eq(nheld, 1, "a sync with nothing written since the last");
+	h_emit(&h, 100);
+	h_flush(&h);
+	past_interval();
+	store_sync_tick(h.st);
+	cr_assert_eq(nheld, 2, "no sync of what was written since");
+	held[1].done(held[1].arg, 0);
+	h.io->ops = &io_pool_ops;
+	cr_assert_eq(h_read_disk(&h).events, 200);
+	h_cleanup(&h);
+}
+
+static void tight_budget_rare_syncs(struct ringlog_config *c)
+{
+	small_segments_rare_syncs(c);
+	c->max_disk = 2u << 20; /* 8 segments of 256 KiB */
+}
+
+/* Over budget, retention must delete the oldest segment, whose seal waits
+ * for a round an hour away: the round starts at once, and storing goes
+ * on. Without it the store would wait for the hour, the rings filling. */
+Test(segment, retention_waiting_for_a_seal_starts_the_sync_round)
+{
+	unsigned total = 0;
+	struct h_disk disk;
+
+	h_start(&h, tight_budget_rare_syncs);
+	for (int i = 0; i < 40; i++) {
+		total += h_emit(&h, 10000);
+		/* 10 s at most: fails if the store waits for the round */
+		h_pump_chunks(&h);
+	}
+	store_sync_round(h.st); /* for what rotated last */
+	h_flush(&h);
+	disk = h_read_disk(&h);
+	cr_assert_gt(total, 2 * (h.st->budget.max_disk / 16), "the budget was never filled");
+	cr_assert_lt(disk.events, total, "nothing was deleted: the budget was never reached");
+	cr_assert_eq(h.st->stored, total, "stored %llu of %llu", (unsigned long long)h.st->stored,
+		     (unsigned long long)total);
+	cr_assert_leq(h.st->used_bytes, h.st->budget.max_disk + h.st->budget.chunk_size);
 	cr_assert_eq(disk.damaged, 0);
 	h_cleanup(&h);
 }

@@ -63,6 +63,7 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 	b->max_age_ns = cfg->max_segment_age_ns;
 	/* Half the flush interval: a chunk sealed then is on disk within it. */
 	b->seal_after_ns = cfg->flush_interval_ns / 2;
+	b->sync_interval_ns = cfg->sync_interval_ns;
 	b->max_retention_ns = cfg->max_retention_ns;
 	cs = cfg->max_segment_size / 8;
 	if (cs > b->max_disk / 16)

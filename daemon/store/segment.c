@@ -114,89 +114,6 @@ fail:
 	return err;
 }
 
-/* A rotated segment, once its last chunk write landed: its CLOSED header,
- * then its data made durable (fdatasync), then its descriptor closed.
- * Through the backend, off the loop thread: the sync takes ~40 ms on a
- * virtual disk, and on the loop it held every drain that long, so that
- * rings overflowed at each rotation at 10 M events/s (issue 23). Its two
- * steps count as writes in flight (s->inflight), so retention waits for
- * them as for its chunks, and store_idle() for st->finalizing. When
- * stopping (the loop may not run again) or when the backend cannot take
- * them, they run in place. */
-static void seal_failed(const struct segfile *s, int err)
-{
-	d_log(LOG_ERR, "segment %s: could not seal its header: %s (its chunks stay readable)",
-	      s->path, strerror(-err));
-}
-
-static void finalized(struct segfile *s)
-{
-	file_close(s->fd);
-	s->fd = -1;
-	file_aligned_free(s->hdr);
-	s->hdr = NULL;
-	s->closed = true;
-	if (s->orphan) {
-		free(s->path);
-		free(s);
-	}
-}
-
-static void on_seal_synced(void *arg, long res)
-{
-	struct segfile *s = arg;
-
-	struct store *st = s->st;
-
-	s->inflight--;
-	st->finalizing--;
-	if (res < 0)
-		seal_failed(s, (int)res);
-	finalized(s);
-	/* retention may have waited for it (ROOM_WAIT): room again */
-	if (st->written && !st->stopping)
-		st->written(st->ctx, st->open == NULL);
-}
-
-static void on_seal_written(void *arg, long res)
-{
-	struct segfile *s = arg;
-	struct store *st = s->st;
-
-	if (res != RINGLOG_SEG_HEADER_SIZE)
-		seal_failed(s, res < 0 ? (int)res : -EIO); /* its chunks still get synced */
-	if (st->stopping || st->io->ops->sync(st->io, s->fd, on_seal_synced, s) < 0)
-		on_seal_synced(s, file_sync(s->fd));
-}
-
-static void finalize(struct store *st, struct segfile *s)
-{
-	int err;
-
-	s->hdr->state = RINGLOG_SEG_CLOSED;
-	s->hdr->first_real_ns = s->first_real_ns;
-	s->hdr->last_real_ns = s->last_real_ns;
-	s->hdr->events = s->events;
-	s->hdr->lost = s->lost;
-	s->hdr->chunks = s->chunks;
-	s->hdr->end = s->off;
-	s->hdr->hdr_crc = ringlog_seg_hdr_crc(s->hdr);
-	s->st = st;
-	if (!st->stopping && st->io->ops->sync) {
-		s->inflight++;
-		st->finalizing++;
-		if (st->io->ops->write(st->io, s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0,
-				       on_seal_written, s) == 0)
-			return;
-		s->inflight--;
-		st->finalizing--;
-	}
-	if ((err = file_pwrite(s->fd, s->hdr, RINGLOG_SEG_HEADER_SIZE, 0)) < 0 ||
-	    (err = file_sync(s->fd)) < 0)
-		seal_failed(s, err);
-	finalized(s);
-}
-
 /* Every lane's segment must describe everything again (its metadata
  * records are gone: a lost chunk, a deleted directory). */
 static void regen_all(struct store *st)
@@ -220,7 +137,7 @@ static void close_lane(struct store *st, unsigned k)
 	st->lanes[k].cur = NULL;
 	s->current = false;
 	if (s->inflight == 0)
-		finalize(st, s);
+		seg_finalize(st, s);
 }
 
 void store_close_lane(struct store *st, unsigned k)
@@ -291,14 +208,14 @@ void store_close_current(struct store *st)
 	st->cur = NULL;
 	s->current = false;
 	if (s->inflight == 0)
-		finalize(st, s);
+		seg_finalize(st, s);
 }
 
 void store_stop(struct store *st)
 {
 	if (!st)
 		return;
-	st->stopping = true;
+	store_sync_stop(st);
 	store_close_current(st);
 }
 
@@ -906,14 +823,14 @@ static void on_written(void *arg, long res)
 		snprintf(why, sizeof(why), "write to %s failed: %s", s->path,
 			 res < 0 ? strerror((int)-res) : "short write");
 		chunk_lost(st, c, why);
-	} else if (st->disk_blocked) {
+	} else if ((s->writes_done++, st->disk_blocked)) {
 		st->disk_blocked = false;
 		st->disk_error[0] = 0;
 		d_log(LOG_NOTICE, "writing to %s works again", s->path);
 	}
 	chunk_done(st, c);
 	if (!s->current && !s->closed && s->inflight == 0)
-		finalize(st, s);
+		seg_finalize(st, s);
 	if (st->written)
 		st->written(st->ctx, st->open == NULL); /* buffers are free again */
 }
@@ -962,7 +879,7 @@ static void store_recover(struct store *st)
 		bytes += s->bytes;
 		n++;
 		if (s->fd >= 0 && !s->closed) {
-			s->orphan = true; /* finalize() frees it */
+			s->orphan = true; /* seg_finalize() frees it */
 		} else {
 			free(s->path);
 			file_aligned_free(s->hdr);
@@ -1040,7 +957,10 @@ static void seal_active(struct store *st)
 		rotate = true;
 		break;
 	case ROOM_WAIT:
-		return; /* deletable space frees up when writes complete */
+		/* deletable space frees up when writes complete; a seal's
+		 * may be waiting for its sync round */
+		store_sync_soon(st);
+		return;
 	case ROOM_FULL: {
 		char why[STORE_WHY_MAX];
 
@@ -1179,13 +1099,25 @@ static unsigned expire(struct store *st, uint64_t before_ns, uint64_t *bytes)
 	return n;
 }
 
-/* Periodic: seal a chunk that waited long enough, rotate by age, and, at
- * most once a second, expire by max_retention. */
+/* max_retention: segments older than keep go. */
+static void expire_tick(struct store *st, uint64_t now, uint64_t keep)
+{
+	uint64_t real, bytes;
+	unsigned n;
+
+	st->expire_tick_ns = now;
+	real = d_now(CLOCK_REALTIME);
+	if (real > keep && (n = expire(st, real - keep, &bytes)))
+		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
+		      (unsigned long long)bytes, (unsigned long long)(keep / 1000000000ull));
+}
+
+/* Periodic: seal a chunk that waited long enough, rotate by age, at most
+ * once a second expire by max_retention, and the sync round when due. */
 void store_tick(struct store *st)
 {
-	uint64_t now = d_now(CLOCK_MONOTONIC), real, bytes;
+	uint64_t now = d_now(CLOCK_MONOTONIC);
 	uint64_t keep = st->budget.max_retention_ns;
-	unsigned n;
 
 	store_check(st);
 	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
@@ -1198,13 +1130,9 @@ void store_tick(struct store *st)
 	}
 	if (now >= st->budget.max_age_ns)
 		rotate_lanes(st, older_file, now - st->budget.max_age_ns);
-	if (!keep || now - st->expire_tick_ns < 1000000000ull)
-		return;
-	st->expire_tick_ns = now;
-	real = d_now(CLOCK_REALTIME);
-	if (real > keep && (n = expire(st, real - keep, &bytes)))
-		d_log(LOG_NOTICE, "max_retention: deleted %u segments (%llu bytes) older than %llu s", n,
-		      (unsigned long long)bytes, (unsigned long long)(keep / 1000000000ull));
+	if (keep && now - st->expire_tick_ns >= 1000000000ull)
+		expire_tick(st, now, keep);
+	store_sync_tick(st); /* after: what retention closed is sealed in this round */
 }
 
 /* No lane has a chunk with records open. */
@@ -1225,7 +1153,7 @@ bool store_idle(const struct store *st)
 	for (unsigned i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].busy)
 			return false;
-	return st->finalizing == 0;
+	return st->finalizing == 0 && st->syncing == 0;
 }
 
 void store_reload(struct store *st, const struct ringlog_config *cfg)
@@ -1341,6 +1269,7 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 	st->deleting = p->deleting;
 	st->keep = p->keep;
 	st->ctx = p->ctx;
+	st->sync_round_ns = d_now(CLOCK_MONOTONIC); /* the first round one interval on */
 	sys_identity(st->boot_id, st->host, sizeof(st->host));
 	if ((err = st->mkdir(st->ctx, st->dir)) < 0) {
 		d_log(LOG_ERR, "cannot create storage_dir %s: %s", st->dir, strerror(-err));
@@ -1374,7 +1303,7 @@ void store_close(struct store *st)
 	for (struct segfile *s = st->segs, *n; s; s = n) {
 		n = s->next;
 		if (s->fd > 0 && !s->closed)
-			finalize(st, s);
+			seg_finalize(st, s);
 		free(s->path);
 		file_aligned_free(s->hdr);
 		free(s);

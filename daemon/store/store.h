@@ -56,6 +56,8 @@ struct store_budget {
 	                           * at start */
 	uint64_t max_age_ns;      /* rotate a segment this old */
 	uint64_t seal_after_ns;   /* seal a chunk that waited this long */
+	uint64_t sync_interval_ns; /* at most one round of syncs this often
+	                            * (durable.c) */
 	uint64_t max_retention_ns; /* expire segments older (0: none) */
 };
 
@@ -84,7 +86,13 @@ struct segfile {
 	uint64_t begun;      /* chunks started in it (room(), segment.c) */
 	uint64_t limit;      /* rotate before passing it (store_seg_limit()) */
 	struct ringlog_seg_hdr *hdr; /* aligned copy (current) */
-	struct store *st;    /* its store, for finalize()'s completions */
+	struct store *st;    /* its store, for durable.c's completions */
+	/* durable.c: chunk writes completed in it, and as many as the last
+	 * sync started covers; a sync of it in flight; the next rotated
+	 * segment waiting for the round */
+	uint64_t writes_done, writes_synced;
+	bool syncing;
+	struct segfile *sync_next;
 };
 
 struct chunk {
@@ -245,7 +253,11 @@ struct store {
 	uint64_t expire_tick_ns; /* last max_retention check (CLOCK_MONOTONIC) */
 	bool disk_blocked;   /* last write failed for lack of space */
 	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
-	unsigned finalizing; /* rotated segments whose seal is in flight */
+	unsigned finalizing; /* rotated segments whose seal is in flight or
+	                      * waits for its sync round (durable.c) */
+	unsigned syncing;    /* syncs of segments being written in flight */
+	struct segfile *sync_queue; /* rotated, waiting for the round */
+	uint64_t sync_round_ns; /* CLOCK_MONOTONIC of the last round */
 	bool stopping;       /* store_stop(): seals run in place */
 	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
 	char disk_error[STORE_WHY_MAX];
@@ -338,6 +350,22 @@ void store_stop(struct store *st);
 /* Close retention class lane k's segment being written, so that the
  * budget may delete it. */
 void store_close_lane(struct store *st, unsigned k);
+
+/* durable.c: a segment's end and the sync rounds */
+
+/* Seal rotated segment s (no write in flight in it): its CLOSED header,
+ * its sync in the next round, then its descriptor closed. */
+void seg_finalize(struct store *st, struct segfile *s);
+/* A round of syncs when sync_interval has passed and there is something to
+ * sync (the flush timer's tick). */
+void store_sync_tick(struct store *st);
+/* A round now. */
+void store_sync_round(struct store *st);
+/* Someone waits for the rotated segments' seals (retention, shutdown): a
+ * round now if any waits for one. */
+void store_sync_soon(struct store *st);
+/* Stopping: what waits for a round is synced in place. */
+void store_sync_stop(struct store *st);
 
 /* retention.c: the segment index and the budget */
 
