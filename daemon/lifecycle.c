@@ -86,6 +86,7 @@ static void on_flush_timer(uv_timer_t *t)
 	if (sync_waiting(d)) {
 		drain_all(d);
 		store_seal(d->st);
+		ovl_sealed(d); /* a report kept for room and stored since */
 	}
 	sync_tick(d);
 	fwd_tick(d);
@@ -367,6 +368,12 @@ int daemon_start(struct daemon *d)
 void daemon_finish(struct daemon *d)
 {
 	d->stopping = true; /* nothing waits on a peer any more */
+	/* Writes still in flight (shutdown gave up waiting for them after
+	 * 10 s) land first: their chunks hold the rings released below. A
+	 * seal from here finishes in place. */
+	store_stop(d->st);
+	while (store_writing(d->st) && uv_run(d->loop, UV_RUN_ONCE))
+		;
 	/* Close what is left so the loop can end cleanly. */
 	for (struct client *c = d->clients, *n; c; c = n) {
 		bool gone = c->gone;
@@ -394,9 +401,6 @@ void daemon_finish(struct daemon *d)
 	sink_publish_shutdown(&d->sinks);
 	ship_stop(d);
 	flight_stop(d); /* freed once a snapshot being written is done */
-	/* A seal still in flight finishes in place from here: the backend
-	 * is going (however the loop came to end) */
-	store_stop(d->st);
 	d->io->ops->close(d->io);
 	ctl_wake_close(d);
 	uv_close((uv_handle_t *)&d->drain_timer, NULL);

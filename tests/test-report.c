@@ -22,6 +22,7 @@
 #include "ingest/client.h"
 #include "ingest/drain.h"
 #include "ingest/overload.h"
+#include "sink/sync.h"
 #include "store/io-ops.h"
 
 static struct harness h;
@@ -176,4 +177,39 @@ Test(report, a_writer_that_left_with_a_report_pending_is_kept_until_it_is_stored
 	cr_assert_null(h.d->clients, "the writer stayed after its report was stored");
 	h.c = NULL; /* freed by the drain */
 	check_disk(total, 777, filler);
+}
+
+/* ringlog_flush() sends the reports, then SYNC: its answer waits until
+ * they are on disk, not merely in a chunk (the answer's sink, sync.c,
+ * learns of written chunks as the daemon's does). */
+Test(report, a_flush_waits_until_the_report_is_written)
+{
+	static struct sink sync_sink;
+	unsigned total;
+	uint64_t filler;
+
+	total = start();
+	sync_sink = (struct sink){ .ops = &sync_sink_ops, .ctx = h.d };
+	sink_link(&h.sinks, &sync_sink);
+	cr_assert_not(ovl_flush_pending(h.c));
+	/* stored on arrival, in the open chunk */
+	cr_assert_eq(report(TICK_ID, 42), 0);
+	cr_assert(ovl_flush_pending(h.c), "a report in an open chunk");
+	hold_writes();
+	store_seal(h.st); /* as the SYNC frame does (ctl.c), then tells */
+	ovl_sealed(h.d);
+	cr_assert(ovl_flush_pending(h.c), "a report in a chunk being written");
+	/* kept for room, stored once there is */
+	filler = fill_store(h.r);
+	cr_assert_eq(report(TICK_ID, 8), 0);
+	cr_assert_eq(h.c->ovl_npending, 1);
+	release_writes();
+	h_pump_chunks(&h);
+	cr_assert_eq(h.c->ovl_npending, 0);
+	cr_assert(ovl_flush_pending(h.c), "the second report is not even sealed");
+	store_seal(h.st);
+	ovl_sealed(h.d);
+	h_pump_chunks(&h);
+	cr_assert_not(ovl_flush_pending(h.c), "both written, the flush still waits");
+	check_disk(total, 50, filler);
 }

@@ -83,6 +83,8 @@ struct client {
 	struct ovl_counts ovl;    /* ingest/overload.c */
 	struct ovl_pending *ovl_pending; /* reports not stored yet (overload.h) */
 	uint32_t ovl_npending;
+	bool ovl_unsealed;        /* a report stored in a chunk not sealed yet */
+	uint64_t ovl_sealed_to;   /* its reports are in chunks of seal_no below */
 	struct ringlog_config_policy *pol_sent; /* POLICY last sent, by event id */
 	uint32_t npol_sent;
 	bool refused;

@@ -206,6 +206,7 @@ static int to_sink(struct client *c, uint16_t type, const uint8_t *p, uint32_t l
 
 	drain_all(d);
 	store_seal(d->st);
+	ovl_sealed(d);
 	rq.sealed = d->st->seal_next;
 	rq.segment = d->st->cur ? d->st->cur->seq : d->st->next_seq;
 	return sink_publish_request(&d->sinks, &rq);

@@ -173,8 +173,11 @@ static int store_suppressed(struct daemon *d, struct ring *r, const struct ringl
 {
 	struct ringlog_seg_loss sl = { .records = count, .reason = RINGLOG_LOSS_RATE,
 				       .provider = e->provider, .event = event, .level = e->level };
+	int err = store_loss_rec(d->st, r, &sl);
 
-	return store_loss_rec(d->st, r, &sl);
+	if (!err)
+		r->c->ovl_unsealed = true; /* a flush waits for its chunk */
+	return err;
 }
 
 /* Keep a report for ovl_retry(), added to one of the same event. Out of
@@ -249,15 +252,27 @@ void ovl_retry(struct daemon *d, struct client *c)
 	c->ovl_npending -= i;
 }
 
-bool ovl_writer_pending(struct client *c)
+void ovl_sealed(struct daemon *d)
 {
-	return c->ovl_npending && report_ring(c);
+	if (!store_idle_open(d->st))
+		return; /* a chunk could not be sealed: the reports in it wait */
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->ovl_unsealed) {
+			c->ovl_unsealed = false;
+			c->ovl_sealed_to = d->st->seal_next;
+		}
+}
+
+bool ovl_flush_pending(struct client *c)
+{
+	return (c->ovl_npending && report_ring(c)) || c->ovl_unsealed ||
+	       c->d->sync_released < c->ovl_sealed_to;
 }
 
 bool ovl_pending(const struct daemon *d)
 {
 	for (struct client *c = d->clients; c; c = c->next)
-		if (ovl_writer_pending(c))
+		if (c->ovl_npending && report_ring(c))
 			return true;
 	return false;
 }

@@ -33,10 +33,14 @@ struct ovl_pending {
 /* Store what c's reports left pending (called by the drain, once a pass
  * per writer that has some). */
 void ovl_retry(struct daemon *d, struct client *c);
-/* c has a report pending that one of its streams could take (a flush
- * waits for it); ovl_pending(): some writer has (shutdown waits for it,
- * within its bound). */
-bool ovl_writer_pending(struct client *c);
+/* Every open chunk was just sealed (a SYNC, the flush timer while one
+ * waits): the reports stored so far are in chunks below st->seal_next. */
+void ovl_sealed(struct daemon *d);
+/* A report c sent is not on disk yet (kept for a stream or for room, in
+ * a chunk not sealed or not written): a flush waits for it. */
+bool ovl_flush_pending(struct client *c);
+/* Some writer has a report kept that one of its streams could take
+ * (shutdown waits for it, within its bound). */
 bool ovl_pending(const struct daemon *d);
 
 /* A ring was attached: give it the configured shed reserve and level. */

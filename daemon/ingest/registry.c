@@ -421,7 +421,11 @@ void reg_ring_release(struct ring *r)
 	if (r->mem)
 		ctl_unmap(r->mem, r->map_size);
 	free(r->store.pend);
+	/* No chunk holds it (retire()): what it may still be given is a
+	 * LOSS record, which takes no ring space. */
 	r->store.pend = NULL;
+	r->store.pend_cap = 0;
+	r->store.ticket_head = r->store.ticket_next = 0;
 	r->mem = NULL;
 	r->next = NULL;
 	/* Kept, without its mapping, as the stream of reports that come

@@ -45,9 +45,9 @@ static bool ring_done(struct client *c, const struct sync_target *t)
 
 static bool sync_done(struct client *c, const struct sync_wait *w)
 {
-	/* the flush covers the rate limits' reports sent before it: one the
-	 * store had no room for yet is still to go into a chunk */
-	if (ovl_writer_pending(c))
+	/* the flush covers the rate limits' reports sent before it, on disk:
+	 * one the store had no room for yet is still to go into a chunk */
+	if (ovl_flush_pending(c))
 		return false;
 	for (uint32_t i = 0; i < w->n; i++)
 		if (!ring_done(c, &w->t[i]))
@@ -142,7 +142,7 @@ static void sink_chunk(struct sink *s, const struct sink_chunk *c)
 {
 	struct daemon *d = s->ctx;
 
-	(void)c;
+	d->sync_released = c->seal_no + 1; /* published in sealing order */
 	if (d->nsyncs)
 		sync_check(d);
 }

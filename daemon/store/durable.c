@@ -20,7 +20,8 @@
  * A rotated segment waiting for its round counts as a write in flight
  * (s->inflight, st->finalizing): retention waits for it as for a chunk,
  * and asks for the round at once (store_sync_soon()); store_idle() waits
- * for it. Syncs run through the backend, off the loop thread; stopping (the
+ * for it. At most SYNC_QUEUE_MAX rotated segments wait (each holds its
+ * descriptor open): one more starts the round. Syncs run through the backend, off the loop thread; stopping (the
  * loop may not run again) or with a backend that cannot take them, in
  * place.
  */
@@ -35,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define SYNC_QUEUE_MAX 64
 
 static void seal_failed(const struct segfile *s, int err)
 {
@@ -93,6 +96,8 @@ static void on_cur_synced(void *arg, long res)
 	s->syncing = false;
 	st->syncing--;
 	if (res < 0)
+		s->writes_synced = UINT64_MAX; /* not synced: the next round tries again */
+	if (res < 0)
 		d_log(LOG_ERR, "segment %s: sync failed: %s (what it holds is in the file; a power "
 		      "loss may take the last %llu ms of it)", s->path, strerror((int)-res),
 		      (unsigned long long)(st->budget.sync_interval_ns / 1000000));
@@ -124,6 +129,7 @@ void store_sync_round(struct store *st)
 	st->sync_round_ns = d_now(CLOCK_MONOTONIC);
 	while ((s = st->sync_queue)) {
 		st->sync_queue = s->sync_next;
+		st->sync_queued--;
 		s->sync_next = NULL;
 		sync_seg(st, s, on_seal_synced);
 	}
@@ -173,7 +179,12 @@ static void on_seal_written(void *arg, long res)
 	}
 	s->sync_next = st->sync_queue;
 	st->sync_queue = s;
-	store_sync_tick(st);
+	/* each waits with its descriptor and header open: at most so many
+	 * (a rotation every 150 ms at 10 M events/s, a long interval) */
+	if (++st->sync_queued >= SYNC_QUEUE_MAX)
+		store_sync_round(st);
+	else
+		store_sync_tick(st);
 }
 
 void seg_finalize(struct store *st, struct segfile *s)

@@ -1146,14 +1146,17 @@ bool store_idle_open(const struct store *st)
 	return true;
 }
 
-bool store_idle(const struct store *st)
+bool store_writing(const struct store *st)
 {
-	if (!store_idle_open(st))
-		return false;
 	for (unsigned i = 0; i < st->nchunks; i++)
 		if (st->chunks[i].busy)
-			return false;
-	return st->finalizing == 0 && st->syncing == 0;
+			return true;
+	return st->finalizing != 0 || st->syncing != 0;
+}
+
+bool store_idle(const struct store *st)
+{
+	return store_idle_open(st) && !store_writing(st);
 }
 
 void store_reload(struct store *st, const struct ringlog_config *cfg)

@@ -257,6 +257,7 @@ struct store {
 	                      * waits for its sync round (durable.c) */
 	unsigned syncing;    /* syncs of segments being written in flight */
 	struct segfile *sync_queue; /* rotated, waiting for the round */
+	unsigned sync_queued;  /* how many */
 	uint64_t sync_round_ns; /* CLOCK_MONOTONIC of the last round */
 	bool stopping;       /* store_stop(): seals run in place */
 	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
@@ -331,8 +332,10 @@ void store_tick(struct store *st);
  * count what they held as lost, recreate the directory and go on. */
 void store_check(struct store *st);
 /* Nothing open, nothing in flight (chunk writes, a rotated segment's
- * seal). */
+ * seal, a sync). */
 bool store_idle(const struct store *st);
+/* Something in flight (chunk writes, seals, syncs). */
+bool store_writing(const struct store *st);
 /* No chunk with records open, in any lane. */
 bool store_idle_open(const struct store *st);
 /* Make lane k (a retention class) the one filled (retention.c). */
