@@ -362,7 +362,8 @@ static bool get_duration(struct ctx *x, const char *path, json_t *v, uint64_t lo
 	uint64_t n;
 
 	if (!json_is_string(v) || ringlog_parse_duration(json_string_value(v), &n) < 0) {
-		report(x, path, "expected a duration like \"1s\", \"500ms\" or \"7d\", got %s", GOT(v));
+		report(x, path, "expected a duration like \"1s\" or \"500ms\" (%s), got %s", range,
+		       GOT(v));
 		return false;
 	}
 	if (n < lo || n > hi) {

@@ -104,8 +104,11 @@ static const struct { const char *json, *err; } bad[] = {
 	{ "{\"ring_size\": \"2K\"}",
 	  "config: t.json:1:2: \"ring_size\": \"2K\" is out of range (4096 to 1073741824 bytes)" },
 	{ "{\"flush_interval\": 1}",
-	  "config: t.json:1:2: \"flush_interval\": expected a duration like \"1s\", \"500ms\" "
-	  "or \"7d\", got 1" },
+	  "config: t.json:1:2: \"flush_interval\": expected a duration like \"1s\" or \"500ms\" "
+	  "(1ms to 1h), got 1" },
+	{ "{\"sync_interval\": \"abc\"}",
+	  "config: t.json:1:2: \"sync_interval\": expected a duration like \"1s\" or \"500ms\" "
+	  "(10ms to 1h), got \"abc\"" },
 	{ "{\"flush_interval\": \"2h\"}",
 	  "config: t.json:1:2: \"flush_interval\": \"2h\" is out of range (1ms to 1h)" },
 	{ "{\"sync_interval\": \"1ms\"}",
@@ -207,8 +210,8 @@ static const struct { const char *json, *err; } bad[] = {
 	  "important one, like \"error\") or a range most important first, like "
 	  "\"critical..warning\", of critical, error, warning, info, verbose; got \"info..error\"" },
 	{ "{\"retention\": [{\"name\": \"a\", \"min_age\": \"soon\"}]}",
-	  "config: t.json:1:30: \"retention.0.min_age\": expected a duration like \"1s\", \"500ms\" "
-	  "or \"7d\", got \"soon\"" },
+	  "config: t.json:1:30: \"retention.0.min_age\": expected a duration like \"1s\" or "
+	  "\"500ms\" (1s to 3660d), got \"soon\"" },
 	{ "{\"retention\": [{\"name\": \"a\", \"min_share\": \"60%\"}, "
 	  "{\"name\": \"b\", \"min_share\": \"50%\"}]}",
 	  "config: t.json:1:2: \"retention\": the classes' min_share add up to 110%, more than the "

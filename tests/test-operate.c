@@ -169,6 +169,43 @@ Test(operate, status_speaks_in_human_durations_and_never_prints_an_empty_table)
 	live_cleanup(&e);
 }
 
+/* What a power loss may take: how often segment files are synced, when
+ * last, what waits, what failed (store/durable.c). */
+Test(operate, status_says_how_often_segment_files_are_synced)
+{
+	struct live e;
+	static char out[1 << 16];
+	pid_t d = daemon_with(&e, "\"sync_interval\": \"300ms\""), em;
+	json_t *st, *v;
+	struct timespec ts;
+	uint64_t now, last;
+
+	em = emitter_running(2000);
+	wait_declared();
+	sleep_ms(1500);
+	cr_assert_eq(live_run(CLI " status", out, sizeof(out)), 0, "%s", out);
+	cr_expect(matches(out, "^durability +segment files synced at most every 300 ms, last "
+				"[0-9]+ s ago; [0-9]+ closed segments waiting; 0 syncs failed$"),
+		  "no durability line:\n%s", out);
+	cr_expect(!strstr(out, "SYNC PROBLEM"), "%s", out);
+	st = live_status_json();
+	cr_assert(st, "no status");
+	v = json_object_get(st, "durability");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	last = (uint64_t)json_integer_value(json_object_get(v, "last_round_ns"));
+	cr_expect_eq(json_integer_value(json_object_get(v, "sync_interval_ns")), 300000000);
+	/* a program writing all along: a round at least every interval and
+	 * a tenth of flush_interval (100 ms) */
+	cr_expect(last && now - last < 2000000000u, "last round %lld ns ago",
+		  (long long)(now - last));
+	cr_expect_eq(json_integer_value(json_object_get(v, "sync_failures")), 0);
+	json_decref(st);
+	emitter_stop(em);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 Test(operate, status_watch_refreshes_and_redraws_on_a_terminal)
 {
 	struct live e;

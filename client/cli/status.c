@@ -230,6 +230,25 @@ static void print_retention(json_t *r, uint64_t now)
 		       ago(I(v, "at_ns"), now, b, sizeof(b)), S(v, "why"));
 }
 
+/* The sync rounds (a daemon before them: nothing printed). */
+static void print_durability(json_t *j, uint64_t now)
+{
+	json_t *v = json_object_get(j, "durability");
+	char a[64], b[64];
+
+	if (!v)
+		return;
+	cli_span(I(v, "sync_interval_ns") / 1000000000u, a, sizeof(a));
+	if (I(v, "sync_interval_ns") < 1000000000u)
+		snprintf(a, sizeof(a), "%llu ms", (unsigned long long)(I(v, "sync_interval_ns") / 1000000u));
+	printf("%-22s segment files synced at most every %s, last %s; %llu closed segments "
+	       "waiting; %llu syncs failed\n", "durability", a,
+	       I(v, "last_round_ns") ? ago(I(v, "last_round_ns"), now, b, sizeof(b)) : "not yet",
+	       (unsigned long long)I(v, "segments_waiting"), (unsigned long long)I(v, "sync_failures"));
+	if (I(v, "sync_failures"))
+		printf("%-22s %s\n", "SYNC PROBLEM", S(v, "last_error"));
+}
+
 static void print_human(json_t *j, bool down)
 {
 	char a[64], b[64], c[64];
@@ -309,6 +328,7 @@ static void print_human(json_t *j, bool down)
 			       "", (unsigned long long)I(v, "deleted"));
 		if (json_is_true(json_object_get(j, "disk_blocked")))
 			printf("%-22s %s\n", "DISK PROBLEM", S(j, "disk_error"));
+		print_durability(j, now);
 		status_print_flight(j);
 		print_clients(j);
 		/* LOST-RING: the overflow each program attributed to the provider

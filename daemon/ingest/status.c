@@ -191,6 +191,13 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(json_object_get(j, "lost"), "ring_unattributed",
 			    json_integer((json_int_t)(d->lost_ring - attributed)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
+	/* What a power loss may take (store/durable.c). */
+	json_object_set_new(j, "durability", json_pack("{s:I,s:I,s:I,s:I,s:s}",
+		"sync_interval_ns", (json_int_t)d->st->budget.sync_interval_ns,
+		"last_round_ns", (json_int_t)d->st->sync_round_real_ns,
+		"segments_waiting", (json_int_t)d->st->sync_queued,
+		"sync_failures", (json_int_t)d->st->sync_failures,
+		"last_error", d->st->sync_error));
 	json_object_set_new(j, "store", store);
 	json_object_set_new(j, "retention", retention(d->st));
 	{

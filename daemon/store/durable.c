@@ -18,9 +18,11 @@
  * whatever the rate.
  *
  * A rotated segment waiting for its round counts as a write in flight
- * (s->inflight, st->finalizing): retention waits for it as for a chunk,
- * and asks for the round at once (store_sync_soon()); store_idle() waits
- * for it. At most SYNC_QUEUE_MAX rotated segments wait (each holds its
+ * (s->inflight, st->finalizing), so that store_idle() waits for it; but
+ * one that retention or `ringlog vacuum` deletes goes without its sync
+ * (store_sync_drop(): a deleted file needs none), and retention waiting
+ * for a seal still in flight asks for the round at once
+ * (store_sync_soon()). At most SYNC_QUEUE_MAX rotated segments wait (each holds its
  * descriptor open): one more starts the round. Syncs run through the backend, off the loop thread; stopping (the
  * loop may not run again) or with a backend that cannot take them, in
  * place.
@@ -43,6 +45,15 @@ static void seal_failed(const struct segfile *s, int err)
 {
 	d_log(LOG_ERR, "segment %s: could not seal its header: %s (its chunks stay readable)",
 	      s->path, strerror(-err));
+}
+
+/* Logged, counted and kept for status: what a power loss may now take. */
+static void sync_failed(struct store *st, const struct segfile *s, int err, const char *what)
+{
+	st->sync_failures++;
+	snprintf(st->sync_error, sizeof(st->sync_error), "sync of %s failed: %s (%s)", s->path,
+		 strerror(-err), what);
+	d_log(LOG_ERR, "segment %s: sync failed: %s (%s)", s->path, strerror(-err), what);
 }
 
 static void finalized(struct segfile *s)
@@ -81,7 +92,8 @@ static void on_seal_synced(void *arg, long res)
 	s->inflight--;
 	st->finalizing--;
 	if (res < 0)
-		seal_failed(s, (int)res);
+		sync_failed(st, s, (int)res, "its chunks are in the file; a power loss may take "
+			    "what the disk had not stored yet");
 	finalized(s);
 	room_again(st);
 }
@@ -95,12 +107,10 @@ static void on_cur_synced(void *arg, long res)
 	s->inflight--;
 	s->syncing = false;
 	st->syncing--;
-	if (res < 0)
+	if (res < 0) {
 		s->writes_synced = UINT64_MAX; /* not synced: the next round tries again */
-	if (res < 0)
-		d_log(LOG_ERR, "segment %s: sync failed: %s (what it holds is in the file; a power "
-		      "loss may take the last %llu ms of it)", s->path, strerror((int)-res),
-		      (unsigned long long)(st->budget.sync_interval_ns / 1000000));
+		sync_failed(st, s, (int)res, "tried again in the next round");
+	}
 	/* rotated meanwhile: its end waited for this */
 	if (!s->current && !s->closed && s->inflight == 0)
 		seg_finalize(st, s);
@@ -127,8 +137,10 @@ void store_sync_round(struct store *st)
 	struct segfile *s;
 
 	st->sync_round_ns = d_now(CLOCK_MONOTONIC);
+	st->sync_round_real_ns = d_now(CLOCK_REALTIME);
 	while ((s = st->sync_queue)) {
 		st->sync_queue = s->sync_next;
+		s->sync_waiting = false;
 		st->sync_queued--;
 		s->sync_next = NULL;
 		sync_seg(st, s, on_seal_synced);
@@ -160,6 +172,24 @@ void store_sync_soon(struct store *st)
 		store_sync_round(st);
 }
 
+bool store_sync_drop(struct store *st, struct segfile *s)
+{
+	if (!s->sync_waiting)
+		return false;
+	for (struct segfile **pp = &st->sync_queue; *pp; pp = &(*pp)->sync_next)
+		if (*pp == s) {
+			*pp = s->sync_next;
+			break;
+		}
+	s->sync_next = NULL;
+	s->sync_waiting = false;
+	st->sync_queued--;
+	s->inflight--;
+	st->finalizing--;
+	finalized(s);
+	return true;
+}
+
 void store_sync_stop(struct store *st)
 {
 	st->stopping = true;
@@ -179,6 +209,7 @@ static void on_seal_written(void *arg, long res)
 	}
 	s->sync_next = st->sync_queue;
 	st->sync_queue = s;
+	s->sync_waiting = true;
 	/* each waits with its descriptor and header open: at most so many
 	 * (a rotation every 150 ms at 10 M events/s, a long interval) */
 	if (++st->sync_queued >= SYNC_QUEUE_MAX)

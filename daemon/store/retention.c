@@ -374,12 +374,22 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 }
 
 /* `ringlog vacuum` and max_retention: only sealed segments go (closed:
- * finalize() wrote their header and no write is in flight), never the
+ * seg_finalize() wrote their header and no write is in flight; one only
+ * waiting for its sync round goes without it), never the
  * one being written, so the index and the files stay in step. Size first,
  * oldest first, counting the segment being written as the budget does;
  * then every sealed segment whose newest event is older than before_ns
  * (a segment without events, loss records only, has no time of its own:
  * its last_real_ns is 0, so any age limit takes it). */
+/* May s, chosen to go, go now: sealed, not being written, nothing in
+ * flight? One that only waits for its sync round goes without it. */
+static bool settled(struct store *st, struct segfile *s)
+{
+	if (s->current || (s->inflight && !store_sync_drop(st, s)))
+		return false;
+	return s->closed;
+}
+
 unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx)
 {
@@ -387,7 +397,7 @@ unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 
 	for (struct segfile *s = st->segs, *next; s && st->used_bytes > keep_bytes; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight || (st->keep && st->keep(st->ctx, s)))
+		if (s->current || (st->keep && st->keep(st->ctx, s)) || !settled(st, s))
 			continue;
 		if (each)
 			each(ctx, s);
@@ -396,8 +406,8 @@ unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 	}
 	for (struct segfile *s = before_ns ? st->segs : NULL, *next; s; s = next) {
 		next = s->next;
-		if (!s->closed || s->current || s->inflight || s->last_real_ns >= before_ns ||
-		    (st->keep && st->keep(st->ctx, s)))
+		if (s->current || s->last_real_ns >= before_ns ||
+		    (st->keep && st->keep(st->ctx, s)) || !settled(st, s))
 			continue;
 		if (each)
 			each(ctx, s);
@@ -448,7 +458,7 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 				return ROOM_FULL;
 			return ROOM_ROTATE;
 		}
-		if (s->inflight)
+		if (!settled(st, s))
 			return ROOM_WAIT;
 		delete_oldest(st, disk_ok ? "min_free" : "max_disk");
 	}

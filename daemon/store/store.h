@@ -92,6 +92,7 @@ struct segfile {
 	 * segment waiting for the round */
 	uint64_t writes_done, writes_synced;
 	bool syncing;
+	bool sync_waiting;   /* rotated, header written, in st->sync_queue */
 	struct segfile *sync_next;
 };
 
@@ -259,6 +260,11 @@ struct store {
 	struct segfile *sync_queue; /* rotated, waiting for the round */
 	unsigned sync_queued;  /* how many */
 	uint64_t sync_round_ns; /* CLOCK_MONOTONIC of the last round */
+	/* status: when the last round started (wall clock), the syncs that
+	 * failed and the last one's reason */
+	uint64_t sync_round_real_ns;
+	uint64_t sync_failures;
+	char sync_error[STORE_WHY_MAX];
 	bool stopping;       /* store_stop(): seals run in place */
 	uint64_t dir_id[2];  /* storage_dir's device and inode when locked */
 	char disk_error[STORE_WHY_MAX];
@@ -367,6 +373,10 @@ void store_sync_round(struct store *st);
 /* Someone waits for the rotated segments' seals (retention, shutdown): a
  * round now if any waits for one. */
 void store_sync_soon(struct store *st);
+/* s is about to be deleted: if it only waits for its round (nothing in
+ * flight), it leaves the queue and is closed unsynced (a deleted file needs
+ * no sync). true: done, s is closed with nothing in flight. */
+bool store_sync_drop(struct store *st, struct segfile *s);
 /* Stopping: what waits for a round is synced in place. */
 void store_sync_stop(struct store *st);
 
