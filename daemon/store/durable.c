@@ -1,10 +1,11 @@
 /* daemon/store/durable.c - a segment's end (its CLOSED header, its sync, its
  * descriptor closed), and when written data is made durable.
  *
- * A chunk write reaches the file when it completes (O_DIRECT where the
- * filesystem allows it), so a crash of the daemon or of the system loses
- * nothing written; a power loss takes what is still in the disk's own
- * cache, and only a sync (fdatasync, FlushFileBuffers) covers that. A sync
+ * A chunk write reaches the file when it completes, so a crash of the
+ * daemon loses nothing written; a crash of the system or a power loss
+ * takes what is still in the disk's own cache (or in the page cache, where
+ * the filesystem refuses O_DIRECT), and only a sync (fdatasync,
+ * FlushFileBuffers) covers that. A sync
  * costs the device, not us: on a virtual disk one takes ~40 ms and every
  * write queued behind it waits as long. With a sync at each rotation (every
  * 150 ms at 10 M events/s) 10 % of the chunk writes took 32 ms or more and
@@ -14,18 +15,18 @@
  * So syncs go in rounds, at most one per sync_interval: a round syncs every
  * rotated segment whose CLOSED header landed since the last round, and the
  * segment being written of each lane when a write completed in it since.
- * A power loss costs at most sync_interval and a round of what was written,
- * whatever the rate.
+ * A power loss costs at most sync_interval, a tick and a round of what
+ * was written, whatever the rate.
  *
  * A rotated segment waiting for its round counts as a write in flight
  * (s->inflight, st->finalizing), so that store_idle() waits for it; but
  * one that retention or `ringlog vacuum` deletes goes without its sync
  * (store_sync_drop(): a deleted file needs none), and retention waiting
  * for a seal still in flight asks for the round at once
- * (store_sync_soon()). At most SYNC_QUEUE_MAX rotated segments wait (each holds its
- * descriptor open): one more starts the round. Syncs run through the backend, off the loop thread; stopping (the
- * loop may not run again) or with a backend that cannot take them, in
- * place.
+ * (store_sync_soon()). At most SYNC_QUEUE_MAX rotated segments wait (each
+ * holds its descriptor open): one more starts the round. Syncs run
+ * through the backend, off the loop thread; stopping (the loop may not
+ * run again) or with a backend that cannot take them, in place.
  */
 #define _GNU_SOURCE
 #include "store/store.h"
