@@ -95,8 +95,6 @@ struct daemon {
 	unsigned ntails;
 	uint64_t tail_released; /* chunks the store published (tail.c) */
 	unsigned nsyncs;     /* SYNC requests waiting, all clients */
-	uint64_t sync_released; /* chunks published (written or counted
-	                         * lost): every seal_no below it */
 	bool notify;         /* $NOTIFY_SOCKET is set */
 	bool fdstore;        /* rings go to the service manager's fd store */
 

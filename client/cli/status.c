@@ -238,9 +238,10 @@ static void print_durability(json_t *j, uint64_t now)
 
 	if (!v)
 		return;
-	cli_span(I(v, "sync_interval_ns") / 1000000000u, a, sizeof(a));
 	if (I(v, "sync_interval_ns") < 1000000000u)
 		snprintf(a, sizeof(a), "%llu ms", (unsigned long long)(I(v, "sync_interval_ns") / 1000000u));
+	else
+		cli_span(I(v, "sync_interval_ns") / 1000000000u, a, sizeof(a));
 	printf("%-22s segment files synced at most every %s, last %s; %llu closed segments "
 	       "waiting; %llu syncs failed\n", "durability", a,
 	       I(v, "last_round_ns") ? ago(I(v, "last_round_ns"), now, b, sizeof(b)) : "not yet",

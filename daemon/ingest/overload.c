@@ -263,16 +263,23 @@ void ovl_sealed(struct daemon *d)
 		}
 }
 
+/* Reports kept that one of c's streams could take now. */
+static bool kept(struct client *c)
+{
+	return c->ovl_npending && report_ring(c);
+}
+
 bool ovl_flush_pending(struct client *c)
 {
-	return (c->ovl_npending && report_ring(c)) || c->ovl_unsealed ||
-	       c->d->sync_released < c->ovl_sealed_to;
+	/* release_next: every chunk sealed before it is written or counted
+	 * lost (segment.c, in sealing order) */
+	return kept(c) || c->ovl_unsealed || c->d->st->release_next < c->ovl_sealed_to;
 }
 
 bool ovl_pending(const struct daemon *d)
 {
 	for (struct client *c = d->clients; c; c = c->next)
-		if (c->ovl_npending && report_ring(c))
+		if (kept(c))
 			return true;
 	return false;
 }

@@ -85,17 +85,36 @@ static void sync_seg(struct store *st, struct segfile *s, io_done_fn done)
 		done(s, file_sync(s->fd));
 }
 
+/* A rotated segment's seal is over (synced, or deleted unsynced). */
+static void seal_done(struct store *st, struct segfile *s)
+{
+	s->inflight--;
+	st->finalizing--;
+	finalized(s);
+}
+
+/* s leaves the queue of rotated segments waiting for the round. */
+static void unqueue(struct store *st, struct segfile *s)
+{
+	for (struct segfile **pp = &st->sync_queue; *pp; pp = &(*pp)->sync_next)
+		if (*pp == s) {
+			*pp = s->sync_next;
+			break;
+		}
+	s->sync_next = NULL;
+	s->sync_waiting = false;
+	st->sync_queued--;
+}
+
 static void on_seal_synced(void *arg, long res)
 {
 	struct segfile *s = arg;
 	struct store *st = s->st;
 
-	s->inflight--;
-	st->finalizing--;
 	if (res < 0)
 		sync_failed(st, s, (int)res, "its chunks are in the file; a power loss may take "
 			    "what the disk had not stored yet");
-	finalized(s);
+	seal_done(st, s);
 	room_again(st);
 }
 
@@ -140,10 +159,7 @@ void store_sync_round(struct store *st)
 	st->sync_round_ns = d_now(CLOCK_MONOTONIC);
 	st->sync_round_real_ns = d_now(CLOCK_REALTIME);
 	while ((s = st->sync_queue)) {
-		st->sync_queue = s->sync_next;
-		s->sync_waiting = false;
-		st->sync_queued--;
-		s->sync_next = NULL;
+		unqueue(st, s);
 		sync_seg(st, s, on_seal_synced);
 	}
 	for (unsigned k = 0; k < st->nlanes || k == 0; k++) {
@@ -177,17 +193,8 @@ bool store_sync_drop(struct store *st, struct segfile *s)
 {
 	if (!s->sync_waiting)
 		return false;
-	for (struct segfile **pp = &st->sync_queue; *pp; pp = &(*pp)->sync_next)
-		if (*pp == s) {
-			*pp = s->sync_next;
-			break;
-		}
-	s->sync_next = NULL;
-	s->sync_waiting = false;
-	st->sync_queued--;
-	s->inflight--;
-	st->finalizing--;
-	finalized(s);
+	unqueue(st, s);
+	seal_done(st, s);
 	return true;
 }
 

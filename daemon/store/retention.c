@@ -373,6 +373,13 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
 	return 1;
 }
 
+/* May s (not being written), chosen to go, go now: sealed, nothing in
+ * flight? One that only waits for its sync round goes without it. */
+static bool settled(struct store *st, struct segfile *s)
+{
+	return (!s->inflight || store_sync_drop(st, s)) && s->closed;
+}
+
 /* `ringlog vacuum` and max_retention: only sealed segments go (closed:
  * seg_finalize() wrote their header and no write is in flight; one only
  * waiting for its sync round goes without it), never the
@@ -381,15 +388,6 @@ static int evict_by_class(struct store *st, const char *need, bool *wait, bool *
  * then every sealed segment whose newest event is older than before_ns
  * (a segment without events, loss records only, has no time of its own:
  * its last_real_ns is 0, so any age limit takes it). */
-/* May s, chosen to go, go now: sealed, not being written, nothing in
- * flight? One that only waits for its sync round goes without it. */
-static bool settled(struct store *st, struct segfile *s)
-{
-	if (s->current || (s->inflight && !store_sync_drop(st, s)))
-		return false;
-	return s->closed;
-}
-
 unsigned ret_vacuum(struct store *st, uint64_t keep_bytes, uint64_t before_ns,
 		    void (*each)(void *ctx, const struct segfile *s), void *ctx)
 {

@@ -823,10 +823,13 @@ static void on_written(void *arg, long res)
 		snprintf(why, sizeof(why), "write to %s failed: %s", s->path,
 			 res < 0 ? strerror((int)-res) : "short write");
 		chunk_lost(st, c, why);
-	} else if ((s->writes_done++, st->disk_blocked)) {
-		st->disk_blocked = false;
-		st->disk_error[0] = 0;
-		d_log(LOG_NOTICE, "writing to %s works again", s->path);
+	} else {
+		s->writes_done++; /* for its next sync (durable.c) */
+		if (st->disk_blocked) {
+			st->disk_blocked = false;
+			st->disk_error[0] = 0;
+			d_log(LOG_NOTICE, "writing to %s works again", s->path);
+		}
 	}
 	chunk_done(st, c);
 	if (!s->current && !s->closed && s->inflight == 0)
