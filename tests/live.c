@@ -158,8 +158,17 @@ pid_t live_daemon(const struct live *e, ...)
 		 * and listen() got ECONNREFUSED (CI, under ASan) */
 		if (sock_listens(e->sock))
 			return pid;
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			cr_assert_fail("ringlogd exited before listening (status %d)", status);
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			static char log[4096];
+			FILE *f = fopen(e->log, "r");
+			size_t got = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
+
+			log[got] = 0;
+			if (f)
+				fclose(f);
+			cr_assert_fail("ringlogd exited before listening (status %d); its log:\n%s",
+				       status, log);
+		}
 		usleep(25000);
 	}
 	cr_assert_fail("ringlogd did not create %s within 5 s", e->sock);
