@@ -106,6 +106,44 @@ static inline size_t ringlog_pack_rec(uint8_t *o, uint16_t type, uint16_t aux,
 
 /* Read a varint of at most `max` bits from [*p, end); 0, or -1 if it is
  * cut off, too long or over-long. */
+/* ringlog_pack_rec() for n event records (EVENT or EVENT_ACT, len >= 8)
+ * of one type, aux and len, stride bytes apart from payload: the same
+ * bytes as n calls, the varints of the header encoded once. Widens
+ * [*ts_min, *ts_max] to the records' timestamps. Returns the bytes
+ * written; o must have room for n * RINGLOG_PACK_MAX(len) (the header's
+ * bytes are stored 8 at a time, within that room). */
+static inline size_t ringlog_pack_run(uint8_t *o, uint16_t type, uint16_t aux,
+				      const uint8_t *payload, uint32_t len, size_t stride,
+				      uint32_t n, uint64_t *prev, uint64_t *ts_min,
+				      uint64_t *ts_max)
+{
+	unsigned kind = type == RINGLOG_REC_EVENT ? RINGLOG_PACK_EVENT : RINGLOG_PACK_EVENT_ACT;
+	uint8_t head[8] = { 0 };
+	size_t hn = ringlog_pack_varint(head, (uint64_t)aux << 2 | kind), body = len - 8u;
+	uint64_t last = *prev, lo = *ts_min, hi = *ts_max;
+	uint8_t *start = o;
+
+	hn += ringlog_pack_varint(head + hn, len); /* at most 3 + 2 bytes */
+	for (uint32_t i = 0; i < n; i++, payload += stride) {
+		uint64_t ts, d;
+
+		memcpy(&ts, payload, sizeof(ts));
+		d = ts - last;
+		last = ts;
+		lo = ts < lo ? ts : lo;
+		hi = ts > hi ? ts : hi;
+		memcpy(o, head, sizeof(head));
+		o += hn;
+		o += ringlog_pack_varint(o, d << 1 ^ (uint64_t)-(int64_t)(d >> 63));
+		ringlog_pack_copy(o, payload + 8, body);
+		o += body;
+	}
+	*prev = last;
+	*ts_min = lo;
+	*ts_max = hi;
+	return (size_t)(o - start);
+}
+
 static inline int ringlog_unpack_varint(const uint8_t **p, const uint8_t *end, unsigned max,
 					uint64_t *v)
 {

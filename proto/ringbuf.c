@@ -437,8 +437,26 @@ static bool is_known_type(uint16_t type)
 	       (type >= RINGLOG_REC_USER_MIN && type <= RINGLOG_REC_USER_MAX);
 }
 
-long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
-			ringlog_cons_fn fn, void *ctx)
+/* How many records after the one at pos (header word h, total bytes each)
+ * carry the same header word, up to most: a run (ringlog_cons_run_fn).
+ * Bounds were checked for the first; the caller passes in most how many
+ * more fit before the data area's end, the producer position and
+ * max_bytes, so only the header words are read. */
+static uint32_t run_length(const struct ringlog_consumer *c, uint64_t pos, uint64_t h,
+			   uint64_t total, uint64_t most)
+{
+	const uint8_t *p = c->data + (pos & c->mask) + total;
+	uint32_t n = 0;
+
+	while (n < most && __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED) == h) {
+		p += total;
+		n++;
+	}
+	return n;
+}
+
+static long drain(struct ringlog_consumer *c, size_t max_bytes, ringlog_cons_fn fn,
+		  ringlog_cons_run_fn run, void *ctx)
 {
 	uint64_t prod, pos = c->pos;
 	const char *why = NULL;
@@ -515,6 +533,30 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 				for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
 					c->seen_level[i] += loss.by_level[i];
 			}
+		} else if (run) {
+			/* The records after it with the same header word go with
+			 * it: each is checked as the first was, by that compare
+			 * (a ring holds at most data_size / 16 records, far below
+			 * UINT32_MAX). */
+			uint64_t room = tail < left ? tail : left;
+			uint64_t budget = max_bytes - (pos - c->pos);
+			uint64_t most = (room < budget ? room : budget) / total;
+			uint32_t k = 1 + run_length(c, pos, h, total, most ? most - 1 : 0);
+			long took;
+
+			c->rec_end = pos + total;
+			took = run(ctx, type, aux, payload, len, k);
+			if (took < 0) {
+				ret = took;
+				break;
+			}
+			if ((uint64_t)took > k)
+				took = k; /* a callback's bug must not skip records */
+			pos += total * (uint64_t)took;
+			n += took;
+			if ((uint32_t)took < k)
+				break;
+			continue;
 		} else {
 			c->rec_end = pos + total;
 			r = fn(ctx, type, aux, payload, len);
@@ -536,6 +578,18 @@ long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 	if (why)
 		return fail(c, -EBADMSG, why, pos);
 	return ret ? ret : n;
+}
+
+long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
+			ringlog_cons_fn fn, void *ctx)
+{
+	return drain(c, max_bytes, fn, NULL, ctx);
+}
+
+long ringlog_cons_drain_runs(struct ringlog_consumer *c, size_t max_bytes,
+			     ringlog_cons_fn fn, ringlog_cons_run_fn run, void *ctx)
+{
+	return drain(c, max_bytes, fn, run, ctx);
 }
 
 uint64_t ringlog_cons_pending(const struct ringlog_consumer *c)

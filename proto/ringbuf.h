@@ -213,6 +213,25 @@ int ringlog_cons_attach(struct ringlog_consumer *c, void *mem, uint64_t map_size
 long ringlog_cons_drain(struct ringlog_consumer *c, size_t max_bytes,
 			ringlog_cons_fn fn, void *ctx);
 
+/* Called once per run of event records (not LOSS) that share one header
+ * word: n records of the same type, aux and len, each ringlog_rec_total(len)
+ * bytes after the one before, the first payload at payload (in the shared
+ * data area, as for ringlog_cons_fn). While it runs, c->rec_end is the
+ * position just past the run's first record. Returns how many of the n
+ * it took, in order (fewer stops the drain before the first one not
+ * taken, which stays in the ring), or < 0 to fail the drain with that
+ * value (the run stays). */
+typedef long (*ringlog_cons_run_fn)(void *ctx, uint16_t type, uint16_t aux,
+				    const uint8_t *payload, uint32_t len, uint32_t n);
+
+/* ringlog_cons_drain() handing event records over in runs: a consumer
+ * that does the same work for every record of one kind (the daemon's
+ * store) looks the kind up once per run, not once per record. LOSS
+ * records still go to fn, one at a time. A run is cut at the end of the
+ * data area, at the producer position and at max_bytes. */
+long ringlog_cons_drain_runs(struct ringlog_consumer *c, size_t max_bytes,
+			     ringlog_cons_fn fn, ringlog_cons_run_fn run, void *ctx);
+
 /* With c->defer set, ringlog_cons_drain() delivers records without giving
  * their space back to the producer: the daemon calls this once the records
  * up to pos are safely stored (or counted as lost), with the loss totals of

@@ -162,3 +162,49 @@ Test(pack, the_largest_64_bit_timestamp_step_still_reads)
 	prev = 0;
 	expect_same(&p, out + n, &prev, &r);
 }
+
+/* The store packs a run of records of one kind in one loop
+ * (ringlog_pack_run()): the bytes must be those of one ringlog_pack_rec()
+ * per record, for every size of header varint, timestamps going back and
+ * jumping, and records spaced as in a ring. */
+Test(pack, a_run_packs_to_the_same_bytes_as_its_records_one_by_one)
+{
+	static uint8_t ring[1 << 16], one[1 << 17], run[1 << 17];
+	const uint32_t lens[] = { 8, 9, 15, 16, 40, 127, 128, 200 };
+	const uint16_t auxes[] = { 0, 1, 31, 32, 4095, 16383, 16384, 65535 };
+	const uint64_t steps[] = { 1, 0, UINT64_MAX, 1ull << 63, 300, (uint64_t)-5, 1ull << 40 };
+
+	for (int t = 0; t < 2; t++)
+		for (size_t a = 0; a < 8; a++)
+			for (size_t l = 0; l < 8; l++) {
+				uint16_t type = t ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT;
+				uint32_t len = lens[l], n = 1 + (uint32_t)(a * 8 + l) % 37;
+				size_t stride = ringlog_rec_total(len), w1 = 0, w2;
+				uint64_t ts = 1000 + a, p1 = 999, p2 = 999;
+				uint64_t lo = UINT64_MAX, hi = 0, want_lo = UINT64_MAX, want_hi = 0;
+
+				cr_assert_leq(n * stride, sizeof(ring));
+				for (uint32_t i = 0; i < n; i++) {
+					uint8_t *p = ring + i * stride;
+
+					ts += steps[(i + l) % 7];
+					for (uint32_t b = 0; b < len; b++)
+						p[b] = (uint8_t)(i * 13 + b);
+					memcpy(p, &ts, sizeof(ts));
+					want_lo = ts < want_lo ? ts : want_lo;
+					want_hi = ts > want_hi ? ts : want_hi;
+					w1 += ringlog_pack_rec(one + w1, type, auxes[a], p, len, &p1);
+				}
+				memset(run, 0xee, sizeof(run));
+				w2 = ringlog_pack_run(run, type, auxes[a], ring, len, stride, n, &p2,
+						      &lo, &hi);
+				cr_assert_eq(w2, w1, "type %u aux %u len %u n %u: %zu bytes, not %zu",
+					     type, auxes[a], len, n, w2, w1);
+				cr_assert(memcmp(run, one, w1) == 0, "type %u aux %u len %u n %u differs",
+					  type, auxes[a], len, n);
+				cr_assert_leq(w2, n * RINGLOG_PACK_MAX(len));
+				cr_expect_eq(p2, p1, "the next record's delta starts from the last");
+				cr_expect_eq(lo, want_lo);
+				cr_expect_eq(hi, want_hi);
+			}
+}

@@ -520,3 +520,151 @@ Test(ring, a_loss_record_whose_levels_do_not_add_up_is_corrupt)
 	cr_assert_str_eq(c.why, "LOSS record levels do not add up to its records");
 	free(mem);
 }
+
+/* ringlog_cons_drain_runs(): what a per-record drain delivers, in the same
+ * order, but in runs of one header word; a run is cut where the header
+ * word changes, at the end of the data area, at the producer position and
+ * at max_bytes; a callback taking fewer stops the drain there. Records
+ * here: aux 7, the sequence number, then its byte repeated. */
+struct runs {
+	struct seen s;
+	uint64_t runs, longest;
+	uint64_t take;  /* > 0: the run callback takes at most this many more */
+	const uint8_t *data_end;
+};
+
+static int check_one(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
+		     uint32_t len)
+{
+	struct seen *s = ctx;
+	uint64_t seq;
+
+	if (type == RINGLOG_REC_LOSS) {
+		struct ringlog_rec_loss l;
+
+		memcpy(&l, payload, sizeof(l));
+		s->lost_records += l.records;
+		s->losses++;
+		s->next_seq += l.records; /* the gap is exactly here */
+		return 0;
+	}
+	cr_assert_eq(type, TYPE_DATA);
+	cr_assert_eq(aux, 7);
+	cr_assert_geq(len, 8u);
+	memcpy(&seq, payload, 8);
+	cr_assert_eq(seq, s->next_seq, "record %llu arrived where %llu was expected",
+		     (unsigned long long)seq, (unsigned long long)s->next_seq);
+	for (uint32_t b = 8; b < len; b++)
+		cr_assert_eq(payload[b], (uint8_t)seq, "payload of record %llu damaged",
+			     (unsigned long long)seq);
+	s->next_seq++;
+	s->records++;
+	return 0;
+}
+
+static long check_run(void *ctx, uint16_t type, uint16_t aux, const uint8_t *payload,
+		      uint32_t len, uint32_t n)
+{
+	struct runs *r = ctx;
+	size_t total = ringlog_rec_total(len);
+	uint32_t i;
+
+	cr_assert_geq(n, 1u);
+	cr_assert(payload - RINGLOG_REC_HDR_SIZE + n * total <= r->data_end,
+		  "a run of %u records of %zu bytes crosses the end of the data area", n, total);
+	for (i = 0; i < n; i++) {
+		uint64_t h;
+
+		if (r->take && i >= r->take)
+			break;
+		memcpy(&h, payload + i * total - RINGLOG_REC_HDR_SIZE, 8);
+		cr_assert_eq((uint32_t)h, len, "record %u of the run has another length", i);
+		cr_assert_eq((uint16_t)(h >> 32), type);
+		cr_assert_eq((uint16_t)(h >> 48), aux);
+		cr_assert_eq(check_one(&r->s, type, aux, payload + i * total, len), 0);
+	}
+	r->runs++;
+	if (i > r->longest)
+		r->longest = i;
+	return i;
+}
+
+Test(ring, a_drain_in_runs_delivers_every_record_once_in_order)
+{
+	const uint64_t size = 4096;
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct runs r = { 0 };
+	void *mem = new_ring(&p, &c, &r.s, size);
+	uint64_t seq = 0, lost = 0;
+
+	r.data_end = c.data + size;
+	for (int round = 0; round < 600; round++) {
+		/* bursts of one length, the length changing within some */
+		uint32_t burst = 1 + (uint32_t)(round * 7 % 90);
+
+		for (uint32_t i = 0; i < burst; i++, seq++) {
+			uint32_t len = 8 + (uint32_t)((round + (i > burst / 2)) % 5) * 8;
+			uint8_t *dst = ringlog_prod_reserve(&p, len, TYPE_DATA, 7);
+
+			if (!dst) {
+				lost++;
+				continue;
+			}
+			memcpy(dst, &seq, 8);
+			memset(dst + 8, (int)(seq & 0xff), len - 8);
+			ringlog_prod_commit(&p);
+		}
+		/* some rounds take a few records only, some a few bytes */
+		r.take = round % 4 == 1 ? 3 : 0;
+		cr_assert_geq(ringlog_cons_drain_runs(&c, round % 3 ? SIZE_MAX : 100, check_one,
+						      check_run, &r), 0);
+	}
+	r.take = 0;
+	while (ringlog_prod_flush_loss(&p) != 0)
+		cr_assert_geq(ringlog_cons_drain_runs(&c, SIZE_MAX, check_one, check_run, &r), 0);
+	while (ringlog_cons_drain_runs(&c, SIZE_MAX, check_one, check_run, &r) > 0)
+		;
+	cr_expect_eq(r.s.records + r.s.lost_records, seq, "every record delivered once or counted");
+	cr_expect_eq(r.s.lost_records, lost);
+	cr_expect_gt(lost, 0, "the ring overflowed at times (its LOSS records went to fn)");
+	cr_expect_gt(r.longest, 10, "records of one kind come in runs (longest %llu)",
+		     (unsigned long long)r.longest);
+	cr_expect_lt(r.runs, r.s.records / 4, "%llu runs for %llu records",
+		     (unsigned long long)r.runs, (unsigned long long)r.s.records);
+	free(mem);
+}
+
+/* A corrupt header inside what would be a run ends it there: the records
+ * before are delivered, the drain fails at the bad one. */
+Test(ring, a_corrupt_record_cuts_a_run_and_fails_the_drain_there)
+{
+	const uint64_t size = 4096;
+	struct ringlog_producer p;
+	struct ringlog_consumer c;
+	struct runs r = { 0 };
+	void *mem = new_ring(&p, &c, &r.s, size);
+	uint64_t seq;
+
+	r.data_end = c.data + size;
+	for (seq = 0; seq < 20; seq++) {
+		uint8_t *dst = ringlog_prod_reserve(&p, 40, TYPE_DATA, 7);
+
+		cr_assert_not_null(dst);
+		memcpy(dst, &seq, 8);
+		memset(dst + 8, (int)seq, 32);
+		ringlog_prod_commit(&p);
+	}
+	/* record 12's header: a length past the producer position */
+	{
+		uint8_t *h = (uint8_t *)c.data + 12 * 48;
+		uint32_t bad = 4000;
+
+		memcpy(h, &bad, 4);
+	}
+	cr_assert_eq(ringlog_cons_drain_runs(&c, SIZE_MAX, check_one, check_run, &r), -EBADMSG);
+	cr_expect_eq(r.s.records, 12, "the 12 records before the damage were delivered");
+	cr_expect_eq(r.runs, 1);
+	cr_expect_eq(c.bad_pos, 12 * 48);
+	free(mem);
+}

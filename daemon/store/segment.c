@@ -714,6 +714,60 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	return 0;
 }
 
+/* store_event() for a run of n records of one kind (the consumer's
+ * ringlog_cons_run_fn): the checks per chunk, not per record, and the
+ * records packed in one loop (pack.h). Only while no sink wants records:
+ * the caller hands those over one by one. */
+long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+		     const uint8_t *payload, uint32_t len, uint32_t n,
+		     const struct ringlog_event_desc *e)
+{
+	struct store_run *run = &st->run;
+	size_t total = ringlog_rec_total(len), need = RINGLOG_PACK_MAX(len);
+	uint64_t first = r->cons.rec_end - total; /* the first record's position */
+	uint32_t done = 0;
+	int err;
+
+	if (__builtin_expect(st->nlanes > 1, 0)) {
+		unsigned k = route(st, r->c, id, e); /* one kind: one lane */
+
+		if (k != st->active)
+			lane_use(st, k);
+	}
+	while (done < n) {
+		const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE + (size_t)done * total;
+		uint32_t m;
+
+		if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
+		    need > run->room - run->packed || id >= run->nev) {
+			uint64_t ts;
+
+			store_events_end(st);
+			err = run_ready(st, r, first + (uint64_t)done * total, need, run);
+			if (err < 0) /* the rest stays in the ring */
+				return done || err == -EAGAIN ? (long)done : err;
+			memcpy(&ts, rec + RINGLOG_REC_HDR_SIZE, sizeof(ts));
+			run->r = r;
+			run->recs = rec;
+			run->ts_min = run->ts_max = ts;
+			run->nev = r->c->store.lane[st->active].seg_nev;
+			run->publish = false;
+		}
+		/* run_ready() left room for one at least */
+		m = (uint32_t)((run->room - run->packed) / need);
+		if (m > n - done)
+			m = n - done;
+		run->packed += ringlog_pack_run(run->out + run->packed, type, id,
+						rec + RINGLOG_REC_HDR_SIZE, len, total, m,
+						&run->prev_ts, &run->ts_min, &run->ts_max);
+		run->bytes += (size_t)m * total;
+		run->events += m;
+		done += m;
+		run->end = first + (uint64_t)done * total;
+	}
+	return done;
+}
+
 int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
 {
