@@ -246,6 +246,7 @@ struct store {
 	 * would skip its descriptions in a new segment). */
 	uint32_t gen_next;
 	struct chunk *chunks;
+	uint8_t *chunk_pool; /* their buffers, one block (alloc_chunks()) */
 	unsigned nchunks;
 	struct chunk *open;  /* being filled, or NULL */
 	struct store_run run;
