@@ -160,9 +160,8 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 /* A run of records of one kind (ringlog_cons_drain_runs()): the first
  * goes through on_record(), which resolves and checks the kind; the rest
  * share its header word, so they pass the same checks, and are packed in
- * one loop (store_event_run()). While a sink wants records, or the kind
- * is memory-only, each still goes through on_record() (the sinks read
- * the consumer's rec_end for each). Returns how many were taken. */
+ * one loop (store_event_run()). A memory-only kind (never written) still
+ * goes through on_record() one by one. Returns how many were taken. */
 static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		   uint32_t len, uint32_t n)
 {
@@ -174,7 +173,7 @@ static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payloa
 
 	if ((err = on_record(x, type, aux, payload, len)) != 0)
 		return err < 0 ? err : 0;
-	if (x->memory || x->st->sinks->wanting) {
+	if (x->memory) {
 		for (uint32_t i = 1; i < n; i++) {
 			k->rec_end += total;
 			/* an error after some were taken comes back on the

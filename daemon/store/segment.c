@@ -714,10 +714,28 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	return 0;
 }
 
+/* The m records of a run just packed, to the sinks that want records, one
+ * by one as store_event() gives them: each with the consumer's rec_end
+ * just past it (a sink may read its ring position), as while it drains. */
+static void publish_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+			const uint8_t *payload, uint32_t len, uint32_t m, uint64_t pos,
+			const struct ringlog_event_desc *e)
+{
+	size_t total = ringlog_rec_total(len);
+	uint64_t rec_end = r->cons.rec_end;
+	struct sink_record sr = { .r = r, .type = type, .id = id, .len = len, .e = e };
+
+	for (uint32_t i = 0; i < m && st->sinks->wanting; i++) {
+		sr.payload = payload + (size_t)i * total;
+		r->cons.rec_end = pos + (uint64_t)(i + 1) * total;
+		sink_publish_record(st->sinks, &sr);
+	}
+	r->cons.rec_end = rec_end;
+}
+
 /* store_event() for a run of n records of one kind (the consumer's
  * ringlog_cons_run_fn): the checks per chunk, not per record, and the
- * records packed in one loop (pack.h). Only while no sink wants records:
- * the caller hands those over one by one. */
+ * records packed in one loop (pack.h), then published. */
 long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		     const uint8_t *payload, uint32_t len, uint32_t n,
 		     const struct ringlog_event_desc *e)
@@ -751,7 +769,7 @@ long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t i
 			run->recs = rec;
 			run->ts_min = run->ts_max = ts;
 			run->nev = r->c->store.lane[st->active].seg_nev;
-			run->publish = false;
+			run->publish = st->sinks->wanting != 0;
 		}
 		/* run_ready() left room for one at least */
 		m = (uint32_t)((run->room - run->packed) / need);
@@ -760,6 +778,9 @@ long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t i
 		run->packed += ringlog_pack_run(run->out + run->packed, type, id,
 						rec + RINGLOG_REC_HDR_SIZE, len, total, m,
 						&run->prev_ts, &run->ts_min, &run->ts_max);
+		if (__builtin_expect(st->sinks->wanting != 0, 0))
+			publish_run(st, r, type, id, rec + RINGLOG_REC_HDR_SIZE, len, m,
+				    first + (uint64_t)done * total, e);
 		run->bytes += (size_t)m * total;
 		run->events += m;
 		done += m;

@@ -299,7 +299,7 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
 /* store_event() for n records of one kind laid end to end in the ring
  * from payload (a run: ringlog_cons_run_fn), r->cons.rec_end just past the
- * first; only while no sink wants records (st->sinks->wanting == 0).
+ * first; published to the sinks that want records like store_event().
  * Returns how many were taken, in order (fewer, 0 included: no room for
  * the rest now), or -errno. */
 long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
