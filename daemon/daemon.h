@@ -56,6 +56,7 @@ struct daemon {
 	uint64_t drain_wait_ms; /* the drain timer's last wait (drain.c) */
 	bool drain_woken;       /* a producer woke us since the last pass */
 	bool drain_visit_all;   /* this pass skips no idle ring */
+	bool drain_seal;        /* a ring finished in this pass: seal at its end */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;

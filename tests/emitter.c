@@ -3,6 +3,7 @@
  * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
  *                     [--progress FILE] [--half-record] [--warn-every N]
  *                     [--wait-us US] [--seconds S] [--flush-first]
+ *                     [--exit-together]
  *
  * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
  * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
@@ -18,7 +19,10 @@
  * Ticks with RINGLOG_EVENT_WAIT(US); --seconds S (with EVENTS = 0) emits
  * for S seconds. --flush-first: a ringlog_flush() before the first event,
  * so that what the daemon says about the events (a rate limit) has
- * arrived when they start. At exit it also prints "level L emitted N" per level and
+ * arrived when they start. --exit-together: after its first event each
+ * thread waits until every one has its ring and the daemon holds them (a
+ * flush), then all emit the rest and end at once, as a thread pool shutting
+ * down does. At exit it also prints "level L emitted N" per level and
  * "suppressed=N waits=N wait_ns=N wait_max_ns=N wait_timeouts=N".
  * At exit it prints, per thread, what the fault tests compare with
  * the store:
@@ -53,6 +57,8 @@ static volatile sig_atomic_t stop;
 static uint64_t *progress; /* shared with the test, one slot per thread */
 static int half_record;
 static int flush_first;
+static int exit_together;
+static pthread_barrier_t done_barrier, exit_barrier;
 static long warn_every;
 static uint32_t wait_us;
 static double seconds;
@@ -158,6 +164,12 @@ static void *run(void *arg)
 		if (dt > batch_max)
 			batch_max = dt;
 		w->emitted = i + 1;
+		if (exit_together && i == 0) {
+			/* the ring exists: wait until every thread's does and
+			 * the daemon holds them, then emit the rest together */
+			pthread_barrier_wait(&done_barrier);
+			pthread_barrier_wait(&exit_barrier);
+		}
 		if (progress)
 			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
 		if (i % 100 == 99) {
@@ -211,6 +223,10 @@ int main(int argc, char **argv)
 			flush_first = 1;
 			continue;
 		}
+		if (!strcmp(opt, "--exit-together")) {
+			exit_together = 1;
+			continue;
+		}
 		if (!val)
 			return 2;
 		i++;
@@ -242,9 +258,17 @@ int main(int argc, char **argv)
 	signal(SIGUSR1, on_usr1);
 	if (flush_first && ringlog_flush(5000) < 0)
 		return 4;
+	pthread_barrier_init(&done_barrier, NULL, (unsigned)threads + 1);
+	pthread_barrier_init(&exit_barrier, NULL, (unsigned)threads + 1);
 	for (int i = 0; i < threads; i++) {
 		w[i].index = (uint32_t)i;
 		pthread_create(&w[i].th, NULL, run, &w[i]);
+	}
+	if (exit_together) {
+		pthread_barrier_wait(&done_barrier);
+		if (ringlog_flush(5000) < 0)
+			fprintf(stderr, "test-emitter: flush before the threads end failed\n");
+		pthread_barrier_wait(&exit_barrier);
 	}
 	for (int i = 0; i < threads; i++)
 		pthread_join(w[i].th, NULL);

@@ -413,6 +413,41 @@ static void copy_file(const char *from, const char *to, uint64_t len)
 	cr_assert_eq(system(cmd), 0);
 }
 
+/* A pool of threads ending together: each finished ring is sealed out of
+ * its chunk so that it can be released, but once per drain pass, not once
+ * per ring: 200 rings ending at once were 200 chunk writes of 50 records
+ * (and held up the pass that drained the rest). */
+Test(daemon, threads_ending_together_are_sealed_in_a_few_chunks_not_one_each)
+{
+	const int threads = 200, events = 50;
+	struct live e;
+	struct layout *l = calloc(1, sizeof(*l));
+	char seg[400];
+	pid_t d, em;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	{
+		char t[16], n[16];
+		const char *argv[] = { EMITTER_PATH, t, n, "--exit-together", "--wait-daemon", "10",
+				       NULL };
+		const char *envv[] = { "RINGLOG_RING_SIZE=64K", NULL };
+
+		snprintf(t, sizeof(t), "%d", threads);
+		snprintf(n, sizeof(n), "%d", events);
+		em = live_spawn(argv, envv, "/dev/null");
+	}
+	live_wait_ok(em, "test-emitter");
+	live_daemon_stop(d);
+	snprintf(seg, sizeof(seg), "%s/0000000000000000.rlseg", e.store);
+	layout_of(seg, l);
+	cr_assert_eq(l->total, (uint64_t)threads * events, "every event stored");
+	cr_expect_lt(l->n, threads / 4, "%d rings that ended together took %d chunks", threads,
+		     l->n);
+	free(l);
+	live_cleanup(&e);
+}
+
 Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
 {
 	struct live e;
