@@ -160,8 +160,9 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 /* A run of records of one kind (ringlog_cons_drain_runs()): the first
  * goes through on_record(), which resolves and checks the kind; the rest
  * share its header word, so they pass the same checks, and are packed in
- * one loop (store_event_run()). A memory-only kind (never written) still
- * goes through on_record() one by one. Returns how many were taken. */
+ * one loop (store_event_run()), or, of a memory-only kind (never
+ * written), handed to the sinks (store_pass_run()). Returns how many were
+ * taken. */
 static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payload,
 		   uint32_t len, uint32_t n)
 {
@@ -173,19 +174,13 @@ static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payloa
 
 	if ((err = on_record(x, type, aux, payload, len)) != 0)
 		return err < 0 ? err : 0;
-	if (x->memory) {
-		for (uint32_t i = 1; i < n; i++) {
-			k->rec_end += total;
-			/* an error after some were taken comes back on the
-			 * next pass, at the first not taken */
-			if (on_record(x, type, aux, payload + i * total, len) != 0)
-				return i;
-		}
-		return n;
-	}
 	if (n == 1)
 		return 1;
 	k->rec_end += total;
+	if (x->memory) {
+		store_pass_run(x->st, x->r, type, aux, payload + total, len, n - 1, x->e);
+		return n;
+	}
 	took = store_event_run(x->st, x->r, type, aux, payload + total, len, n - 1, x->e);
 	if (took < 0)
 		took = 0; /* as above */

@@ -358,6 +358,51 @@ static void fl_record(struct sink *s, const struct sink_record *rec)
 	}
 }
 
+/* n records of one kind (sink_ops.record_run): each that opens a PACK,
+ * or that a trigger level may concern, through fl_record(); the rest, as
+ * many as the open chunk has room for, packed in one loop (pack.h) onto
+ * the PACK the one before opened or extended. */
+static void fl_record_run(struct sink *s, const struct sink_record *first, uint32_t n)
+{
+	struct flight *f = ((struct daemon *)s->ctx)->flight;
+	struct ring *r = first->r;
+	const struct ringlog_event_desc *e = first->e;
+	uint64_t total = ringlog_rec_total(first->len), pos = r->cons.rec_end - total;
+	size_t most = RINGLOG_PACK_MAX(first->len);
+	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
+	bool batch = !(f->trigger_level != 0 && e->level >= 1 && e->level <= f->trigger_level);
+	struct sink_record one = *first;
+
+	for (uint32_t done = 0; done < n;) {
+		uint32_t m;
+
+		one.payload = first->payload + (size_t)done * total;
+		r->cons.rec_end = pos + (done + 1) * total;
+		fl_record(s, &one);
+		done++;
+		/* fl_record()'s test for extending, for the m that follow; 7:
+		 * the PACK's filler at its end */
+		if (!batch || done == n || f->span_off == SIZE_MAX || f->span_stream != r->id ||
+		    f->span_next != pos + done * total || first->id >= f->span_nev ||
+		    f->len + most + 7 > body_cap(f))
+			continue;
+		m = (uint32_t)((body_cap(f) - f->len - 7) / most);
+		if (m > n - done)
+			m = n - done;
+		f->len += (uint32_t)ringlog_pack_run(slot_body(f, f->open) + f->len, first->type,
+						     first->id, first->payload + (size_t)done * total,
+						     first->len, total, m, &f->span_ts, &f->ts_min[k],
+						     &f->ts_max[k]);
+		f->events_in += m;
+		f->bytes_in += m * total;
+		f->memory_only += first->memory_only ? m : 0;
+		f->events += m;
+		done += m;
+		f->span_next = pos + done * total;
+	}
+	r->cons.rec_end = pos + total;
+}
+
 /* A ring overflow, in its stream, so that a snapshot has no silent gap. */
 static void fl_loss(struct sink *s, struct ring *r, const struct ringlog_seg_loss *l)
 {
@@ -590,6 +635,6 @@ static void fl_shutdown(struct sink *s)
 }
 
 const struct sink_ops flight_sink_ops = {
-	.name = "flight", .record = fl_record, .loss = fl_loss, .raise = fl_raise,
+	.name = "flight", .record = fl_record, .record_run = fl_record_run, .loss = fl_loss, .raise = fl_raise,
 	.request = fl_request, .closed = fl_closed, .shutdown = fl_shutdown,
 };

@@ -74,6 +74,11 @@ struct sink_request {
 struct sink_ops {
 	const char *name;
 	void (*record)(struct sink *s, const struct sink_record *rec);
+	/* Optional: n records of one kind laid end to end in the ring, first
+	 * describing the first (the rest ringlog_rec_total(len) bytes apart;
+	 * the consumer's rec_end just past the first), as n calls of record
+	 * would give them. Without it, record is called for each. */
+	void (*record_run)(struct sink *s, const struct sink_record *first, uint32_t n);
 	/* A loss in r's stream (ring overflow reported by the writer). */
 	void (*loss)(struct sink *s, struct ring *r, const struct ringlog_seg_loss *l);
 	void (*chunk)(struct sink *s, const struct sink_chunk *c);

@@ -714,21 +714,31 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	return 0;
 }
 
-/* The m records of a run just packed, to the sinks that want records, one
- * by one as store_event() gives them: each with the consumer's rec_end
- * just past it (a sink may read its ring position), as while it drains. */
+/* The m records of a run just packed (or, memory_only, passed), to the
+ * sinks that want records: record_run where a sink has it, else record
+ * for each, the consumer's rec_end just past it as while it drains (a
+ * sink may read its ring position). pos: the first's ring position. */
 static void publish_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 			const uint8_t *payload, uint32_t len, uint32_t m, uint64_t pos,
-			const struct ringlog_event_desc *e)
+			const struct ringlog_event_desc *e, bool memory_only)
 {
-	size_t total = ringlog_rec_total(len);
-	uint64_t rec_end = r->cons.rec_end;
-	struct sink_record sr = { .r = r, .type = type, .id = id, .len = len, .e = e };
+	uint64_t total = ringlog_rec_total(len), rec_end = r->cons.rec_end;
+	struct sink_record first = { .r = r, .type = type, .id = id, .payload = payload,
+				     .len = len, .e = e, .memory_only = memory_only };
 
-	for (uint32_t i = 0; i < m && st->sinks->wanting; i++) {
-		sr.payload = payload + (size_t)i * total;
-		r->cons.rec_end = pos + (uint64_t)(i + 1) * total;
-		sink_publish_record(st->sinks, &sr);
+	for (struct sink *s = st->sinks->head; s; s = s->next) {
+		struct sink_record one = first;
+
+		r->cons.rec_end = pos + total;
+		if (s->want_records && s->ops->record_run) {
+			s->ops->record_run(s, &first, m);
+			continue;
+		}
+		for (uint32_t i = 0; i < m && s->want_records && s->ops->record; i++) {
+			one.payload = payload + (size_t)i * total;
+			r->cons.rec_end = pos + (i + 1) * total;
+			s->ops->record(s, &one);
+		}
 	}
 	r->cons.rec_end = rec_end;
 }
@@ -780,13 +790,24 @@ long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t i
 						&run->prev_ts, &run->ts_min, &run->ts_max);
 		if (__builtin_expect(st->sinks->wanting != 0, 0))
 			publish_run(st, r, type, id, rec + RINGLOG_REC_HDR_SIZE, len, m,
-				    first + (uint64_t)done * total, e);
+				    first + (uint64_t)done * total, e, false);
 		run->bytes += (size_t)m * total;
 		run->events += m;
 		done += m;
 		run->end = first + (uint64_t)done * total;
 	}
 	return done;
+}
+
+void store_pass_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+		    const uint8_t *payload, uint32_t len, uint32_t n,
+		    const struct ringlog_event_desc *e)
+{
+	/* store_pass() for each: no chunk holds them, the run around them is
+	 * split */
+	if (st->sinks->wanting)
+		publish_run(st, r, type, id, payload, len, n,
+			    r->cons.rec_end - ringlog_rec_total(len), e, true);
 }
 
 int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,

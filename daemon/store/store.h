@@ -310,6 +310,11 @@ long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t i
  * Returns 0. */
 int store_pass(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 	       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e);
+/* store_pass() for n records of one kind laid end to end from payload,
+ * r->cons.rec_end just past the first (as store_event_run()). */
+void store_pass_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
+		    const uint8_t *payload, uint32_t len, uint32_t n,
+		    const struct ringlog_event_desc *e);
 /* Commit the events taken from r so far: before anything else may write
  * to the chunk (the drain calls it after each ring's pass). */
 void store_events_end(struct store *st);
