@@ -2,7 +2,7 @@
 # scripts/bench.sh - build in Release and print the benchmark tables: the
 # ring alone, then the whole path through ringlog and, side by side, the
 # same workload through LTTng-UST 2.13 (installed when run as root).
-#   scripts/bench.sh           full run (3 runs of each figure, ~5 minutes)
+#   scripts/bench.sh           full run (3 runs of each figure, ~20 minutes)
 #   scripts/bench.sh --quick   one short run of each, for development
 #   scripts/bench.sh --ship    only shipping to a 3-node NATS JetStream
 #                              cluster (scripts/bench-ship.sh, ~1 minute)
@@ -229,7 +229,7 @@ if [ $docs -eq 1 ]; then
 		echo
 		echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs of \"$(grep -m1 'model name' /proc/cpuinfo |
 			cut -d: -f2 | sed 's/^ //')\", Linux $(uname -r), with \`scripts/bench.sh --docs\`."
-		echo "Reproduce with \`scripts/bench.sh\` (about 5 minutes; \`--quick\` for a short run)."
+		echo "Reproduce with \`scripts/bench.sh\` (about 20 minutes on 2 CPUs; \`--quick\` for a short run)."
 		echo
 		sed 's/^## /### /' "$out/ring.md"
 		echo
