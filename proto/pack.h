@@ -104,8 +104,6 @@ static inline size_t ringlog_pack_rec(uint8_t *o, uint16_t type, uint16_t aux,
 	return n + len;
 }
 
-/* Read a varint of at most `max` bits from [*p, end); 0, or -1 if it is
- * cut off, too long or over-long. */
 /* ringlog_pack_rec() for n event records (EVENT or EVENT_ACT, len >= 8)
  * of one type, aux and len, stride bytes apart from payload: the same
  * bytes as n calls, the varints of the header encoded once. Widens
@@ -144,6 +142,8 @@ static inline size_t ringlog_pack_run(uint8_t *o, uint16_t type, uint16_t aux,
 	return (size_t)(o - start);
 }
 
+/* Read a varint of at most `max` bits from [*p, end); 0, or -1 if it is
+ * cut off, too long or over-long. */
 static inline int ringlog_unpack_varint(const uint8_t **p, const uint8_t *end, unsigned max,
 					uint64_t *v)
 {

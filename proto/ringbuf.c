@@ -536,7 +536,7 @@ static long drain(struct ringlog_consumer *c, size_t max_bytes, ringlog_cons_fn 
 		} else if (run) {
 			/* The records after it with the same header word go with
 			 * it: each is checked as the first was, by that compare
-			 * (a ring holds at most data_size / 16 records, far below
+			 * (a ring holds at most data_size / 8 records, far below
 			 * UINT32_MAX). */
 			uint64_t room = tail < left ? tail : left;
 			uint64_t budget = max_bytes - (pos - c->pos);

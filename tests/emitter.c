@@ -195,6 +195,12 @@ static void *run(void *arg)
 			memset(p, 0xA5, 10); /* half of it, then die holding it */
 		raise(SIGKILL);
 	}
+	/* a thread that ended before its first event (SIGUSR1, --seconds)
+	 * still meets the others at the barriers */
+	if (exit_together && w->emitted == 0) {
+		pthread_barrier_wait(&done_barrier);
+		pthread_barrier_wait(&exit_barrier);
+	}
 	return NULL;
 }
 

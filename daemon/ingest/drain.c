@@ -182,8 +182,11 @@ static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payloa
 		return n;
 	}
 	took = store_event_run(x->st, x->r, type, aux, payload + total, len, n - 1, x->e);
+	/* An error (only -EAGAIN today: no room) after the first was stored
+	 * comes back on the next pass, at the first record not taken:
+	 * returning it now would deliver the stored one again. */
 	if (took < 0)
-		took = 0; /* as above */
+		took = 0;
 	x->stored += (uint64_t)took;
 	return 1 + took;
 }
