@@ -664,6 +664,35 @@ void store_events_end(struct store *st)
 /* The run goes on while the ring bytes do, the chunk has room and the
  * segment already holds the event's metadata (ids below seg_nev; a new
  * one is described by run_ready() before its records). */
+static bool run_goes_on(const struct store_run *run, const struct ring *r, const uint8_t *rec,
+			size_t need, uint16_t id)
+{
+	return run->r == r && run->bytes && rec == run->recs + run->bytes &&
+	       need <= run->room - run->packed && id < run->nev;
+}
+
+/* Ends the run before it and opens one at rec (ring position at), whose
+ * first record packs into at most need bytes: 0, or -errno from
+ * run_ready() (-EAGAIN: no room now, the record stays in the ring). */
+static int run_open(struct store *st, struct ring *r, uint64_t at, const uint8_t *rec,
+		    size_t need)
+{
+	struct store_run *run = &st->run;
+	uint64_t ts;
+	int err;
+
+	store_events_end(st);
+	if ((err = run_ready(st, r, at, need, run)) < 0)
+		return err;
+	memcpy(&ts, rec + RINGLOG_REC_HDR_SIZE, sizeof(ts));
+	run->r = r;
+	run->recs = rec;
+	run->ts_min = run->ts_max = ts;
+	run->nev = r->c->store.lane[st->active].seg_nev;
+	run->publish = st->sinks->wanting != 0;
+	return 0;
+}
+
 int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
 {
@@ -683,18 +712,9 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		if (k != st->active)
 			lane_use(st, k);
 	}
-	if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
-	    need > run->room - run->packed || id >= run->nev) {
-		store_events_end(st);
-		err = run_ready(st, r, r->cons.rec_end - total, need, run);
-		if (err < 0)
-			return err == -EAGAIN ? STORE_FULL : err;
-		run->r = r;
-		run->recs = rec;
-		run->ts_min = run->ts_max = ts;
-		run->nev = r->c->store.lane[st->active].seg_nev;
-		run->publish = st->sinks->wanting != 0;
-	}
+	if (!run_goes_on(run, r, rec, need, id) &&
+	    (err = run_open(st, r, r->cons.rec_end - total, rec, need)) < 0)
+		return err == -EAGAIN ? STORE_FULL : err;
 	run->bytes += total;
 	run->packed += ringlog_pack_rec(run->out + run->packed, type, id, payload, len,
 					&run->prev_ts);
@@ -745,7 +765,9 @@ static void publish_run(struct store *st, struct ring *r, uint16_t type, uint16_
 
 /* store_event() for a run of n records of one kind (the consumer's
  * ringlog_cons_run_fn): the checks per chunk, not per record, and the
- * records packed in one loop (pack.h), then published. */
+ * records packed in one loop (pack.h), then published. The lane is the
+ * one store_event() chose for the run's first record (drain.c: on_run()
+ * stores it first), so it is not routed again. */
 long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 		     const uint8_t *payload, uint32_t len, uint32_t n,
 		     const struct ringlog_event_desc *e)
@@ -756,31 +778,13 @@ long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t i
 	uint32_t done = 0;
 	int err;
 
-	if (__builtin_expect(st->nlanes > 1, 0)) {
-		unsigned k = route(st, r->c, id, e); /* one kind: one lane */
-
-		if (k != st->active)
-			lane_use(st, k);
-	}
 	while (done < n) {
 		const uint8_t *rec = payload - RINGLOG_REC_HDR_SIZE + (size_t)done * total;
 		uint32_t m;
 
-		if (run->r != r || !run->bytes || rec != run->recs + run->bytes ||
-		    need > run->room - run->packed || id >= run->nev) {
-			uint64_t ts;
-
-			store_events_end(st);
-			err = run_ready(st, r, first + (uint64_t)done * total, need, run);
-			if (err < 0) /* the rest stays in the ring */
-				return done || err == -EAGAIN ? (long)done : err;
-			memcpy(&ts, rec + RINGLOG_REC_HDR_SIZE, sizeof(ts));
-			run->r = r;
-			run->recs = rec;
-			run->ts_min = run->ts_max = ts;
-			run->nev = r->c->store.lane[st->active].seg_nev;
-			run->publish = st->sinks->wanting != 0;
-		}
+		if (!run_goes_on(run, r, rec, need, id) &&
+		    (err = run_open(st, r, first + (uint64_t)done * total, rec, need)) < 0)
+			return done || err == -EAGAIN ? (long)done : err; /* the rest stays in the ring */
 		/* run_ready() left room for one at least */
 		m = (uint32_t)((run->room - run->packed) / need);
 		if (m > n - done)
