@@ -589,32 +589,46 @@ static long check_run(void *ctx, uint16_t type, uint16_t aux, const uint8_t *pay
 	return i;
 }
 
+/* A ring of size bytes for the run tests, the consumer's data end noted. */
+static void *runs_ring(struct ringlog_producer *p, struct ringlog_consumer *c, struct runs *r,
+		       uint64_t size)
+{
+	void *mem = new_ring(p, c, &r->s, size);
+
+	r->data_end = c->data + size;
+	return mem;
+}
+
+/* One record of len bytes carrying seq, its bytes check_one() verifies;
+ * false when the ring is full. */
+static bool put_seq(struct ringlog_producer *p, uint32_t len, uint64_t seq)
+{
+	uint8_t *dst = ringlog_prod_reserve(p, len, TYPE_DATA, 7);
+
+	if (!dst)
+		return false;
+	memcpy(dst, &seq, 8);
+	memset(dst + 8, (int)(seq & 0xff), len - 8);
+	ringlog_prod_commit(p);
+	return true;
+}
+
 Test(ring, a_drain_in_runs_delivers_every_record_once_in_order)
 {
 	const uint64_t size = 4096;
 	struct ringlog_producer p;
 	struct ringlog_consumer c;
 	struct runs r = { 0 };
-	void *mem = new_ring(&p, &c, &r.s, size);
+	void *mem = runs_ring(&p, &c, &r, size);
 	uint64_t seq = 0, lost = 0;
 
-	r.data_end = c.data + size;
 	for (int round = 0; round < 600; round++) {
 		/* bursts of one length, the length changing within some */
 		uint32_t burst = 1 + (uint32_t)(round * 7 % 90);
 
-		for (uint32_t i = 0; i < burst; i++, seq++) {
-			uint32_t len = 8 + (uint32_t)((round + (i > burst / 2)) % 5) * 8;
-			uint8_t *dst = ringlog_prod_reserve(&p, len, TYPE_DATA, 7);
-
-			if (!dst) {
+		for (uint32_t i = 0; i < burst; i++, seq++)
+			if (!put_seq(&p, 8 + (uint32_t)((round + (i > burst / 2)) % 5) * 8, seq))
 				lost++;
-				continue;
-			}
-			memcpy(dst, &seq, 8);
-			memset(dst + 8, (int)(seq & 0xff), len - 8);
-			ringlog_prod_commit(&p);
-		}
 		/* some rounds take a few records only, some a few bytes */
 		r.take = round % 4 == 1 ? 3 : 0;
 		cr_assert_geq(ringlog_cons_drain_runs(&c, round % 3 ? SIZE_MAX : 100, check_one,
@@ -643,18 +657,10 @@ Test(ring, a_corrupt_record_cuts_a_run_and_fails_the_drain_there)
 	struct ringlog_producer p;
 	struct ringlog_consumer c;
 	struct runs r = { 0 };
-	void *mem = new_ring(&p, &c, &r.s, size);
-	uint64_t seq;
+	void *mem = runs_ring(&p, &c, &r, size);
 
-	r.data_end = c.data + size;
-	for (seq = 0; seq < 20; seq++) {
-		uint8_t *dst = ringlog_prod_reserve(&p, 40, TYPE_DATA, 7);
-
-		cr_assert_not_null(dst);
-		memcpy(dst, &seq, 8);
-		memset(dst + 8, (int)seq, 32);
-		ringlog_prod_commit(&p);
-	}
+	for (uint64_t seq = 0; seq < 20; seq++)
+		cr_assert(put_seq(&p, 40, seq));
 	/* record 12's header: a length past the producer position */
 	{
 		uint8_t *h = (uint8_t *)c.data + 12 * 48;
