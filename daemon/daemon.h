@@ -57,6 +57,7 @@ struct daemon {
 	bool drain_woken;       /* a producer woke us since the last pass */
 	bool drain_visit_all;   /* this pass skips no idle ring */
 	bool drain_seal;        /* a ring finished in this pass: seal at its end */
+	bool drain_release_left; /* rings a pass left to release (drain.c) */
 	uint64_t wakeups;    /* times a producer woke us */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;

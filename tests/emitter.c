@@ -3,7 +3,7 @@
  * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
  *                     [--progress FILE] [--half-record] [--warn-every N]
  *                     [--wait-us US] [--seconds S] [--flush-first]
- *                     [--exit-together]
+ *                     [--exit-together] [--linger S]
  *
  * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
  * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
@@ -22,7 +22,9 @@
  * arrived when they start. --exit-together: after its first event each
  * thread waits until every one has its ring and the daemon holds them (a
  * flush), then all emit the rest and end at once, as a thread pool shutting
- * down does. At exit it also prints "level L emitted N" per level and
+ * down does. --linger S: once every thread has ended, print "threads
+ * ended" and live on S seconds (the rings of ended threads, their process
+ * alive). At exit it also prints "level L emitted N" per level and
  * "suppressed=N waits=N wait_ns=N wait_max_ns=N wait_timeouts=N".
  * At exit it prints, per thread, what the fault tests compare with
  * the store:
@@ -62,6 +64,7 @@ static pthread_barrier_t done_barrier, exit_barrier;
 static long warn_every;
 static uint32_t wait_us;
 static double seconds;
+static double linger; /* --linger: seconds to live on after the threads ended */
 static uint64_t emitted_level[8];
 
 /* The Tick event once more, as a run-time descriptor for --half-record. */
@@ -242,6 +245,8 @@ int main(int argc, char **argv)
 			warn_every = atol(val);
 		} else if (!strcmp(opt, "--wait-us")) {
 			wait_us = (uint32_t)atol(val);
+		} else if (!strcmp(opt, "--linger")) {
+			linger = atof(val);
 		} else if (!strcmp(opt, "--seconds")) {
 			seconds = atof(val);
 		} else if (!strcmp(opt, "--pause-us")) {
@@ -278,6 +283,13 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < threads; i++)
 		pthread_join(w[i].th, NULL);
+	if (linger > 0) { /* the rings of ended threads, of a process alive */
+		printf("threads ended\n");
+		fflush(stdout);
+		struct timespec ts = { (time_t)linger, (long)((linger - (time_t)linger) * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
 	for (double t = 0; t < wait; t += 0.05) {
 		if (ringlog_flush(1000) == 0)
 			break;

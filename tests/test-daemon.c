@@ -448,6 +448,63 @@ Test(daemon, threads_ending_together_are_sealed_in_a_few_chunks_not_one_each)
 	live_cleanup(&e);
 }
 
+/* The status's ring count of the writer pid (-1: not listed). */
+static int rings_of(pid_t pid)
+{
+	json_t *st = status_json(), *c;
+	size_t i;
+	int n = -1;
+
+	json_array_foreach(st ? json_object_get(st, "clients") : NULL, i, c)
+		if (json_integer_value(json_object_get(c, "pid")) == pid)
+			n = (int)json_integer_value(json_object_get(c, "rings"));
+	json_decref(st);
+	return n;
+}
+
+/* A pass releases a few finished rings (daemon/ingest/drain.c:
+ * RELEASE_PER_PASS: each is an munmap() that frees its pages, and 1,000 in
+ * one pass held it up ~50 ms), the rest on the passes right after: 200
+ * rings that end together are all released while their process lives. */
+Test(daemon, threads_ending_together_are_all_released_a_few_per_pass)
+{
+	const int threads = 200;
+	struct live e;
+	char out[400], buf[256] = "";
+	int n = -1;
+	pid_t d, em;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(out, sizeof(out), "%s/emitter.out", e.dir);
+	{
+		const char *argv[] = { EMITTER_PATH, "200", "50", "--exit-together", "--linger", "20",
+				       NULL };
+		const char *envv[] = { "RINGLOG_RING_SIZE=64K", NULL };
+
+		em = live_spawn(argv, envv, out);
+	}
+	for (int i = 0; i < 400 && !strstr(buf, "threads ended"); i++) {
+		FILE *f = fopen(out, "r");
+
+		if (f) {
+			buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+			fclose(f);
+		}
+		sleep_ms(50);
+	}
+	cr_assert(strstr(buf, "threads ended"), "test-emitter's %d threads did not end", threads);
+	/* each status request is a pass (drain_all()), and the timer's come
+	 * at once while rings wait */
+	for (int i = 0; i < 200 && (n = rings_of(em)) != 0; i++)
+		sleep_ms(50);
+	cr_expect_eq(n, 0, "%d of the %d rings of ended threads were never released", n, threads);
+	kill(em, SIGKILL);
+	waitpid(em, NULL, 0);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
 {
 	struct live e;

@@ -13,21 +13,13 @@
 #include "daemon.h"
 #include "log.h"
 #include "ingest/drain.h"
+#include "ingest/pace.h"
 #include "ingest/registry.h"
 #include "ingest/transport.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-
-#define DRAIN_BUSY_MS 1       /* data flowing densely */
-#define DRAIN_SPARSE_MAX_MS 8 /* data trickling: a few records per ring */
-#define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
-#define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
-#define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
-/* A pass that found at most this many records per ring with data is
- * sparse: its cost is the visits, so the next one may wait longer. */
-#define DRAIN_SPARSE_RECORDS 16
 
 struct drain_ctx {
 	struct daemon *d;
@@ -260,39 +252,41 @@ static uint64_t pass(struct daemon *d, struct ring *r, long *records)
 	return r->cons.pos - before;
 }
 
+/* Releasing a ring unmaps it, and the last unmap of a ring frees its
+ * pages: ~50 us for one of 512 KiB. A pool of 1,000 threads ending
+ * together had one pass spend ~50 ms in munmap(), and the events that pass
+ * drained reached a tail that much later (bench-scale's emit -> tail p99
+ * went from 5 to 20 ms in one run in three). So a pass releases at most
+ * RELEASE_PER_PASS rings, and the next pass comes at once while any wait. */
+#define RELEASE_PER_PASS 16
+
 /* A ring drained for good or detached: its disk loss goes into its stream
  * before it goes (the chunk carrying the report then holds it), and it is
  * released once no chunk holds its records. */
-static void retire(struct ring *r, struct store *st)
+static void retire(struct daemon *d, struct ring *r, unsigned *releases)
 {
-	if (r->store.lost_disk_pending && store_settle_loss(st, r) < 0)
+	if (r->store.lost_disk_pending && store_settle_loss(d->st, r) < 0)
 		return;
 	if ((r->c->gone || r->finishing) && !r->store.held) {
+		if (!*releases) {
+			d->drain_release_left = true;
+			return;
+		}
+		--*releases;
 		/* the client frees a drained ring (a handed over one is the
 		 * new ring's to give back) */
 		if (!r->dead && !r->handed_over)
-			store_give_back(st, r);
+			store_give_back(d->st, r);
 		reg_ring_release(r);
 	}
 }
 
-/* A ring that had nothing for a while is visited less often: a visit to
- * an idle ring costs a TLB and a cache miss on its header (~400 ns with
- * 1,000 rings), which a timer must not pay for every ring every pass. It
- * waits a quarter of its idle time, at most IDLE_VISIT_MAX_MS (or
- * IDLE_VISIT_TAIL_MS with a tail attached: its first event after a long
- * silence reaches the tail within that); a burst still wakes us at once
- * (the high-water mark), and a SYNC, TAIL or STATUS frame or a wake-up
- * visits every ring (drain_all()). */
-#define IDLE_VISIT_MAX_MS 500
-#define IDLE_VISIT_TAIL_MS 20
-
+/* pace.h says when an idle ring is looked at again. */
 static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now)
 {
-	uint64_t wait = (r->last_visit_ms - r->last_data_ms) / 4;
-	uint64_t cap = d->ntails ? IDLE_VISIT_TAIL_MS : IDLE_VISIT_MAX_MS;
-
-	return !d->drain_visit_all && now < r->last_visit_ms + (wait < cap ? wait : cap);
+	return !d->drain_visit_all &&
+	       now < r->last_visit_ms + pace_idle_wait(r->last_visit_ms - r->last_data_ms,
+						       d->ntails != 0);
 }
 
 static void visited(struct ring *r, uint64_t now, bool had_data)
@@ -308,6 +302,9 @@ static void visited(struct ring *r, uint64_t now, bool had_data)
 static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, unsigned *fill)
 {
 	uint64_t moved = 0, now = uv_now(d->loop);
+	unsigned releases = RELEASE_PER_PASS;
+
+	d->drain_release_left = false;
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
@@ -325,7 +322,7 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 
 			rn = r->next; /* retire() may free r */
 			if (r->dead || r->finishing) {
-				retire(r, d->st);
+				retire(d, r, &releases);
 				continue;
 			}
 			if (skip_idle(d, r, now))
@@ -364,36 +361,19 @@ uint64_t drain_all(struct daemon *d)
 	return moved;
 }
 
-/* The next wait, from what the last pass found. Every ring is flagged
- * RINGLOG_CONS_SLEEPING for good (registry.c), so a ring passing its
- * high-water mark (half the ring) wakes us whatever the wait; below it no
- * producer ever makes a system call. Not a spin: on two cores the loop
- * would take the CPU from the kernel's write workers, whose completions
- * are what give ring space back.
- *   - dense flow: DRAIN_BUSY_MS;
- *   - a trickle (few records per ring with data, every ring far below
- *     its threshold): twice the last wait, up to DRAIN_SPARSE_MAX_MS, so
- *     that 1,000 writers of 1,000 events/s each cost visits of a dozen
- *     records, not of one (bench/bench-scale.c);
- *   - nothing: DRAIN_IDLE_MS, then twice that each empty pass up to
- *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
- *     many there are;
- * and never over DRAIN_TAIL_MAX_MS while a tail is attached: a live reader
- * sees an event within a few milliseconds. */
+/* The next wait (pace.h). Every ring is flagged RINGLOG_CONS_SLEEPING for
+ * good (registry.c), so a ring passing its high-water mark (half the
+ * ring) wakes us whatever the wait; below it no producer ever makes a
+ * system call. Not a spin: on two cores the loop would take the CPU from
+ * the kernel's write workers, whose completions are what give ring space
+ * back. */
 static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned busy,
 			  unsigned fill)
 {
-	uint64_t ms = d->drain_wait_ms;
-
-	if (!moved)
-		ms = ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS : ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : ms * 2;
-	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)
-		ms = ms * 2 > DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : ms * 2;
-	else
-		ms = DRAIN_BUSY_MS;
-	if (d->ntails && ms > DRAIN_TAIL_MAX_MS)
-		ms = DRAIN_TAIL_MAX_MS;
-	return d->drain_wait_ms = ms;
+	if (d->drain_release_left) /* rings wait to be released */
+		return d->drain_wait_ms = DRAIN_BUSY_MS;
+	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, records, busy, fill,
+						 d->ntails != 0);
 }
 
 static void on_drain_timer(uv_timer_t *t)

@@ -1,0 +1,65 @@
+/* tests/test-pace.c - the drain's timing policy (daemon/ingest/pace.h):
+ * how long it waits between passes, and which idle rings a pass skips.
+ * What the policy buys is measured by bench/bench-scale.c, not here. */
+#include <criterion/criterion.h>
+
+#include "ingest/pace.h"
+
+/* The waits after n passes that all found the same thing. */
+static uint64_t settle(uint64_t ms, int n, bool moved, uint64_t records, unsigned busy,
+		       unsigned fill, bool tail)
+{
+	while (n--)
+		ms = pace_next_wait(ms, moved, records, busy, fill, tail);
+	return ms;
+}
+
+Test(pace, dense_flow_is_drained_every_millisecond)
+{
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1000, 1, 0, false), DRAIN_BUSY_MS);
+	/* few records, but one ring near its threshold */
+	cr_expect_eq(settle(DRAIN_SPARSE_MAX_MS, 1, true, 4, 1, 1024 / 16, false), DRAIN_BUSY_MS);
+}
+
+Test(pace, a_trickle_waits_longer_each_pass_up_to_its_cap)
+{
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 16, 1, 0, false), 2 * DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 1000 * 16, 1000, 10, false),
+		     DRAIN_SPARSE_MAX_MS);
+}
+
+Test(pace, nothing_moving_backs_off_to_the_idle_cap)
+{
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, false, 0, 0, 0, false), DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 2, false, 0, 0, 0, false), 2 * DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, 0, false), DRAIN_IDLE_MAX_MS);
+}
+
+Test(pace, a_tail_caps_every_wait)
+{
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 16, 1, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1000, 1, 0, true), DRAIN_BUSY_MS);
+}
+
+Test(pace, an_idle_ring_is_visited_after_a_quarter_of_its_silence_up_to_a_cap)
+{
+	cr_expect_eq(pace_idle_wait(0, false), 0, "a ring with data is visited every pass");
+	cr_expect_eq(pace_idle_wait(40, false), 10);
+	cr_expect_eq(pace_idle_wait(60000, false), IDLE_VISIT_MAX_MS);
+	cr_expect_eq(pace_idle_wait(60000, true), IDLE_VISIT_TAIL_MS,
+		     "with a tail, a long-idle ring's first event waits at most %d ms",
+		     IDLE_VISIT_TAIL_MS);
+}
+
+/* A writer in bursts: 50 events every 50 ms leaves its ring silent 50 ms at
+ * a time. With a tail attached it must not wait a quarter of that (its
+ * events reached the tail ~12 ms late), and once silent for long it backs
+ * off again, so that many idle rings cost little even while tailing. */
+Test(pace, with_a_tail_a_ring_active_in_the_last_second_is_visited_every_pass)
+{
+	for (uint64_t idle = 0; idle < IDLE_VISIT_RECENT_MS; idle += 7)
+		cr_assert_eq(pace_idle_wait(idle, true), 0, "idle %llu ms", (unsigned long long)idle);
+	cr_expect_eq(pace_idle_wait(IDLE_VISIT_RECENT_MS, true), IDLE_VISIT_TAIL_MS);
+	cr_expect_eq(pace_idle_wait(50, false), 12, "without a tail, the quarter as before");
+}
