@@ -311,6 +311,67 @@ Test(cli, tail_filters_each_and_combined)
 	live_cleanup(&e);
 }
 
+/* The drain hands a tail runs of records of one kind (sink_ops.record_run):
+ * 9 Ticks, then an Alert, 100 times over. A tail of one event skips the
+ * other's runs whole; one matching on a field still looks at every record
+ * of a run; one of everything sees every record once, in order. */
+Test(cli, tail_filters_take_runs_of_one_kind_record_by_record)
+{
+	static const struct {
+		const char *args, *count; /* lines expected, and what each has */
+		int lines;
+	} t[] = {
+		{ "--event Alert -o cat", "seq=", 100 },
+		{ "--event Tick -o cat seq=505", "seq=505", 1 },
+		{ "-o cat", "seq=", 1000 },
+	};
+	enum { N = sizeof(t) / sizeof(t[0]) };
+	struct live e;
+	char path[N][400];
+	static char out[1 << 17];
+	pid_t d, tp[N], em;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/tail-%d", e.dir, i);
+		tp[i] = tail_start(t[i].args, path[i]);
+	}
+	{
+		const char *argv[] = { EMITTER_PATH, "1", "1000", "--warn-every", "10",
+				       "--flush-first", "--wait-daemon", "10", NULL };
+
+		em = live_spawn(argv, NULL, "/dev/null");
+	}
+	live_wait_ok(em, "test-emitter");
+	sleep_ms(500);
+	for (int i = 0; i < N; i++) {
+		int lines = 0, with = 0;
+		long last = -1;
+		bool ordered = true;
+
+		tail_stop(tp[i]);
+		slurp(path[i], out, sizeof(out));
+		for (char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+			char *seq = strstr(p, "seq="), *nl = strchr(p, '\n');
+
+			lines++;
+			if (seq && (!nl || seq < nl)) {
+				with += !strncmp(seq, t[i].count, strlen(t[i].count));
+				ordered = ordered && atol(seq + 4) > last;
+				last = atol(seq + 4);
+			}
+		}
+		cr_expect_eq(lines, t[i].lines, "tail %s: %d lines, not %d:\n%.2000s", t[i].args,
+			     lines, t[i].lines, out);
+		cr_expect_eq(with, t[i].lines, "tail %s: %d lines with %s", t[i].args, with,
+			     t[i].count);
+		cr_expect(ordered, "tail %s: the events out of order", t[i].args);
+	}
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 Test(cli, tail_n_prints_the_newest_events_unflushed_ones_included_then_follows)
 {
 	struct live e;

@@ -280,28 +280,42 @@ static int describe(struct tail *t, struct ring *r)
 	return 0;
 }
 
-static void tail_event(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
-		       const uint8_t *payload, uint32_t len, const struct ringlog_event_desc *e)
+/* n records of one kind, back to back in the ring (total bytes apart):
+ * the drain hands them over as a run (sink_ops.record_run). A tail that
+ * does not match on fields gives every record of the run the verdict of
+ * the first, so a tail of one event skips the runs of others at once
+ * rather than record by record. */
+static void tail_event_run(struct daemon *d, struct ring *r, uint16_t type, uint16_t aux,
+			   const uint8_t *payload, uint32_t len, uint32_t n,
+			   const struct ringlog_event_desc *e)
 {
 	const char *provider = ringlog_meta_provider(&r->c->meta, e->provider);
 	struct ringlog_rec_hdr rh = { .len = len, .type = type, .aux = aux };
+	size_t total = ringlog_rec_total(len);
 
 	for (struct tail *t = d->tails; t; t = t->next) {
-		if (t->c->gone || !matches(t, r, type, aux, payload, len, e, provider))
-			continue;
-		if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
-			t->dropped++;
-			continue;
+		for (uint32_t i = 0; i < n && !t->c->gone; i++) {
+			const uint8_t *p = payload + i * total;
+
+			if (!matches(t, r, type, aux, p, len, e, provider)) {
+				if (!t->m.nfields)
+					break; /* nor will the rest */
+				continue;
+			}
+			if (t->c->tx.len > TAIL_QUEUE_LIMIT || t->flen > TAIL_QUEUE_LIMIT) {
+				t->dropped++;
+				continue;
+			}
+			report_dropped(d, t);
+			if (describe(t, r) < 0) {
+				t->dropped++;
+				continue;
+			}
+			/* A SPAN holding one ring record: rec() pads it to 8
+			 * bytes, which is exactly ringlog_rec_total(len). */
+			rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), p, len);
+			send_frame(d, t, 1);
 		}
-		report_dropped(d, t);
-		if (describe(t, r) < 0) {
-			t->dropped++;
-			continue;
-		}
-		/* A SPAN holding one ring record: rec() pads it to 8 bytes,
-		 * which is exactly ringlog_rec_total(len). */
-		rec(t, RINGLOG_SEG_REC_SPAN, r->id, &rh, sizeof(rh), payload, len);
-		send_frame(d, t, 1);
 	}
 }
 
@@ -483,7 +497,13 @@ void tail_tick(struct daemon *d)
  * answer once the chunks sealed before a tail began are written. */
 static void sink_record(struct sink *s, const struct sink_record *rec)
 {
-	tail_event(s->ctx, rec->r, rec->type, rec->id, rec->payload, rec->len, rec->e);
+	tail_event_run(s->ctx, rec->r, rec->type, rec->id, rec->payload, rec->len, 1, rec->e);
+}
+
+static void sink_record_run(struct sink *s, const struct sink_record *first, uint32_t n)
+{
+	tail_event_run(s->ctx, first->r, first->type, first->id, first->payload, first->len, n,
+		       first->e);
 }
 
 static void sink_loss(struct sink *s, struct ring *r, const struct ringlog_seg_loss *l)
@@ -524,6 +544,7 @@ static void on_closed(struct sink *s, struct client *c)
 	reg_enable_recompute(c->d);
 }
 
-const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record, .loss = sink_loss,
+const struct sink_ops tail_sink_ops = { .name = "tail", .record = sink_record,
+					.record_run = sink_record_run, .loss = sink_loss,
 					.chunk = sink_chunk, .passed = sink_passed, .raise = sink_raise,
 					.request = on_request, .closed = on_closed };
