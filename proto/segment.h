@@ -325,6 +325,8 @@ static_assert(RINGLOG_SEG_SNAP_OFF >= 240 && RINGLOG_SEG_SNAP_OFF + sizeof(struc
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has it. */
 uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len);
+/* Which way this CPU computes it: "vpclmulqdq", "sse4.2" or "table". */
+const char *ringlog_crc32c_impl(void);
 
 /* CRC of a segment header / chunk header + body, as stored. */
 uint32_t ringlog_seg_hdr_crc(const struct ringlog_seg_hdr *h);

@@ -55,3 +55,28 @@ Test(crc32c, every_length_and_alignment_matches_the_definition)
 			     reference(0, buf, MAX), "cut at %zu", cut);
 	free(buf);
 }
+
+/* The widest path this CPU has (proto/crc32c.c: VPCLMULQDQ folding from
+ * 512 bytes, 256 per step, then 64, then 16, then the crc32 instruction)
+ * at every length up to where each of its loops has run a few times, every
+ * remainder of each, and on a whole chunk (1 MiB). */
+Test(crc32c, the_folding_path_matches_the_definition_at_every_remainder)
+{
+	enum { BIG = 1 << 20 };
+	uint8_t *buf = malloc(BIG + 8);
+	uint32_t seed = 777;
+
+	cr_assert(buf);
+	cr_log_info("CRC32C on this CPU: %s", ringlog_crc32c_impl());
+	for (size_t i = 0; i < BIG + 8; i++) {
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(seed >> 16);
+	}
+	for (size_t len = 480; len < 1600; len++)
+		for (size_t off = 0; off < 3; off++)
+			cr_assert_eq(ringlog_crc32c(0xdeadbeef, buf + off, len),
+				     reference(0xdeadbeef, buf + off, len), "length %zu at offset %zu",
+				     len, off);
+	cr_assert_eq(ringlog_crc32c(0, buf + 1, BIG), reference(0, buf + 1, BIG), "1 MiB");
+	free(buf);
+}
