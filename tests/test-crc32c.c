@@ -66,8 +66,13 @@ Test(crc32c, the_folding_path_matches_the_definition_at_every_remainder)
 	uint8_t *buf = malloc(BIG + 8);
 	uint32_t seed = 777;
 
+	if (strcmp(ringlog_crc32c_impl(), "vpclmulqdq") != 0) {
+		free(buf);
+		cr_skip_test("this CPU computes CRC32C with %s: it has no VPCLMULQDQ and AVX-512 "
+			     "(or the build is for Windows), so the folding path is not used",
+			     ringlog_crc32c_impl());
+	}
 	cr_assert(buf);
-	cr_log_info("CRC32C on this CPU: %s", ringlog_crc32c_impl());
 	for (size_t i = 0; i < BIG + 8; i++) {
 		seed = seed * 1103515245u + 12345u;
 		buf[i] = (uint8_t)(seed >> 16);
