@@ -312,7 +312,7 @@ Test(cli, tail_filters_each_and_combined)
 }
 
 /* The drain hands a tail runs of records of one kind (sink_ops.record_run):
- * 9 Ticks, then an Alert, 100 times over. A tail of one event skips the
+ * an Alert, then 9 Ticks, 100 times over. A tail of one event skips the
  * other's runs whole; one matching on a field still looks at every record
  * of a run; one of everything sees every record once, in order. */
 Test(cli, tail_filters_take_runs_of_one_kind_record_by_record)

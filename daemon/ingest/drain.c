@@ -268,11 +268,13 @@ static void retire(struct daemon *d, struct ring *r, unsigned *releases)
 	if (r->store.lost_disk_pending && store_settle_loss(d->st, r) < 0)
 		return;
 	if ((r->c->gone || r->finishing) && !r->store.held) {
-		if (!*releases) {
-			d->drain_release_left = true;
-			return;
+		if (r->mem) { /* a detached ring was unmapped already */
+			if (!*releases) {
+				d->drain_release_left = true;
+				return;
+			}
+			--*releases;
 		}
-		--*releases;
 		/* the client frees a drained ring (a handed over one is the
 		 * new ring's to give back) */
 		if (!r->dead && !r->handed_over)
@@ -350,6 +352,8 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 	return moved;
 }
 
+static void on_drain_timer(uv_timer_t *t);
+
 uint64_t drain_all(struct daemon *d)
 {
 	uint64_t records = 0, moved;
@@ -358,6 +362,12 @@ uint64_t drain_all(struct daemon *d)
 	d->drain_visit_all = true;
 	moved = drain_pass(d, &records, &busy, &fill);
 	d->drain_visit_all = false;
+	/* rings left to release go on the next timer pass, at once (the
+	 * timer may wait up to DRAIN_IDLE_MAX_MS) */
+	if (d->drain_release_left && !d->stopping) {
+		d->drain_timer.data = d;
+		uv_timer_start(&d->drain_timer, on_drain_timer, DRAIN_BUSY_MS, 0);
+	}
 	return moved;
 }
 

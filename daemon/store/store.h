@@ -300,6 +300,9 @@ int store_event(struct store *st, struct ring *r, uint16_t type, uint16_t id,
 /* store_event() for n records of one kind laid end to end in the ring
  * from payload (a run: ringlog_cons_run_fn), r->cons.rec_end just past the
  * first; published to the sinks that want records like store_event().
+ * The record just before them, of the same kind, must have gone through
+ * store_event() last: that chose the retention lane, which is not chosen
+ * again (drain.c's on_run() does so).
  * Returns how many were taken, in order (fewer, 0 included: no room for
  * the rest now), or -errno. */
 long store_event_run(struct store *st, struct ring *r, uint16_t type, uint16_t id,
