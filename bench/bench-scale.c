@@ -3,7 +3,9 @@
  * 1, 10, 100 and 1,000 writer threads (in 1, 1, 10 and 100 processes),
  * each case on a fresh ringlogd:
  *
- *   daemon CPU per stored event   utime+stime of ringlogd / events stored
+ *   daemon CPU per stored event   utime+stime of ringlogd / events stored,
+ *                                 from the writers' start to 200 ms after
+ *                                 their last thread ended
  *   emit p99                      each call timed alone with the TSC
  *   emit -> `ringlog tail` p99    one event in 1,000 is a Probe carrying
  *                                 its CLOCK_REALTIME emit time; a tail
@@ -125,6 +127,25 @@ static void *writer_thread(void *arg)
 	return NULL;
 }
 
+/* The case's two pipes (run_case()): writers close "done" once their
+ * threads ended, and wait for EOF on "go" before writing their samples.
+ * Their numbers come in BENCH_SCALE_PIPES; without it (the idle case) a
+ * writer neither says nor waits. */
+static int done_w = -1, go_r = -1;
+
+static void pipes_child(void)
+{
+	const char *e = getenv("BENCH_SCALE_PIPES");
+	int dr, dw, gr, gw;
+
+	if (e && sscanf(e, "%d %d %d %d", &dr, &dw, &gr, &gw) == 4) {
+		close(dr);
+		close(gw);
+		done_w = dw;
+		go_r = gr;
+	}
+}
+
 static int child_main(int argc, char **argv)
 {
 	int threads = atoi(argv[2]);
@@ -136,6 +157,7 @@ static int child_main(int argc, char **argv)
 	(void)argc;
 	if (!w || threads < 1)
 		return 2;
+	pipes_child();
 	pthread_barrier_init(&ready, NULL, (unsigned)threads);
 	for (int i = 0; i < threads; i++) {
 		w[i].rate = rate;
@@ -162,10 +184,17 @@ static int child_main(int argc, char **argv)
 	 * write 40 MB of them, and written as each process ended they took
 	 * both cores from the daemon and the tail while other processes still
 	 * emitted their last bursts (the case's worst emit -> tail latencies
-	 * were all there). Every process has ended its bursts a second after
-	 * its own did (they start within ~0.3 s of each other). */
-	if (rate > 0)
-		sleep(1);
+	 * were all there). So: say our threads ended (close our end of the
+	 * "done" pipe), and write once the orchestrator has taken the daemon's
+	 * CPU figure and says go (closes the "go" pipe). */
+	if (done_w >= 0) {
+		char b;
+		ssize_t k;
+
+		close(done_w);
+		while ((k = read(go_r, &b, 1)) > 0 || (k < 0 && errno == EINTR))
+			;
+	}
 	f = fopen(path, "w");
 	for (int i = 0; i < threads; i++) {
 		if (f)
@@ -282,7 +311,9 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	pid_t kids[128];
 	uint64_t c0, c1, bytes, *all;
 	size_t n;
-	char cmd[900];
+	char cmd[900], fds[64], b;
+	int done[2], go[2];
+	ssize_t k;
 
 	memset(r, 0, sizeof(*r));
 	r->writers = writers;
@@ -296,6 +327,12 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	t.p = popen(cmd, "r");
 	pthread_create(&t.th, NULL, tail_reader, &t);
 	usleep(300000); /* the tail is subscribed */
+	if (pipe(done) < 0 || pipe(go) < 0) {
+		perror("bench-scale: pipe");
+		exit(1);
+	}
+	snprintf(fds, sizeof(fds), "%d %d %d %d", done[0], done[1], go[0], go[1]);
+	setenv("BENCH_SCALE_PIPES", fds, 1);
 	c0 = c->cpu_ns(c);
 	for (int i = 0; i < procs; i++) {
 		char path[400];
@@ -303,11 +340,21 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 		snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
 		kids[i] = spawn_writer(per, rate, seconds, path);
 	}
+	unsetenv("BENCH_SCALE_PIPES");
+	close(done[1]);
+	close(go[0]);
+	/* EOF once every writer thread has ended; then the daemon drains
+	 * their last bursts and the tail prints them. The figure stops there:
+	 * not over the writers' own exit, nor the daemon's shutdown. */
+	while ((k = read(done[0], &b, 1)) > 0 || (k < 0 && errno == EINTR))
+		;
+	close(done[0]);
+	usleep(200000);
+	c1 = c->cpu_ns(c);
+	close(go[1]);
 	for (int i = 0; i < procs; i++)
 		waitpid(kids[i], NULL, 0);
-	usleep(200000);
 	c->stop(c); /* the tail ends with the daemon */
-	c1 = c->cpu_ns(c);
 	pthread_join(t.th, NULL);
 	pclose(t.p);
 	c->count(c, &r->stored, &bytes);
