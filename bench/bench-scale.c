@@ -515,7 +515,9 @@ int main(int argc, char **argv)
 	bu_out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
 	bu_out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, rings of 16 MiB "
 	    "(1 and 10 writers), 4 MiB (100) and 512 KiB (1,000), "
-	    "a `ringlog tail` attached throughout. \"x 1 writer\": the figure over the "
+	    "a `ringlog tail` attached throughout. The daemon's CPU (utime + stime, 10 ms "
+	    "ticks: ~2 ns per event) is counted from the writers' start to 200 ms after "
+	    "their last thread ended. \"x 1 writer\": the figure over the "
 	    "1-writer figure (goal: each <= 2). Writers emit in bursts (10 ms worth, at least "
 	    "50 events) and sleep in between; a burst's first call runs on caches other threads "
 	    "filled meanwhile (TLS, the ring's lines and page-table entries), which is what "
