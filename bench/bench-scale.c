@@ -133,6 +133,16 @@ static void *writer_thread(void *arg)
  * writer neither says nor waits. */
 static int done_w = -1, go_r = -1;
 
+/* Until every writer end of the pipe fd reads from is closed. */
+static void wait_eof(int fd)
+{
+	char b;
+	ssize_t k;
+
+	while ((k = read(fd, &b, 1)) > 0 || (k < 0 && errno == EINTR))
+		;
+}
+
 static void pipes_child(void)
 {
 	const char *e = getenv("BENCH_SCALE_PIPES");
@@ -188,12 +198,8 @@ static int child_main(int argc, char **argv)
 	 * "done" pipe), and write once the orchestrator has taken the daemon's
 	 * CPU figure and says go (closes the "go" pipe). */
 	if (done_w >= 0) {
-		char b;
-		ssize_t k;
-
 		close(done_w);
-		while ((k = read(go_r, &b, 1)) > 0 || (k < 0 && errno == EINTR))
-			;
+		wait_eof(go_r);
 	}
 	f = fopen(path, "w");
 	for (int i = 0; i < threads; i++) {
@@ -311,9 +317,8 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	pid_t kids[128];
 	uint64_t c0, c1, bytes, *all;
 	size_t n;
-	char cmd[900], fds[64], b;
+	char cmd[900], fds[64];
 	int done[2], go[2];
-	ssize_t k;
 
 	memset(r, 0, sizeof(*r));
 	r->writers = writers;
@@ -346,8 +351,7 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	/* EOF once every writer thread has ended; then the daemon drains
 	 * their last bursts and the tail prints them. The figure stops there:
 	 * not over the writers' own exit, nor the daemon's shutdown. */
-	while ((k = read(done[0], &b, 1)) > 0 || (k < 0 && errno == EINTR))
-		;
+	wait_eof(done[0]);
 	close(done[0]);
 	usleep(200000);
 	c1 = c->cpu_ns(c);

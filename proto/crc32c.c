@@ -132,10 +132,10 @@ static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t len)
  * x^n mod P bit-reflected in 33 bits (n = D + 32 and D - 32: the reflected
  * product comes out one bit off, and the 33-bit placement 31 more); the
  * same formula gives the published CRC-32 constants, and tests/test-crc32c.c
- * checks the CRCs they give against the bit-by-bit definition. The initial register
- * is XORed into the first 4 bytes; the last 128-bit block then goes through
- * the crc32 instruction from 0, which gives (A x^|rest| + rest) x^32 mod P
- * for the rest, the CRC of the whole. */
+ * checks the CRCs they give against the bit-by-bit definition. The initial
+ * register is XORed into the first 4 bytes; the last 128-bit block then goes
+ * through the crc32 instruction from 0, which gives (A x^|rest| + rest) x^32
+ * mod P for the rest, the CRC of the whole. */
 /* x^n mod P, reflected in 33 bits, for the three distances D used: */
 #define X2080 0xdcb17aa4ull  /* D 2048 bits: 4 zmm (256 bytes) on, the main loop */
 #define X2016 0xb9e02b86ull
@@ -203,49 +203,49 @@ static uint32_t crc_fold(uint32_t crc, const uint8_t *p, size_t len)
 
 #endif /* CRC_FOLD */
 
+#endif /* x86-64 */
+
+/* The ways, in ringlog_crc32c_impl()'s order of names. */
+enum { IMPL_TABLE, IMPL_SSE42, IMPL_FOLD };
+
 static int impl(void)
 {
 	static int cached = -1;
 
 	if (cached < 0) {
-		cached = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		cached = IMPL_TABLE;
+#if defined(__x86_64__) && defined(__GNUC__)
+		if (__builtin_cpu_supports("sse4.2"))
+			cached = IMPL_SSE42;
 #ifdef CRC_FOLD
 		if (cached && __builtin_cpu_supports("avx512f") &&
 		    __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul"))
-			cached = 2;
+			cached = IMPL_FOLD;
+#endif
 #endif
 	}
 	return cached;
 }
-#endif
 
 uint32_t ringlog_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	crc = ~crc;
-#if defined(__x86_64__) && defined(__GNUC__)
-	switch (impl()) {
-	case 2:
 #ifdef CRC_FOLD
-		if (len >= FOLD_MIN)
-			return ~crc_fold(crc, buf, len);
+	if (impl() == IMPL_FOLD && len >= FOLD_MIN)
+		return ~crc_fold(crc, buf, len);
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (impl() != IMPL_TABLE)
 		return ~crc_hw(crc, buf, len);
-	case 1:
-		return ~crc_hw(crc, buf, len);
-	}
 #endif
 	return ~crc_sw(crc, buf, len);
 }
 
 const char *ringlog_crc32c_impl(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
 	static const char *const name[] = { "table", "sse4.2", "vpclmulqdq" };
 
 	return name[impl()];
-#else
-	return "table";
-#endif
 }
 
 uint32_t ringlog_seg_hdr_crc(const struct ringlog_seg_hdr *h)

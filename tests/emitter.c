@@ -67,6 +67,14 @@ static double seconds;
 static double linger; /* --linger: seconds to live on after the threads ended */
 static uint64_t emitted_level[8];
 
+/* --exit-together: every thread has its ring and the daemon holds them
+ * (main() flushes between the two barriers), then all go on at once. */
+static void meet_the_others(void)
+{
+	pthread_barrier_wait(&done_barrier);
+	pthread_barrier_wait(&exit_barrier);
+}
+
 /* The Tick event once more, as a run-time descriptor for --half-record. */
 static const struct ringlog_field tick_fields[] = {
 	{ RINGLOG_T_U32, 0, "thread" }, { RINGLOG_T_U64, 0, "seq" }, { RINGLOG_T_STR, 0, "text" },
@@ -167,12 +175,8 @@ static void *run(void *arg)
 		if (dt > batch_max)
 			batch_max = dt;
 		w->emitted = i + 1;
-		if (exit_together && i == 0) {
-			/* the ring exists: wait until every thread's does and
-			 * the daemon holds them, then emit the rest together */
-			pthread_barrier_wait(&done_barrier);
-			pthread_barrier_wait(&exit_barrier);
-		}
+		if (exit_together && i == 0)
+			meet_the_others(); /* our ring exists: then the rest together */
 		if (progress)
 			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
 		if (i % 100 == 99) {
@@ -200,10 +204,8 @@ static void *run(void *arg)
 	}
 	/* a thread that ended before its first event (SIGUSR1, --seconds)
 	 * still meets the others at the barriers */
-	if (exit_together && w->emitted == 0) {
-		pthread_barrier_wait(&done_barrier);
-		pthread_barrier_wait(&exit_barrier);
-	}
+	if (exit_together && w->emitted == 0)
+		meet_the_others();
 	return NULL;
 }
 

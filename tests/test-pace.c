@@ -10,7 +10,7 @@ static uint64_t settle(uint64_t ms, int n, bool moved, uint64_t records, unsigne
 		       unsigned fill, bool tail)
 {
 	while (n--)
-		ms = pace_next_wait(ms, moved, records, busy, fill, tail);
+		ms = pace_next_wait(ms, moved, records, busy, fill, tail, false);
 	return ms;
 }
 
@@ -62,4 +62,12 @@ Test(pace, with_a_tail_a_ring_active_in_the_last_second_is_visited_every_pass)
 		cr_assert_eq(pace_idle_wait(idle, true), 0, "idle %llu ms", (unsigned long long)idle);
 	cr_expect_eq(pace_idle_wait(IDLE_VISIT_RECENT_MS, true), IDLE_VISIT_TAIL_MS);
 	cr_expect_eq(pace_idle_wait(50, false), 12, "without a tail, the quarter as before");
+}
+
+/* Finished rings a pass left to release (at most 16 a pass): the next
+ * pass comes at once, whatever the flow. */
+Test(pace, rings_left_to_release_bring_the_next_pass_at_once)
+{
+	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, 0, 0, false, true), DRAIN_BUSY_MS);
+	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 4, 4, 0, true, true), DRAIN_BUSY_MS);
 }

@@ -352,8 +352,6 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 	return moved;
 }
 
-static void on_drain_timer(uv_timer_t *t);
-
 uint64_t drain_all(struct daemon *d)
 {
 	uint64_t records = 0, moved;
@@ -362,12 +360,10 @@ uint64_t drain_all(struct daemon *d)
 	d->drain_visit_all = true;
 	moved = drain_pass(d, &records, &busy, &fill);
 	d->drain_visit_all = false;
-	/* rings left to release go on the next timer pass, at once (the
-	 * timer may wait up to DRAIN_IDLE_MAX_MS) */
-	if (d->drain_release_left && !d->stopping) {
-		d->drain_timer.data = d;
-		uv_timer_start(&d->drain_timer, on_drain_timer, DRAIN_BUSY_MS, 0);
-	}
+	/* rings left to release go on the timer's passes, from now (it may
+	 * be waiting up to DRAIN_IDLE_MAX_MS) */
+	if (d->drain_release_left && !d->stopping)
+		drain_start(d);
 	return moved;
 }
 
@@ -380,10 +376,8 @@ uint64_t drain_all(struct daemon *d)
 static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned busy,
 			  unsigned fill)
 {
-	if (d->drain_release_left) /* rings wait to be released */
-		return d->drain_wait_ms = DRAIN_BUSY_MS;
 	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, records, busy, fill,
-						 d->ntails != 0);
+						 d->ntails != 0, d->drain_release_left);
 }
 
 static void on_drain_timer(uv_timer_t *t)

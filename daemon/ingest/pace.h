@@ -34,13 +34,16 @@
  *   - nothing moved: DRAIN_IDLE_MS, then twice that each empty pass up to
  *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
  *     many there are;
- * and never over DRAIN_TAIL_MAX_MS while a tail is attached. */
+ * and never over DRAIN_TAIL_MAX_MS while a tail is attached. With a
+ * backlog (finished rings a pass left to release: drain.c), DRAIN_BUSY_MS. */
 static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, uint64_t records,
-				      unsigned busy, unsigned fill, bool tail)
+				      unsigned busy, unsigned fill, bool tail, bool backlog)
 {
 	uint64_t ms;
 
-	if (!moved)
+	if (backlog)
+		ms = DRAIN_BUSY_MS;
+	else if (!moved)
 		ms = prev_ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS
 		     : prev_ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : prev_ms * 2;
 	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)

@@ -299,16 +299,23 @@ static bool wants_trigger(const struct flight *f, const char *provider)
 	return false;
 }
 
+/* The open PACK goes on with a record of event id at ring position pos:
+ * same ring, next position, event described, and room for need bytes
+ * (the record packed and, at the PACK's end, its filler). */
+static bool pack_goes_on(const struct flight *f, const struct ring *r, uint64_t pos, uint16_t id,
+			 size_t need)
+{
+	return f->span_off != SIZE_MAX && f->span_stream == r->id && f->span_next == pos &&
+	       id < f->span_nev && f->len + need <= body_cap(f);
+}
+
 static void fl_record(struct sink *s, const struct sink_record *rec)
 {
 	struct flight *f = ((struct daemon *)s->ctx)->flight;
 	struct ring *r = rec->r;
 	uint64_t total = ringlog_rec_total(rec->len), pos = r->cons.rec_end - total, ts;
-	/* the open PACK goes on: same ring, next position, event described;
-	 * room for the record packed and, at the PACK's end, its filler */
-	size_t most = RINGLOG_PACK_MAX(rec->len) + 7;
-	bool extend = f->span_off != SIZE_MAX && f->span_stream == r->id && f->span_next == pos &&
-		      rec->id < f->span_nev && f->len + most <= body_cap(f);
+	size_t most = RINGLOG_PACK_MAX(rec->len) + 7; /* 7: the PACK's filler */
+	bool extend = pack_goes_on(f, r, pos, rec->id, most);
 	unsigned k = r->clock & RINGLOG_RING_CLOCK_TSC ? 1 : 0;
 
 	f->events_in++;
@@ -380,11 +387,8 @@ static void fl_record_run(struct sink *s, const struct sink_record *first, uint3
 		r->cons.rec_end = pos + (done + 1) * total;
 		fl_record(s, &one);
 		done++;
-		/* fl_record()'s test for extending, for the m that follow; 7:
-		 * the PACK's filler at its end */
-		if (!batch || done == n || f->span_off == SIZE_MAX || f->span_stream != r->id ||
-		    f->span_next != pos + done * total || first->id >= f->span_nev ||
-		    f->len + most + 7 > body_cap(f))
+		/* fl_record()'s test for extending, for the m that follow */
+		if (!batch || done == n || !pack_goes_on(f, r, pos + done * total, first->id, most + 7))
 			continue;
 		m = (uint32_t)((body_cap(f) - f->len - 7) / most);
 		if (m > n - done)
