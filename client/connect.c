@@ -42,8 +42,16 @@ static int send_pending_locked(struct transport *t)
 			return err;
 		lib.meta_dirty = false;
 	}
+	if (lib.bell && lib.daemon_bell && !lib.bell_sent) {
+		struct ringlog_ctl_bell b = { .slots = RINGLOG_BELL_SLOTS };
+
+		if ((err = tr_send(t, RINGLOG_CTL_BELL, &b, sizeof(b), lib.bell_obj)) < 0)
+			return err;
+		lib.bell_sent = true;
+	}
 	for (struct lib_ring *r = lib.rings; r; r = r->next) {
-		struct ringlog_ctl_ring m = { .handle = r->handle, .tid = r->tid };
+		struct ringlog_ctl_ring m = { .handle = r->handle, .tid = r->tid,
+					      .bell = r->bell_slot };
 
 		if (r->sent || r->refused)
 			continue;
@@ -90,6 +98,7 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		*obj = LIB_OBJ_NONE;
 		memcpy(&w, p, sizeof(w));
 		lib.daemon_overload = w.flags & RINGLOG_WELCOME_OVERLOAD;
+		lib.daemon_bell = w.flags & RINGLOG_WELCOME_BELL;
 		if (!lib.ring_size_from_env && w.ring_size >= RINGLOG_RING_MIN_DATA &&
 		    w.ring_size <= RINGLOG_RING_MAX_DATA)
 			lib.ring_size = w.ring_size;
@@ -186,6 +195,7 @@ static void disconnect(struct transport *t)
 	for (struct lib_ring *r = lib.rings; r; r = r->next)
 		r->sent = false;
 	lib.meta_dirty = true;
+	lib.bell_sent = lib.daemon_bell = false;
 	pthread_cond_broadcast(&lib.cond);
 	pthread_mutex_unlock(&lib.lock);
 	tr_close(t);

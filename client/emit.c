@@ -17,7 +17,7 @@
  * initial-exec: a thread-pointer-relative load instead of __tls_get_addr,
  * in the library and in the programs that read it. It costs a few bytes of
  * the static TLS surplus glibc keeps for libraries loaded with dlopen(). */
-__thread struct ringlog__thread ringlog__thread_v1 __attribute__((tls_model("initial-exec")));
+__thread struct ringlog__thread ringlog__thread_v2 __attribute__((tls_model("initial-exec")));
 
 /* struct ringlog__hot is the head of struct ringlog_producer. */
 #define SAME(f) static_assert(offsetof(struct ringlog__hot, f) == offsetof(struct ringlog_producer, f) && \
@@ -30,7 +30,10 @@ SAME(pos);
 SAME(next);
 SAME(limit);
 SAME(max_len);
+SAME(last_ts);
 #undef SAME
+static_assert(offsetof(struct ringlog__hot, last_ts) + 8 == 64, "the inline path reads one line");
+static_assert(RINGLOG__BELL_GAP == RINGLOG_BELL_GAP, "bell gap in ringlog.h");
 static_assert(RINGLOG__REC_EVENT == RINGLOG_REC_EVENT && RINGLOG__REC_EVENT_ACT == RINGLOG_REC_EVENT_ACT,
 	      "record types in ringlog.h");
 static_assert(RINGLOG_REC_HDR_SIZE == 8 && RINGLOG_EVENT_HDR_SIZE == 8 && RINGLOG_ACTIVITY_SIZE == 16,
@@ -38,7 +41,7 @@ static_assert(RINGLOG_REC_HDR_SIZE == 8 && RINGLOG_EVENT_HDR_SIZE == 8 && RINGLO
 
 static struct lib_ring *thread_ring(void)
 {
-	struct ringlog__hot *h = ringlog__thread_v1.hot;
+	struct ringlog__hot *h = ringlog__thread_v2.hot;
 
 	return h ? (struct lib_ring *)((char *)h - offsetof(struct lib_ring, prod)) : NULL;
 }
@@ -78,7 +81,7 @@ void lib_thread_ring_finish(void)
 
 	if (!r)
 		return;
-	ringlog__thread_v1.hot = NULL;
+	ringlog__thread_v2.hot = NULL;
 	/* finished now: the exit destructor must not see it again, by when
 	 * the library may have freed it */
 	if (exit_key_made)
@@ -89,7 +92,7 @@ void lib_thread_ring_finish(void)
 /* After fork() in the child: the parent's rings are not ours. */
 void lib_forget_all_after_fork(void)
 {
-	ringlog__thread_v1.hot = NULL;
+	ringlog__thread_v2.hot = NULL;
 	if (exit_key_made) /* the ring it names was the parent's, and is freed */
 		pthread_setspecific(exit_key, NULL);
 }
@@ -122,8 +125,8 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 	r = lib_ring_create();
 	if (!r)
 		return NULL;
-	ringlog__thread_v1.tsc = lib.tsc;
-	ringlog__thread_v1.hot = (struct ringlog__hot *)&r->prod;
+	ringlog__thread_v2.tsc = lib.tsc;
+	ringlog__thread_v2.hot = (struct ringlog__hot *)&r->prod;
 	/* Any non-NULL value makes the destructor run at thread exit. */
 	pthread_setspecific(exit_key, r);
 	return r;
@@ -132,7 +135,7 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		     const struct ringlog_activity *act)
 {
-	struct ringlog__thread *t = &ringlog__thread_v1;
+	struct ringlog__thread *t = &ringlog__thread_v2;
 	struct lib_ring *r;
 	uint16_t id;
 	uint32_t head = RINGLOG_EVENT_HDR_SIZE + (act ? RINGLOG_ACTIVITY_SIZE : 0);
@@ -192,6 +195,12 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		goto fail;
 	}
 	ts = lib_clock();
+	/* the first event after a silence: the daemon may have stopped
+	 * looking at this ring (proto/bell.h). Before the record is
+	 * published; the daemon looks for a while after a ring. */
+	if (ts - r->prod.last_ts >= RINGLOG_BELL_GAP)
+		lib_bell_ring(r);
+	r->prod.last_ts = ts;
 	memcpy(p, &ts, 8);
 	if (act)
 		memcpy(p + 8, act, RINGLOG_ACTIVITY_SIZE);
@@ -206,7 +215,7 @@ void ringlog__commit(void)
 {
 	ringlog_prod_commit(&thread_ring()->prod);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ringlog__thread_v1.busy = 0;
+	ringlog__thread_v2.busy = 0;
 }
 
 uint64_t ringlog__clock(void)

@@ -15,6 +15,7 @@ struct lib lib = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
 	.meta_obj = LIB_OBJ_NONE,
+	.bell_obj = LIB_OBJ_NONE,
 	.daemon_wake = LIB_OBJ_NONE,
 };
 
@@ -178,6 +179,7 @@ static void after_fork_child(void)
 	lib.rings = NULL;
 	memset(&lib.stats, 0, sizeof(lib.stats));
 	lib_meta_reopen_after_fork();
+	lib_bell_forget_after_fork();
 	lib.meta_dirty = true;
 	tr_close(lib.conn);
 	lib.conn = NULL;
@@ -218,6 +220,9 @@ int lib_start(void)
 	}
 	if (!lib.meta && (err = lib_meta_create()) < 0)
 		goto out;
+	/* optional: without it the daemon polls our rings (bell.c) */
+	if (!lib.bell)
+		(void)lib_bell_create();
 	if ((err = tr_wake_init()) < 0)
 		goto out;
 	if ((err = lib_thread_start_locked()) < 0)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bell.h"
 #include "event.h"
 #include "ring.h"
 #include "ringbuf.h"
@@ -30,8 +31,12 @@ struct transport;
 
 /* One ring: a thread's, or a finished one the daemon has not drained yet. */
 struct lib_ring {
-	struct lib_ring *next;
+	/* first, and the block 64-aligned (ring.c): the inline path's fields
+	 * (struct ringlog__hot) are then one cache line */
 	struct ringlog_producer prod;
+	struct lib_ring *next;
+	uint32_t *bell;     /* its slot in lib.bell, or NULL (bell.c) */
+	uint32_t bell_slot; /* + 1; 0: none */
 	void *mem;
 	size_t map_size;
 	lib_obj_t obj;  /* the shared memory, handed to the daemon */
@@ -55,6 +60,13 @@ struct lib {
 	struct ringlog_meta_hdr *meta;
 	bool meta_dirty;            /* grew since the daemon last heard */
 	struct ringlog_provider *providers;
+
+	/* the bell page (bell.c), or NULL */
+	lib_obj_t bell_obj;
+	struct ringlog_bell_page *bell;
+	uint32_t bell_used[RINGLOG_BELL_SLOTS / 32];
+	bool daemon_bell;           /* WELCOME said RINGLOG_WELCOME_BELL */
+	bool bell_sent;             /* to the current connection */
 
 	/* rings */
 	struct lib_ring *rings;
@@ -114,6 +126,19 @@ extern unsigned lib_trigger_busy[2] LIB_HIDDEN;
 int lib_meta_create(void) LIB_HIDDEN;
 int lib_meta_reopen_after_fork(void) LIB_HIDDEN;
 int lib_event_register_locked(struct ringlog_event *e) LIB_HIDDEN;
+
+/* bell.c */
+int lib_bell_create(void) LIB_HIDDEN;
+void lib_bell_forget_after_fork(void) LIB_HIDDEN;
+void lib_bell_take_locked(struct lib_ring *r) LIB_HIDDEN;
+void lib_bell_put_locked(struct lib_ring *r) LIB_HIDDEN;
+/* Ring r's bell: its thread is the slot's only writer. */
+static inline void lib_bell_ring(struct lib_ring *r)
+{
+	if (r->bell)
+		__atomic_store_n(r->bell, __atomic_load_n(r->bell, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+}
 
 /* ring.c */
 struct lib_ring *lib_ring_create(void) LIB_HIDDEN;

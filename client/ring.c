@@ -30,9 +30,24 @@ static void unmap(struct lib_ring *r)
 	free(r);
 }
 
+/* 64-aligned where the inline path runs, so that its fields (the head of
+ * prod) are one cache line. */
+static struct lib_ring *ring_alloc(void)
+{
+#ifdef _WIN32
+	return calloc(1, sizeof(struct lib_ring));
+#else
+	void *m;
+
+	if (posix_memalign(&m, 64, sizeof(struct lib_ring)) != 0)
+		return NULL;
+	return memset(m, 0, sizeof(struct lib_ring));
+#endif
+}
+
 struct lib_ring *lib_ring_create(void)
 {
-	struct lib_ring *r = calloc(1, sizeof(*r));
+	struct lib_ring *r = ring_alloc();
 	uint64_t size;
 	int err;
 
@@ -68,6 +83,7 @@ struct lib_ring *lib_ring_create(void)
 
 	pthread_mutex_lock(&lib.lock);
 	r->handle = ++lib.next_handle;
+	lib_bell_take_locked(r);
 	r->next = lib.rings;
 	lib.rings = r;
 	/* ringlog_trigger() from a thread without a ring writes this one.
@@ -134,6 +150,7 @@ void lib_ring_free(struct lib_ring *r)
 {
 	unsigned old;
 
+	lib_bell_put_locked(r);
 	lib_trigger_retarget_locked(r, true);
 	/* Pairs with ringlog_trigger() (trigger.c), all seq_cst: a call that
 	 * loaded r's header counted itself before that load, which came

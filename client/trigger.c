@@ -13,7 +13,7 @@ unsigned lib_trigger_busy[2];
 
 #ifndef RINGLOG__INLINE_PATH
 /* emit.c's; ringlog.h declares it only where the inline path uses it */
-extern __thread struct ringlog__thread ringlog__thread_v1;
+extern __thread struct ringlog__thread ringlog__thread_v2;
 #endif
 
 static void put(struct ringlog_ring_hdr *hdr, const char *reason)
@@ -33,7 +33,7 @@ static void put(struct ringlog_ring_hdr *hdr, const char *reason)
 
 int ringlog_trigger(const char *reason)
 {
-	struct ringlog__hot *h = ringlog__thread_v1.hot;
+	struct ringlog__hot *h = ringlog__thread_v2.hot;
 	struct ringlog_ring_hdr *hdr;
 	unsigned e;
 

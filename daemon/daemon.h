@@ -59,6 +59,8 @@ struct daemon {
 	bool drain_seal;        /* a ring finished in this pass: seal at its end */
 	bool drain_release_left; /* rings a pass left to release (drain.c) */
 	uint64_t wakeups;    /* times a producer woke us */
+	uint64_t drain_passes, drain_visits; /* of rings, by the drain */
+	uint64_t bells;      /* rings a bell woke (ingest/bells.c) */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;
 

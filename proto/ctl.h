@@ -8,11 +8,11 @@
  *
  * len is at most RINGLOG_CTL_MAX; a receiver closes the connection on a
  * larger or unknown frame. File descriptors travel as SCM_RIGHTS ancillary
- * data on the first byte of the frame that needs them (HELLO, RING).
+ * data on the first byte of the frame that needs them (HELLO, RING, BELL).
  *
  * On Windows the same frames go over a named pipe (\\.\pipe\ringlog), and
  * an object travels as its handle value, a u64 after the frame's struct
- * (counted in len): in the client's process for HELLO and RING, which the
+ * (counted in len): in the client's process for HELLO, RING and BELL, which the
  * daemon duplicates out of it (DuplicateHandle, the pid taken from the
  * pipe); in the client's process already for WELCOME, where the daemon
  * duplicated its wake event into it (daemon/win/peer.h).
@@ -24,6 +24,9 @@
  *   D->C WELCOME struct ringlog_ctl_welcome [+ fd: the daemon's eventfd, which a
  *                producer past its ring's high-water mark signals (ring.h)]
  *   C->D RING    struct ringlog_ctl_ring + fd: one ring (ring.h)
+ *   C->D BELL    struct ringlog_ctl_bell + fd: the process's bell page
+ *                (bell.h), once per connection; only to a daemon whose
+ *                WELCOME flags say RINGLOG_WELCOME_BELL
  *   C->D META    no payload: the metadata region grew, read it
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
@@ -113,6 +116,7 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_SYNC = 7,
 	RINGLOG_CTL_POLICY = 8,
 	RINGLOG_CTL_SUPPRESSED = 9,
+	RINGLOG_CTL_BELL = 10,
 	RINGLOG_CTL_STATUS = 16,
 	RINGLOG_CTL_TAIL = 17,
 	RINGLOG_CTL_DATA = 18,
@@ -140,6 +144,7 @@ struct ringlog_ctl_hello {
 /* ringlog_ctl_welcome.flags: what this daemon understands beyond version 1
  * (0 from a daemon before the field). */
 #define RINGLOG_WELCOME_OVERLOAD 0x1u /* SUPPRESSED frames */
+#define RINGLOG_WELCOME_BELL     0x2u /* BELL frames and ringlog_ctl_ring.bell */
 
 struct ringlog_ctl_welcome {
 	uint32_t version;
@@ -150,7 +155,12 @@ struct ringlog_ctl_welcome {
 struct ringlog_ctl_ring {
 	uint64_t handle;     /* client's name for the ring, echoed in REFUSE */
 	uint32_t tid;        /* informational: the daemon checks it is in pid */
-	uint32_t reserved;
+	uint32_t bell;       /* its slot in the bell page + 1 (bell.h); 0: none */
+};
+
+struct ringlog_ctl_bell {
+	uint32_t slots;      /* RINGLOG_BELL_SLOTS */
+	uint32_t reserved;   /* 0 */
 };
 
 struct ringlog_ctl_enable {
@@ -197,6 +207,8 @@ static_assert(sizeof(struct ringlog_ctl_welcome) == 16, "welcome size");
 static_assert(offsetof(struct ringlog_ctl_welcome, ring_size) == 8, "welcome ring_size");
 static_assert(sizeof(struct ringlog_ctl_ring) == 16, "ring msg size");
 static_assert(offsetof(struct ringlog_ctl_ring, tid) == 8, "ring tid");
+static_assert(offsetof(struct ringlog_ctl_ring, bell) == 12, "ring bell");
+static_assert(sizeof(struct ringlog_ctl_bell) == 8, "bell msg size");
 static_assert(sizeof(struct ringlog_ctl_enable) == 72, "enable size");
 static_assert(offsetof(struct ringlog_ctl_enable, kw) == 8, "enable kw");
 static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");

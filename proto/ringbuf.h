@@ -53,6 +53,9 @@ struct ringlog_producer {
 	                       * it after every reservation: the line it reads
 	                       * anyway. (ringlog__hot calls it reserved; the
 	                       * inline path never touches it.) */
+	uint64_t last_ts;     /* the caller's: its previous record's timestamp,
+	                       * for the bell (bell.h); ringbuf.c never reads
+	                       * it. With the fields above, one 64-byte line. */
 	/* Cold: only the slow path. */
 	struct ringlog_ring_hdr *hdr;
 	uint64_t size;        /* data_size */

@@ -3,7 +3,7 @@
  * usage: test-emitter THREADS EVENTS [--wait-daemon SECONDS] [--pause-us N]
  *                     [--progress FILE] [--half-record] [--warn-every N]
  *                     [--wait-us US] [--seconds S] [--flush-first]
- *                     [--exit-together] [--linger S]
+ *                     [--exit-together] [--linger S] [--every-us US] [--hold S]
  *
  * Each thread emits EVENTS events Tick{thread, seq, text} (EVENTS = 0: until
  * SIGUSR1), pausing N microseconds after every 100 when --pause-us is given.
@@ -40,6 +40,7 @@
 #define _GNU_SOURCE
 #include <ringlog.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -65,6 +66,9 @@ static long warn_every;
 static uint32_t wait_us;
 static double seconds;
 static double linger; /* --linger: seconds to live on after the threads ended */
+static long every_us; /* --every-us: a sleep after every event (a ring that falls silent) */
+static double hold;   /* --hold: seconds each thread lives on after its events
+                       * (rings registered and idle) */
 static uint64_t emitted_level[8];
 
 /* --exit-together: every thread has its ring and the daemon holds them
@@ -177,6 +181,8 @@ static void *run(void *arg)
 		w->emitted = i + 1;
 		if (exit_together && i == 0)
 			meet_the_others(); /* our ring exists: then the rest together */
+		if (every_us)
+			usleep((useconds_t)every_us);
 		if (progress)
 			__atomic_store_n(&progress[w->index], i + 1, __ATOMIC_RELEASE);
 		if (i % 100 == 99) {
@@ -194,6 +200,12 @@ static void *run(void *arg)
 			if (pause_us)
 				usleep((useconds_t)pause_us);
 		}
+	}
+	if (hold > 0) {
+		struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stop)
+			;
 	}
 	if (half_record && w->index == 0) {
 		uint8_t *p = ringlog__begin(&tick, 4 + 8 + 2 + 15, NULL);
@@ -247,6 +259,10 @@ int main(int argc, char **argv)
 			warn_every = atol(val);
 		} else if (!strcmp(opt, "--wait-us")) {
 			wait_us = (uint32_t)atol(val);
+		} else if (!strcmp(opt, "--every-us")) {
+			every_us = atol(val);
+		} else if (!strcmp(opt, "--hold")) {
+			hold = atof(val);
 		} else if (!strcmp(opt, "--linger")) {
 			linger = atof(val);
 		} else if (!strcmp(opt, "--seconds")) {

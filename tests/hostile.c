@@ -39,6 +39,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "bell.h"
 #include "ctl.h"
 #include "event.h"
 #include "helpers.h"
@@ -386,6 +387,36 @@ int main(int argc, char **argv)
 		}
 		__atomic_store_n(&p.hdr->prod_pos, 40000, __ATOMIC_RELEASE);
 		send_ring(fd, 7, rfd);
+	} else if (!strcmp(mode, "bad-bells")) {
+		/* bell pages (proto/bell.h) of the wrong size and unsealed,
+		 * then a good one scribbled over all along, and rings naming
+		 * no slot, one slot twice, and a slot past the page */
+		struct ringlog_ctl_bell b = { .slots = RINGLOG_BELL_SLOTS };
+		static const uint32_t slots[] = { 0, 1, 1, 4096, 0xffffffffu };
+		struct scribble sc = { .size = RINGLOG_BELL_SIZE };
+		pthread_t th;
+		void *bm;
+
+		send_frame(fd, RINGLOG_CTL_BELL, &b, sizeof(b), make_memfd(8192, 1, &bm));
+		send_frame(fd, RINGLOG_CTL_BELL, &b, sizeof(b), make_memfd(RINGLOG_BELL_SIZE, 0, &bm));
+		send_frame(fd, RINGLOG_CTL_BELL, &b, sizeof(b), make_memfd(RINGLOG_BELL_SIZE, 1, &bm));
+		sc.mem = bm;
+		pthread_create(&th, NULL, scribbler, &sc);
+		for (unsigned i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+			struct ringlog_producer p;
+			struct ringlog_ctl_ring m = { .handle = 20 + i, .tid = (uint32_t)getpid(),
+						      .bell = slots[i] };
+			int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);
+
+			ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+			send_frame(fd, RINGLOG_CTL_RING, &m, sizeof(m), rfd);
+		}
+		for (int i = 0; i < 10; i++)
+			collect(fd, 100);
+		sc.stop = 1;
+		pthread_join(th, NULL);
+		printf("bells: %d refused\n", refused);
+		return 0;
 	} else if (!strcmp(mode, "ring-flood")) {
 		for (int i = 0; i < 10000; i++) {
 			struct ringlog_producer p;

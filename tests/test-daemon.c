@@ -507,6 +507,117 @@ Test(daemon, threads_ending_together_are_all_released_a_few_per_pass)
 	live_cleanup(&e);
 }
 
+static uint64_t drain_count(const char *what)
+{
+	json_t *st = status_json();
+	uint64_t n;
+
+	cr_assert(st, "ringlog status --json failed");
+	n = (uint64_t)json_integer_value(json_object_get(json_object_get(st, "drain"), what));
+	json_decref(st);
+	return n;
+}
+
+static long lines_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+/* The bell (proto/bell.h): a ring silent for a few ms sleeps, and no pass
+ * visits it until its thread's next event rings. With a tail attached,
+ * 100 idle rings cost a sweep every 100 ms (10 visits a ring a second),
+ * not a visit every pass (the rule before bells: every 20 ms once silent
+ * for a second, every pass before that); and a thread that emits one
+ * event every 150 ms, sleeping in between, still has every event reach
+ * the tail and the store. */
+Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
+{
+	struct live e;
+	char idle_out[400], sparse_out[400], tail_out[400];
+	uint64_t v0, v1, b0, b1;
+	struct timespec t0, t1;
+	double secs, per_ring;
+	long got = -1;
+	pid_t d, idle, sparse, tail;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	snprintf(idle_out, sizeof(idle_out), "%s/idle.out", e.dir);
+	snprintf(sparse_out, sizeof(sparse_out), "%s/sparse.out", e.dir);
+	snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
+	{
+		const char *argv[] = { RINGLOG_CLI_PATH, "tail", "--json", NULL };
+
+		tail = live_spawn(argv, NULL, tail_out);
+	}
+	{
+		const char *argv[] = { EMITTER_PATH, "100", "1", "--wait-daemon", "10", "--hold", "30",
+				       NULL };
+		const char *envv[] = { "RINGLOG_RING_SIZE=64K", NULL };
+
+		idle = live_spawn(argv, envv, idle_out);
+	}
+	/* every ring registered and its one event stored, then 1.5 s: past
+	 * the old rule's "active in the last second" */
+	for (int i = 0; i < 200 && rings_of(idle) < 100; i++)
+		sleep_ms(50);
+	cr_assert_eq(rings_of(idle), 100, "the idle emitter's 100 rings did not register");
+	sleep_ms(1500);
+	cr_expect_gt(drain_count("passes"), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	v0 = drain_count("visits");
+	b0 = drain_count("bells");
+	{
+		const char *argv[] = { EMITTER_PATH, "1", "20", "--wait-daemon", "10", "--every-us",
+				       "150000", NULL };
+
+		sparse = live_spawn(argv, NULL, sparse_out);
+	}
+	live_wait_ok(sparse, "the sparse emitter");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	v1 = drain_count("visits");
+	b1 = drain_count("bells");
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* the sparse ring's visits are in it too: at most ~6 a 150 ms gap */
+	per_ring = (double)(v1 - v0) / 101.0 / secs;
+	cr_expect_lt(per_ring, 25.0, "%.1f visits a ring a second over %.1f s (%llu visits): "
+		     "silent rings are visited on the timer, not when they ring", per_ring, secs,
+		     (unsigned long long)(v1 - v0));
+	cr_expect_geq(b1 - b0, 15, "%llu bells for 20 events 150 ms apart",
+		      (unsigned long long)(b1 - b0));
+	/* every event at the tail: the idle threads' one each, and the 20 of
+	 * the ring that fell silent between them */
+	for (int i = 0; i < 100; i++) {
+		got = lines_of(tail_out);
+		if (got >= 120)
+			break;
+		sleep_ms(50);
+	}
+	cr_expect_eq(got, 120, "%ld events at the tail: 100 idle threads' and 20 sparse ones "
+		     "expected", got);
+	kill(idle, SIGKILL);
+	waitpid(idle, NULL, 0);
+	kill(tail, SIGTERM);
+	waitpid(tail, NULL, 0);
+	live_daemon_stop(d);
+	{
+		struct live_read rd = { 0 };
+
+		live_read_store(e.store, &rd);
+		cr_expect_eq(rd.events, 120, "%llu events stored", (unsigned long long)rd.events);
+	}
+	live_cleanup(&e);
+}
+
 Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
 {
 	struct live e;
@@ -605,6 +716,7 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		{ "bad-frames", "refused: connection closed (SYNC of 3 bytes)" },
 		{ "deaf", "sent 20000 status requests, read no reply" },
 		{ "connect-flood", "connections: 10000" },
+		{ "bad-bells", "bells: 0 refused" },
 	};
 	struct live e;
 	char out[1 << 16], cmd[600];
@@ -652,6 +764,19 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 	cr_expect_leq(fds_now, fds_before + 8, "ringlogd holds %d fds 20 s after, %d before",
 		      fds_now, fds_before);
 	live_daemon_stop(d);
+	{
+		static char log[1 << 16];
+
+		/* bad bell pages are named in the log, and their rings polled */
+		live_log(&e, log, sizeof(log));
+		cr_expect(strstr(log, "bell page of 8192 bytes, 1024 slots not used: its size is not "
+				       "4096 bytes"), "no log line for the bell page of 8 KiB:\n%.3000s",
+			  log);
+		cr_expect(strstr(log, "not used: it is not a memfd sealed"),
+			  "no log line for the unsealed bell page");
+		cr_expect(strstr(log, "names bell slot 4096, beyond the page's 1024"),
+			  "no log line for the slot out of range");
+	}
 
 	struct live_read rd = { 0 };
 

@@ -3,6 +3,7 @@
  * What the policy buys is measured by bench/bench-scale.c, not here. */
 #include <criterion/criterion.h>
 
+#include "bell.h"
 #include "ingest/pace.h"
 
 /* The waits after n passes that all found the same thing. */
@@ -70,4 +71,22 @@ Test(pace, rings_left_to_release_bring_the_next_pass_at_once)
 {
 	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, 0, 0, false, true), DRAIN_BUSY_MS);
 	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 4, 4, 0, true, true), DRAIN_BUSY_MS);
+}
+
+/* A ring with a bell (proto/bell.h) sleeps once it has had nothing for
+ * longer than the producer's gap could blur (1.05 ms of ns at most, the
+ * loop's ms clock, a pass's length), and not before: until then it is
+ * visited on every pass, so that an event within the gap of the last one
+ * (which does not ring) is still found. */
+Test(pace, a_ring_with_a_bell_sleeps_only_after_a_quiet_time_well_over_the_gap)
+{
+	cr_expect(!pace_bell_sleeps(0));
+	cr_expect(!pace_bell_sleeps(BELL_QUIET_MS - 1));
+	cr_expect(pace_bell_sleeps(BELL_QUIET_MS));
+	cr_expect_geq(BELL_QUIET_MS, (RINGLOG_BELL_GAP + 999999) / 1000000 + 4,
+		      "the quiet time must exceed the gap (in ns, the slowest clock) by 4 ms");
+	cr_expect_eq(pace_bell_sweep(true), BELL_SWEEP_TAIL_MS,
+		     "with a tail a missed bell costs at most %d ms", BELL_SWEEP_TAIL_MS);
+	cr_expect_eq(pace_bell_sweep(false), IDLE_VISIT_MAX_MS,
+		     "without, what an idle ring waits anyway");
 }

@@ -353,9 +353,9 @@ RINGLOG_API int ringlog_trigger(const char *reason);
  * checked by static_asserts in client/emit.c. The fast path is inline
  * because on this class of CPU the TSC read alone costs ~11 ns and two calls
  * into the shared library cost another ~8: inline, the record costs little
- * more than the clock. The _v1 suffix is the layout's version: a change
+ * more than the clock. The _v2 suffix is the layout's version: a change
  * renames the symbol, so a program built against another layout fails to
- * link instead of corrupting a ring. */
+ * link instead of corrupting a ring. (v2: last_ts, for the bell.) */
 struct ringlog__hot {
 	uint8_t *data;
 	uint64_t *prod_pos;
@@ -365,6 +365,7 @@ struct ringlog__hot {
 	uint64_t limit;  /* a record ending at or below it fits */
 	uint32_t max_len;
 	uint32_t reserved;
+	uint64_t last_ts; /* the previous event's timestamp */
 };
 struct ringlog__thread {
 	struct ringlog__hot *hot; /* NULL until the thread's first event */
@@ -375,7 +376,7 @@ struct ringlog__thread {
 };
 #if defined(__GNUC__) && !defined(_WIN32)
 #define RINGLOG__INLINE_PATH 1
-RINGLOG_API extern __thread struct ringlog__thread ringlog__thread_v1
+RINGLOG_API extern __thread struct ringlog__thread ringlog__thread_v2
 	__attribute__((tls_model("initial-exec")));
 #endif
 
@@ -392,13 +393,17 @@ RINGLOG_API void ringlog__wait_next(uint32_t us);
 RINGLOG_API uint64_t ringlog__clock(void);
 
 #define RINGLOG__REC_EVENT 16u
+/* An event this far (in the ring's clock) after the thread's previous one
+ * takes the slow path, which rings the daemon's bell for the ring
+ * (proto/bell.h): a silent ring is then never polled. */
+#define RINGLOG__BELL_GAP (1ull << 20)
 #define RINGLOG__REC_EVENT_ACT 17u
 
 static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 				     const struct ringlog_activity *act)
 {
 #ifdef RINGLOG__INLINE_PATH
-	struct ringlog__thread *t = &ringlog__thread_v1;
+	struct ringlog__thread *t = &ringlog__thread_v2;
 	struct ringlog__hot *h;
 	uint16_t id;
 	uint32_t head = act ? 24u : 8u; /* ts, activity id */
@@ -416,12 +421,19 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	h = t->hot;
 	id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+#if defined(__x86_64__)
+	ts = RINGLOG__LIKELY_(t->tsc) ? __builtin_ia32_rdtsc() : ringlog__clock();
+#else
+	ts = ringlog__clock();
+#endif
 	/* Bitwise | on purpose: one predictable branch for all the cases. A
 	 * policy (rate limit, wait) is the slow path's; a ring more than its
-	 * shed reserve full is too, because limit leaves the reserve out. */
+	 * shed reserve full is too, because limit leaves the reserve out; and
+	 * the first event after a silence, which rings the bell. */
 	if (RINGLOG__UNLIKELY_(!h || ((id == 0) | (rec > h->max_len) |
 				      (__atomic_load_n(&e->policy, __ATOMIC_RELAXED) != 0) |
-				      (h->pos + total > h->limit)))) {
+				      (h->pos + total > h->limit) |
+				      (ts - h->last_ts >= RINGLOG__BELL_GAP)))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->busy = 0;
 		return ringlog__begin(e, len, act);
@@ -432,12 +444,8 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	word = (uint64_t)rec | (uint64_t)(act ? RINGLOG__REC_EVENT_ACT : RINGLOG__REC_EVENT) << 32 |
 	       (uint64_t)id << 48;
 	memcpy(p, &word, 8);
-#if defined(__x86_64__)
-	ts = RINGLOG__LIKELY_(t->tsc) ? __builtin_ia32_rdtsc() : ringlog__clock();
-#else
-	ts = ringlog__clock();
-#endif
 	memcpy(p + 8, &ts, 8);
+	h->last_ts = ts;
 	/* Ask for the line a few records ahead in exclusive state now: the
 	 * daemon's core last read it, and the miss would otherwise land on a
 	 * later event. A prefetch never faults, even past the mapping. */
@@ -456,7 +464,7 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 static inline void ringlog__publish(void)
 {
 #ifdef RINGLOG__INLINE_PATH
-	struct ringlog__thread *t = &ringlog__thread_v1;
+	struct ringlog__thread *t = &ringlog__thread_v2;
 	struct ringlog__hot *h = t->hot;
 
 	__atomic_store_n(h->prod_pos, h->next, __ATOMIC_RELEASE);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bell.h"
 #include "ctl.h"
 #include "meta.h"
 #include "ingest/overload.h"
@@ -73,6 +74,18 @@ struct client {
 	uint32_t nprov;
 	struct ring *rings;
 	uint32_t nrings;
+	/* Rings the drain visits on every pass (drain.c): all but the ones
+	 * that sleep until their bell rings. */
+	struct ring *awake;
+	/* The bell page (ingest/bells.c, proto/bell.h), or NULL: then no ring
+	 * of this writer sleeps. By slot: the ring that has it, and the
+	 * counter's value when last looked at. */
+	const struct ringlog_bell_page *bell;
+	struct ring **bell_ring;
+	uint32_t *bell_seen;
+	uint32_t bell_top;        /* slots in use are below it */
+	bool bell_warned;         /* a bad slot was logged */
+	uint64_t bell_sweep_ms;   /* when the drain next visits sleeping rings */
 	/* The last ring released, unmapped: the stream a rate limit's report
 	 * that arrives after the writer's threads ended goes to (overload.c;
 	 * its last report comes at exit, after they ended). */

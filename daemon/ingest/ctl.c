@@ -14,6 +14,7 @@
 #include "ingest/operate.h"
 #include "log.h"
 #include "ingest/client.h"
+#include "ingest/bells.h"
 #include "ingest/transport.h"
 #include "access.h"
 #include "ingest/registry.h"
@@ -146,6 +147,7 @@ void client_maybe_free(struct client *c)
 	fdstore_forget_meta(c);
 	if (c->meta_map)
 		ctl_unmap((void *)c->meta_map, c->meta_size);
+	bell_client_free(c);
 	ctl_free(c);
 	sink_publish_freed(&d->sinks, c); /* forwarding's per-writer state */
 	ringlog_meta_free(&c->meta);
@@ -223,6 +225,8 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return reg_hello(c, p, len, ctl_take_obj(c, p, len, sizeof(struct ringlog_ctl_hello)));
 	case RINGLOG_CTL_RING:
 		return reg_ring(c, p, len, ctl_take_obj(c, p, len, sizeof(struct ringlog_ctl_ring)));
+	case RINGLOG_CTL_BELL:
+		return reg_bell(c, p, len, ctl_take_obj(c, p, len, sizeof(struct ringlog_ctl_bell)));
 	case RINGLOG_CTL_META:
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
 	case RINGLOG_CTL_SUPPRESSED:

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
+#include "ingest/bells.h"
 #include "ingest/drain.h"
 #include "ingest/pace.h"
 #include "ingest/registry.h"
@@ -283,32 +284,89 @@ static void retire(struct daemon *d, struct ring *r, unsigned *releases)
 	}
 }
 
-/* pace.h says when an idle ring is looked at again. */
-static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now)
+/* A ring with a bell may sleep while its writer lives; a writer gone has
+ * its rings drained to the end on the timer, as before bells. */
+static bool may_sleep(const struct ring *r)
 {
-	return !d->drain_visit_all &&
-	       now < r->last_visit_ms + pace_idle_wait(r->last_visit_ms - r->last_data_ms,
+	return bell_works(r->c, r) && !r->c->gone;
+}
+
+/* pace.h says when an idle ring is looked at again: a ring with a bell
+ * sleeps instead, and is looked at when it rings (or a sweep comes). */
+static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now, bool sweep)
+{
+	if (d->drain_visit_all || r->bell_rung)
+		return false;
+	if (may_sleep(r))
+		return r->asleep && !sweep;
+	return now < r->last_visit_ms + pace_idle_wait(r->last_visit_ms - r->last_data_ms,
 						       d->ntails != 0);
 }
 
 static void visited(struct ring *r, uint64_t now, bool had_data)
 {
 	r->last_visit_ms = now;
-	if (had_data || !r->last_data_ms)
+	if (had_data || r->bell_rung || !r->last_data_ms)
 		r->last_data_ms = now;
+	r->bell_rung = false;
+	if (may_sleep(r) && !r->dead && !r->finishing &&
+	    pace_bell_sleeps(r->last_visit_ms - r->last_data_ms))
+		bell_sleep(r);
+	else
+		bell_wake(r);
+}
+
+struct pass_sum {
+	uint64_t moved, records;
+	unsigned busy, fill, releases;
+};
+
+/* One ring, in a pass: retire it, skip it, or drain it. */
+static void visit(struct daemon *d, struct ring *r, uint64_t now, bool sweep, struct pass_sum *s)
+{
+	uint64_t got;
+	long n;
+
+	if (r->dead || r->finishing) {
+		retire(d, r, &s->releases); /* may free r */
+		return;
+	}
+	if (skip_idle(d, r, now, sweep))
+		return;
+	d->drain_visits++;
+	got = pass(d, r, &n);
+	if (got) {
+		uint64_t f = got * 2048 / r->cons.size;
+
+		s->moved += got;
+		s->records += n > 0 ? (uint64_t)n : 0;
+		s->busy++;
+		if (f > s->fill)
+			s->fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
+	}
+	visited(r, now, got != 0);
 }
 
 /* One pass over every ring. *records and *busy (rings that had data) and
  * *fill (the most any ring held, in 1/1024 of its wake-up threshold) tell
- * the timer how dense the flow is. */
+ * the timer how dense the flow is.
+ *
+ * A writer with a bell page costs what its awake rings and its bells do:
+ * the pass reads its page (one line for 16 rings) and visits the rings on
+ * c->awake, those that rang included. Its sleeping rings are visited by a
+ * sweep every pace_bell_sweep() ms, or when a pass visits all; a writer
+ * gone has every ring visited as before. */
 static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, unsigned *fill)
 {
-	uint64_t moved = 0, now = uv_now(d->loop);
-	unsigned releases = RELEASE_PER_PASS;
+	uint64_t now = uv_now(d->loop);
+	struct pass_sum s = { .releases = RELEASE_PER_PASS };
 
 	d->drain_release_left = false;
+	d->drain_passes++;
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
+		bool sweep = false;
+
 		cn = c->next;
 		if (__builtin_expect(c->ovl_npending != 0, 0)) {
 			ovl_retry(d, c);
@@ -318,38 +376,35 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 				continue;
 			}
 		}
+		if (c->bell && !c->gone) {
+			d->bells += bell_scan(c);
+			if (!d->drain_visit_all && now < c->bell_sweep_ms) {
+				/* visit() may free r (not c: it lives) */
+				for (struct ring *r = c->awake, *rn; r; r = rn) {
+					rn = r->aw_next;
+					visit(d, r, now, false, &s);
+				}
+				continue;
+			}
+			sweep = true;
+			c->bell_sweep_ms = now + pace_bell_sweep(d->ntails != 0);
+		}
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
-			uint64_t got;
-			long n;
-
-			rn = r->next; /* retire() may free r */
-			if (r->dead || r->finishing) {
-				retire(d, r, &releases);
-				continue;
-			}
-			if (skip_idle(d, r, now))
-				continue;
-			got = pass(d, r, &n);
-
-			if (got) {
-				uint64_t f = got * 2048 / r->cons.size;
-
-				moved += got;
-				*records += n > 0 ? (uint64_t)n : 0;
-				++*busy;
-				if (f > *fill)
-					*fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
-			}
-			visited(r, now, got != 0);
+			rn = r->next; /* visit() may free r */
+			visit(d, r, now, sweep, &s);
 		}
 	}
+	*records += s.records;
+	*busy += s.busy;
+	if (s.fill > *fill)
+		*fill = s.fill;
 	if (d->drain_seal) {
 		d->drain_seal = false;
 		store_seal(d->st);
 	}
 	if (d->sinks.wanting)
 		sink_publish_passed(&d->sinks);
-	return moved;
+	return s.moved;
 }
 
 uint64_t drain_all(struct daemon *d)

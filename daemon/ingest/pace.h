@@ -84,4 +84,30 @@ static inline uint64_t pace_idle_wait(uint64_t idle_ms, bool tail)
 	return wait < cap ? wait : cap;
 }
 
+/* A ring with a bell (proto/bell.h) sleeps once a pass finds it has had
+ * nothing for BELL_QUIET_MS: no pass visits it until its bell rings or a
+ * sweep comes. The quiet time must exceed the producer's gap (under
+ * 1.1 ms) by what the loop's millisecond clock and a pass's length may
+ * blur: its next event then rings. Until then it is visited on every
+ * pass, a steady writer's ring included, as with the rule above.
+ *
+ * The sweep visits a writer's sleeping rings every pace_bell_sweep() ms:
+ * an event the bell misses (reserved before the ring fell asleep and
+ * published after, by a thread preempted mid-record) waits at most that,
+ * and 1,000 sleeping rings cost 1,000 visits per sweep, not per pass.
+ * With a tail, that wait is what such an event is late; without, the
+ * store's flush interval (1 s by default) bounds it, as for idle rings. */
+#define BELL_QUIET_MS 6
+#define BELL_SWEEP_TAIL_MS 100
+
+static inline bool pace_bell_sleeps(uint64_t idle_ms)
+{
+	return idle_ms >= BELL_QUIET_MS;
+}
+
+static inline uint64_t pace_bell_sweep(bool tail)
+{
+	return tail ? BELL_SWEEP_TAIL_MS : IDLE_VISIT_MAX_MS;
+}
+
 #endif /* RINGLOG_DAEMON_PACE_H */

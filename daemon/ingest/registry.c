@@ -12,6 +12,7 @@
 #include "ingest/operate.h"
 #include "log.h"
 #include "ingest/registry.h"
+#include "ingest/bells.h"
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
@@ -214,7 +215,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
-					 .flags = RINGLOG_WELCOME_OVERLOAD,
+					 .flags = RINGLOG_WELCOME_OVERLOAD | RINGLOG_WELCOME_BELL,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
 	d_obj_t keep;
@@ -314,6 +315,8 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	__atomic_store_n(&r->cons.hdr->consumer_flags, RINGLOG_CONS_SLEEPING, __ATOMIC_RELEASE);
 	r->next = c->rings;
 	c->rings = r;
+	r->asleep = true;
+	bell_wake(r); /* visited on every pass until it may sleep */
 	c->nrings++;
 	c->ring_bytes += (uint64_t)size;
 	drain_start(d);
@@ -387,6 +390,8 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 		goto drop;
 	}
 	r = reg_ring_add(c, m.handle, m.tid, mem, size, &why);
+	if (r)
+		bell_ring_added(r, m.bell);
 	if (!r && why) {
 		reg_refuse(c, m.handle, "ring header rejected: %s", why);
 		ctl_unmap(mem, size);
@@ -410,6 +415,7 @@ void reg_ring_release(struct ring *r)
 {
 	struct client *c = r->c;
 
+	bell_ring_released(r);
 	for (struct ring **pp = &c->rings; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
 			*pp = r->next;

@@ -146,7 +146,7 @@ int status_reply(struct client *c, bool detail)
 			room = fs_free - floor;
 		left = (double)room / (double)d->rate_bytes;
 	}
-	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:f,"
+	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I},s:f,"
 		      "s:s,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o,s:b,s:s}",
 		"version", "0.1.0",
 		"storage_dir", d->cfg.storage_dir,
@@ -163,6 +163,8 @@ int status_reply(struct client *c, bool detail)
 		"rate_bytes_per_s", (json_int_t)d->rate_bytes,
 		"stored_events", (json_int_t)d->st->stored,
 		"producer_wakeups", (json_int_t)d->wakeups,
+		"drain", "passes", (json_int_t)d->drain_passes, "visits", (json_int_t)d->drain_visits,
+		"bells", (json_int_t)d->bells,
 		"seconds_until_oldest_deleted", left,
 		"backend", d->io_name,
 		"backend_note", d->io_note,
