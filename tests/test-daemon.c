@@ -715,8 +715,8 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		{ "scribble-ring", "refused: ring corrupt" },
 		{ "bad-frames", "refused: connection closed (SYNC of 3 bytes)" },
 		{ "deaf", "sent 20000 status requests, read no reply" },
-		{ "connect-flood", "connections: 10000" },
 		{ "bad-bells", "bells: 0 refused" },
+		{ "connect-flood", "connections: 10000" },
 	};
 	struct live e;
 	char out[1 << 16], cmd[600];

@@ -23,9 +23,8 @@ void bell_wake(struct ring *r)
 {
 	struct client *c = r->c;
 
-	if (!r->asleep)
-		return;
-	r->asleep = false;
+	if (r->aw_pprev)
+		return; /* on the list */
 	r->aw_next = c->awake;
 	if (c->awake)
 		c->awake->aw_pprev = &r->aw_next;
@@ -35,14 +34,13 @@ void bell_wake(struct ring *r)
 
 void bell_sleep(struct ring *r)
 {
-	if (r->asleep)
-		return;
+	if (!r->aw_pprev)
+		return; /* off it */
 	*r->aw_pprev = r->aw_next;
 	if (r->aw_next)
 		r->aw_next->aw_pprev = r->aw_pprev;
 	r->aw_next = NULL;
 	r->aw_pprev = NULL;
-	r->asleep = true;
 }
 
 static uint32_t load(const struct client *c, uint32_t s)

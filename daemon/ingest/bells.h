@@ -28,7 +28,7 @@ static inline bool bell_works(const struct client *c, const struct ring *r)
 {
 	return c->bell && r->bell_slot;
 }
-/* On and off c->awake. */
+/* On and off c->awake (a ring made by hand, in a test, is off it). */
 void bell_wake(struct ring *r);
 void bell_sleep(struct ring *r);
 

@@ -298,7 +298,7 @@ static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now, bool sweep
 	if (d->drain_visit_all || r->bell_rung)
 		return false;
 	if (may_sleep(r))
-		return r->asleep && !sweep;
+		return !r->aw_pprev && !sweep; /* asleep (bells.c) */
 	return now < r->last_visit_ms + pace_idle_wait(r->last_visit_ms - r->last_data_ms,
 						       d->ntails != 0);
 }

@@ -315,7 +315,6 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	__atomic_store_n(&r->cons.hdr->consumer_flags, RINGLOG_CONS_SLEEPING, __ATOMIC_RELEASE);
 	r->next = c->rings;
 	c->rings = r;
-	r->asleep = true;
 	bell_wake(r); /* visited on every pass until it may sleep */
 	c->nrings++;
 	c->ring_bytes += (uint64_t)size;

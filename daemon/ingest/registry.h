@@ -61,11 +61,10 @@ struct ring {
 	 * when a pass last found data in it, and when one last looked. */
 	uint64_t last_data_ms, last_visit_ms;
 	/* The bell (ingest/bells.c): its slot + 1 (0: none; it never sleeps),
-	 * rung since the last pass, asleep (off c->awake, until it rings or a
-	 * sweep), and its links on c->awake. */
+	 * rung since the last pass, and its links on c->awake (aw_pprev NULL:
+	 * off it, asleep until it rings or a sweep). */
 	uint32_t bell_slot;
 	bool bell_rung;
-	bool asleep;
 	struct ring *aw_next, **aw_pprev;
 	uint8_t exit_levels_done; /* levels whose exit loss is stored (overload.c) */
 };
