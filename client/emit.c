@@ -32,7 +32,8 @@ SAME(limit);
 SAME(max_len);
 SAME(last_ts);
 #undef SAME
-static_assert(offsetof(struct ringlog__hot, last_ts) + 8 == 64, "the inline path reads one line");
+static_assert(sizeof(void *) != 8 || offsetof(struct ringlog__hot, last_ts) + 8 == 64,
+	      "the inline path reads one line");
 static_assert(RINGLOG__BELL_GAP == RINGLOG_BELL_GAP, "bell gap in ringlog.h");
 static_assert(RINGLOG__REC_EVENT == RINGLOG_REC_EVENT && RINGLOG__REC_EVENT_ACT == RINGLOG_REC_EVENT_ACT,
 	      "record types in ringlog.h");
@@ -54,6 +55,9 @@ static void finish_ring(struct lib_ring *r)
 {
 	pthread_mutex_lock(&lib.lock);
 	ringlog_prod_finish(&r->prod);
+	/* A ring asleep in the daemon (proto/bell.h) is let go once it is
+	 * seen finished: tell it now, not at its next sweep. */
+	lib_bell_ring(r);
 	r->finished = true;
 	/* the daemon lets a finished ring go once drained: triggers from
 	 * threads without a ring go to a running thread's */

@@ -61,6 +61,9 @@ struct daemon {
 	uint64_t wakeups;    /* times a producer woke us */
 	uint64_t drain_passes, drain_visits; /* of rings, by the drain */
 	uint64_t bells;      /* rings a bell woke (ingest/bells.c) */
+	uint64_t bell_sweep_test_ms; /* RINGLOGD_TEST_BELL_SWEEP_MS (tests: a
+	                              * sweep that never comes in a test's time
+	                              * shows the bells alone find events) */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	bool stopping;
 

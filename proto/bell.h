@@ -7,7 +7,7 @@
  * ring's producer line and on the daemon's own state for it: 2.5-2.8x the
  * CPU per event of one writer (bench-scale). A doorbell the producer rings
  * on the first event after a silence lets a silent ring sleep, and costs
- * the producer nothing on any other event.
+ * the producer one compare on any other event.
  *
  * One page per writer process: shared memory the process creates (a memfd
  * sealed against shrinking and growing; a section on Windows) and hands
@@ -30,11 +30,15 @@
  * hostile writer can only make the daemon look at its own rings.
  *
  * Why the daemon may stop visiting a ring: once it has seen no new data in
- * a ring for a quiet time well above the gap (drain.c: BELL_QUIET_MS), the
- * ring's next event is more than the gap after the one before it, so it
- * rings. The one exception is an event reserved before that moment and
- * published after it (a thread preempted mid-record for milliseconds):
- * the daemon's sweep of sleeping rings finds it (pace.h).
+ * a ring for a quiet time well above the gap (pace.h: BELL_QUIET_MS,
+ * counted in real time from the end of the visit that found the last
+ * data, drain.c), the ring's next event is more than the gap after the one
+ * before it, so it rings. The one exception is an event reserved before
+ * that moment and published after it (a thread preempted mid-record for
+ * milliseconds): the daemon's sweep of sleeping rings finds it (pace.h:
+ * every 100 ms with a tail attached, 500 ms without). A thread that ends
+ * rings too, once its ring is marked finished, so that the daemon lets
+ * the ring go without waiting for a sweep.
  *
  * The gap is counted in the ring's clock (event.h: TSC ticks or ns):
  * 2^20 is ~0.4 ms of a 2.6 GHz TSC, 1.05 ms of ns, and under 1.1 ms of any

@@ -393,9 +393,11 @@ int main(int argc, char **argv)
 		 * no slot, one slot twice, and a slot past the page */
 		struct ringlog_ctl_bell b = { .slots = RINGLOG_BELL_SLOTS };
 		static const uint32_t slots[] = { 0, 1, 1, 4096, 0xffffffffu };
+		struct ringlog_ring_hdr *hdrs[5];
 		struct scribble sc = { .size = RINGLOG_BELL_SIZE };
 		pthread_t th;
 		void *bm;
+		int drained = 0;
 
 		send_frame(fd, RINGLOG_CTL_BELL, &b, sizeof(b), make_memfd(8192, 1, &bm));
 		send_frame(fd, RINGLOG_CTL_BELL, &b, sizeof(b), make_memfd(RINGLOG_BELL_SIZE, 0, &bm));
@@ -409,13 +411,30 @@ int main(int argc, char **argv)
 			int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);
 
 			ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+			hdrs[i] = p.hdr;
 			send_frame(fd, RINGLOG_CTL_RING, &m, sizeof(m), rfd);
 		}
-		for (int i = 0; i < 10; i++)
+		/* quiet long enough for a ring with a bell to sleep; then one
+		 * PAD record (the whole data area) in each, which no bell
+		 * announces: every ring must still be drained (the test's
+		 * daemon sweeps once a minute) */
+		collect(fd, 300);
+		for (unsigned i = 0; i < 5; i++) {
+			struct ringlog_rec_hdr h = { .len = 65536 - RINGLOG_REC_HDR_SIZE,
+						     .type = RINGLOG_REC_PAD };
+
+			memcpy((uint8_t *)hdrs[i] + RINGLOG_RING_HEADER_SIZE, &h, sizeof(h));
+			__atomic_store_n(&hdrs[i]->prod_pos, 65536, __ATOMIC_RELEASE);
+		}
+		for (int i = 0; i < 30 && drained < 5; i++) {
 			collect(fd, 100);
+			drained = 0;
+			for (unsigned k = 0; k < 5; k++)
+				drained += __atomic_load_n(&hdrs[k]->cons_pos, __ATOMIC_ACQUIRE) == 65536;
+		}
 		sc.stop = 1;
 		pthread_join(th, NULL);
-		printf("bells: %d refused\n", refused);
+		printf("bells: %d refused, %d of 5 rings drained\n", refused, drained);
 		return 0;
 	} else if (!strcmp(mode, "ring-flood")) {
 		for (int i = 0; i < 10000; i++) {

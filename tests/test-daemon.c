@@ -518,6 +518,15 @@ static uint64_t drain_count(const char *what)
 	return n;
 }
 
+static int tails_attached(void)
+{
+	json_t *st = status_json();
+	int n = st ? (int)json_integer_value(json_object_get(st, "tails")) : -1;
+
+	json_decref(st);
+	return n;
+}
+
 static long lines_of(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -534,11 +543,12 @@ static long lines_of(const char *path)
 
 /* The bell (proto/bell.h): a ring silent for a few ms sleeps, and no pass
  * visits it until its thread's next event rings. With a tail attached,
- * 100 idle rings cost a sweep every 100 ms (10 visits a ring a second),
- * not a visit every pass (the rule before bells: every 20 ms once silent
- * for a second, every pass before that); and a thread that emits one
- * event every 150 ms, sleeping in between, still has every event reach
- * the tail and the store. */
+ * 100 idle rings cost next to nothing (the rule before bells: a visit
+ * every 20 ms once silent for a second, every pass before that, 53 visits
+ * a ring a second here); and a thread that emits one event every 150 ms,
+ * sleeping in between, has every event reach the tail and the store with
+ * the sweep of sleeping rings put off for a minute: its bells alone bring
+ * them, and its last one lets its finished ring go. */
 Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 {
 	struct live e;
@@ -550,7 +560,10 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	pid_t d, idle, sparse, tail;
 
 	live_init(&e);
+	/* No sweep within the test: only the bells bring the sparse events */
+	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
 	d = live_daemon(&e, NULL);
+	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
 	snprintf(idle_out, sizeof(idle_out), "%s/idle.out", e.dir);
 	snprintf(sparse_out, sizeof(sparse_out), "%s/sparse.out", e.dir);
 	snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
@@ -559,6 +572,9 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 
 		tail = live_spawn(argv, NULL, tail_out);
 	}
+	for (int i = 0; i < 100 && tails_attached() < 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(tails_attached(), 1, "the tail did not attach");
 	{
 		const char *argv[] = { EMITTER_PATH, "100", "1", "--wait-daemon", "10", "--hold", "30",
 				       NULL };
@@ -578,11 +594,22 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	b0 = drain_count("bells");
 	{
 		const char *argv[] = { EMITTER_PATH, "1", "20", "--wait-daemon", "10", "--every-us",
-				       "150000", NULL };
+				       "150000", "--hold", "30", NULL };
 
 		sparse = live_spawn(argv, NULL, sparse_out);
 	}
-	live_wait_ok(sparse, "the sparse emitter");
+	/* every event at the tail while its thread still lives (it holds its
+	 * ring 30 s after its events): the idle threads' one each, and the
+	 * 20 of the ring that fell silent between them. Without the bells'
+	 * wake-up they would wait for the writer's exit or the sweep. */
+	for (int i = 0; i < 300; i++) {
+		got = lines_of(tail_out);
+		if (got >= 120)
+			break;
+		sleep_ms(50);
+	}
+	cr_expect_eq(got, 120, "%ld events at the tail: 100 idle threads' and 20 sparse ones "
+		     "expected", got);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	v1 = drain_count("visits");
 	b1 = drain_count("bells");
@@ -594,16 +621,8 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 		     (unsigned long long)(v1 - v0));
 	cr_expect_geq(b1 - b0, 15, "%llu bells for 20 events 150 ms apart",
 		      (unsigned long long)(b1 - b0));
-	/* every event at the tail: the idle threads' one each, and the 20 of
-	 * the ring that fell silent between them */
-	for (int i = 0; i < 100; i++) {
-		got = lines_of(tail_out);
-		if (got >= 120)
-			break;
-		sleep_ms(50);
-	}
-	cr_expect_eq(got, 120, "%ld events at the tail: 100 idle threads' and 20 sparse ones "
-		     "expected", got);
+	kill(sparse, SIGKILL);
+	waitpid(sparse, NULL, 0);
 	kill(idle, SIGKILL);
 	waitpid(idle, NULL, 0);
 	kill(tail, SIGTERM);
@@ -715,7 +734,7 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		{ "scribble-ring", "refused: ring corrupt" },
 		{ "bad-frames", "refused: connection closed (SYNC of 3 bytes)" },
 		{ "deaf", "sent 20000 status requests, read no reply" },
-		{ "bad-bells", "bells: 0 refused" },
+		{ "bad-bells", "bells: 0 refused, 5 of 5 rings drained" },
 		{ "connect-flood", "connections: 10000" },
 	};
 	struct live e;
@@ -725,7 +744,10 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 	json_t *st;
 
 	live_init(&e);
+	/* bad-bells: rings whose bell cannot work are found without a sweep */
+	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
 	d = live_daemon(&e, NULL);
+	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
 	fds_before = live_fd_count(d);
 	/* An honest program emits all along. */
 	{

@@ -395,7 +395,8 @@ RINGLOG_API uint64_t ringlog__clock(void);
 #define RINGLOG__REC_EVENT 16u
 /* An event this far (in the ring's clock) after the thread's previous one
  * takes the slow path, which rings the daemon's bell for the ring
- * (proto/bell.h): a silent ring is then never polled. */
+ * (proto/bell.h): a silent ring is then not polled, only swept now and
+ * then. */
 #define RINGLOG__BELL_GAP (1ull << 20)
 #define RINGLOG__REC_EVENT_ACT 17u
 

@@ -4,7 +4,7 @@
  * The page is the writer's memory: every counter is a hint. A value we did
  * not expect only makes us look at one of that writer's rings; a slot out
  * of range or taken twice only makes a ring lose its bell, and a ring
- * without one is visited on every pass, as before bells (drain.c). So no
+ * without one is polled as before bells (drain.c: pace_idle_wait()). So no
  * bad page can hide an event from us or make another writer's rings cost.
  */
 #define _GNU_SOURCE

@@ -1,8 +1,8 @@
 /* daemon/ingest/bells.h - writers' bell pages (proto/bell.h): a BELL frame
  * maps one, a RING frame's slot ties a ring to it, and each drain pass
  * asks which sleeping rings rang (drain.c). Also the list of a writer's
- * awake rings, which is what a pass visits: a ring leaves it only to sleep
- * on its bell. */
+ * awake rings, which is what a pass visits: a ring leaves it to sleep on
+ * its bell, or when it is released. */
 #ifndef RINGLOG_DAEMON_BELLS_H
 #define RINGLOG_DAEMON_BELLS_H
 
@@ -28,7 +28,8 @@ static inline bool bell_works(const struct client *c, const struct ring *r)
 {
 	return c->bell && r->bell_slot;
 }
-/* On and off c->awake (a ring made by hand, in a test, is off it). */
+/* On and off c->awake (a ring made by hand, in a test, is off it until
+ * its first visit). */
 void bell_wake(struct ring *r);
 void bell_sleep(struct ring *r);
 

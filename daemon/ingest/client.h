@@ -50,6 +50,22 @@ struct client {
 	struct ctl_conn *conn;
 	bool tr_open;        /* the loop still holds the connection's handle */
 	bool gone;           /* connection closed; rings may still hold data */
+	/* What each drain pass reads of every writer, together (drain.c):
+	 * its rings; those it visits on every pass, all but the ones that
+	 * sleep until their bell rings; the bell page (ingest/bells.c,
+	 * proto/bell.h), or NULL: then no ring of this writer sleeps; by
+	 * slot, the ring that has it and the counter's value when last
+	 * looked at. */
+	struct ring *rings;
+	struct ring *awake;
+	const struct ringlog_bell_page *bell;
+	uint32_t *bell_seen;
+	struct ring **bell_ring;
+	uint32_t bell_top;        /* slots in use are below it */
+	uint32_t ovl_npending;    /* reports not stored yet (overload.h) */
+	uint64_t bell_swept_ms;   /* when the drain last visited sleeping rings */
+	uint32_t nrings;
+	bool bell_warned;         /* a bad slot was logged */
 	uint32_t id;         /* writer id, daemon-unique */
 	uint64_t seq;        /* order of connection: the newest is refused first */
 	uint32_t pid, uid, gid; /* Windows: uid is the user SID's last part */
@@ -72,20 +88,6 @@ struct client {
 	struct provider **prov;   /* by metadata provider id */
 	uint64_t (*prov_sent)[8]; /* enablement last sent, by id */
 	uint32_t nprov;
-	struct ring *rings;
-	uint32_t nrings;
-	/* Rings the drain visits on every pass (drain.c): all but the ones
-	 * that sleep until their bell rings. */
-	struct ring *awake;
-	/* The bell page (ingest/bells.c, proto/bell.h), or NULL: then no ring
-	 * of this writer sleeps. By slot: the ring that has it, and the
-	 * counter's value when last looked at. */
-	const struct ringlog_bell_page *bell;
-	struct ring **bell_ring;
-	uint32_t *bell_seen;
-	uint32_t bell_top;        /* slots in use are below it */
-	bool bell_warned;         /* a bad slot was logged */
-	uint64_t bell_sweep_ms;   /* when the drain next visits sleeping rings */
 	/* The last ring released, unmapped: the stream a rate limit's report
 	 * that arrives after the writer's threads ended goes to (overload.c;
 	 * its last report comes at exit, after they ended). */
@@ -95,7 +97,6 @@ struct client {
 	uint64_t stored, lost_ring, lost_corrupt;
 	struct ovl_counts ovl;    /* ingest/overload.c */
 	struct ovl_pending *ovl_pending; /* reports not stored yet (overload.h) */
-	uint32_t ovl_npending;
 	bool ovl_unsealed;        /* a report stored in a chunk not sealed yet */
 	uint64_t ovl_sealed_to;   /* its reports are in chunks of seal_no below */
 	struct ringlog_config_policy *pol_sent; /* POLICY last sent, by event id */

@@ -291,6 +291,13 @@ static bool may_sleep(const struct ring *r)
 	return bell_works(r->c, r) && !r->c->gone;
 }
 
+/* From its last data to its last visit (0 when the data's time, read
+ * after the pass's start, is the later). */
+static uint64_t idle_ms(const struct ring *r)
+{
+	return r->last_visit_ms > r->last_data_ms ? r->last_visit_ms - r->last_data_ms : 0;
+}
+
 /* pace.h says when an idle ring is looked at again: a ring with a bell
  * sleeps instead, and is looked at when it rings (or a sweep comes). */
 static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now, bool sweep)
@@ -299,21 +306,37 @@ static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now, bool sweep
 		return false;
 	if (may_sleep(r))
 		return !r->aw_pprev && !sweep; /* asleep (bells.c) */
-	return now < r->last_visit_ms + pace_idle_wait(r->last_visit_ms - r->last_data_ms,
-						       d->ntails != 0);
+	return now < r->last_visit_ms + pace_idle_wait(idle_ms(r), d->ntails != 0);
 }
 
+/* now is the pass's start (the loop's clock, which never runs ahead of
+ * the real one). Whether a ring may sleep is judged on real times: when
+ * it had data, the clock read after the visit, rounded up; when it had
+ * none, the pass's start, before the visit. A pass may take milliseconds
+ * to reach a ring, and the producer's gap is counted from its last event,
+ * which that visit found: a quiet time counted from the pass's start
+ * could end less than the gap after it (proto/bell.h). */
 static void visited(struct ring *r, uint64_t now, bool had_data)
 {
+	bool sleeper = may_sleep(r);
+
 	r->last_visit_ms = now;
 	if (had_data || r->bell_rung || !r->last_data_ms)
-		r->last_data_ms = now;
+		r->last_data_ms = sleeper ? (uv_hrtime() + 999999) / 1000000 : now;
 	r->bell_rung = false;
-	if (may_sleep(r) && !r->dead && !r->finishing &&
-	    pace_bell_sleeps(r->last_visit_ms - r->last_data_ms))
+	/* Not with records left in it (a store with no room took none):
+	 * those would wait for a sweep. */
+	if (sleeper && !r->dead && !r->finishing && pace_bell_sleeps(idle_ms(r)) &&
+	    ringlog_cons_pending(&r->cons) == 0)
 		bell_sleep(r);
 	else
 		bell_wake(r);
+}
+
+/* pace.h's, or a test's (RINGLOGD_TEST_BELL_SWEEP_MS: lifecycle.c) */
+static uint64_t bell_sweep(const struct daemon *d)
+{
+	return d->bell_sweep_test_ms ? d->bell_sweep_test_ms : pace_bell_sweep(d->ntails != 0);
 }
 
 struct pass_sum {
@@ -378,7 +401,7 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 		}
 		if (c->bell && !c->gone) {
 			d->bells += bell_scan(c);
-			if (!d->drain_visit_all && now < c->bell_sweep_ms) {
+			if (!d->drain_visit_all && now < c->bell_swept_ms + bell_sweep(d)) {
 				/* visit() may free r (not c: it lives) */
 				for (struct ring *r = c->awake, *rn; r; r = rn) {
 					rn = r->aw_next;
@@ -387,7 +410,7 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 				continue;
 			}
 			sweep = true;
-			c->bell_sweep_ms = now + pace_bell_sweep(d->ntails != 0);
+			c->bell_swept_ms = now;
 		}
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
 			rn = r->next; /* visit() may free r */
