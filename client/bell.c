@@ -53,6 +53,8 @@ void lib_bell_take_locked(struct lib_ring *r)
 		lib.bell_used[w] |= 1u << b;
 		r->bell_slot = w * 32 + b + 1;
 		r->bell = &lib.bell->slot[w * 32 + b];
+		/* from what the slot holds: the daemon sees any change */
+		r->bell_count = __atomic_load_n(r->bell, __ATOMIC_RELAXED);
 		return;
 	}
 }
