@@ -52,9 +52,7 @@ void lib_bell_take_locked(struct lib_ring *r)
 
 		lib.bell_used[w] |= 1u << b;
 		r->bell_slot = w * 32 + b + 1;
-		r->bell = &lib.bell->slot[w * 32 + b];
-		/* from what the slot holds: the daemon sees any change */
-		r->bell_count = __atomic_load_n(r->bell, __ATOMIC_RELAXED);
+		r->prod.bell = &lib.bell->slot[w * 32 + b];
 		return;
 	}
 }
@@ -63,9 +61,9 @@ void lib_bell_put_locked(struct lib_ring *r)
 {
 	uint32_t s = r->bell_slot - 1;
 
-	if (!r->bell_slot || !lib.bell || r->bell != &lib.bell->slot[s])
+	if (!r->bell_slot || !lib.bell || r->prod.bell != &lib.bell->slot[s])
 		return; /* none, or a page forgotten since (fork) */
 	lib.bell_used[s / 32] &= ~(1u << s % 32);
 	r->bell_slot = 0;
-	r->bell = NULL;
+	r->prod.bell = NULL;
 }

@@ -24,7 +24,7 @@ __thread struct ringlog__thread ringlog__thread_v2 __attribute__((tls_model("ini
 			      sizeof(((struct ringlog__hot *)0)->f) == sizeof(((struct ringlog_producer *)0)->f), \
 			      "ringlog__hot." #f " mirrors ringlog_producer")
 SAME(data);
-SAME(prod_pos);
+SAME(bell);
 SAME(mask);
 SAME(pos);
 SAME(next);
@@ -35,6 +35,7 @@ SAME(last_ts);
 static_assert(sizeof(void *) != 8 || offsetof(struct ringlog__hot, last_ts) + 8 == 64,
 	      "the inline path reads one line");
 static_assert(RINGLOG__BELL_GAP == RINGLOG_BELL_GAP, "bell gap in ringlog.h");
+static_assert(RINGLOG__PROD_POS_FROM_DATA == RINGLOG_PROD_POS_FROM_DATA, "prod_pos in ringlog.h");
 static_assert(RINGLOG__REC_EVENT == RINGLOG_REC_EVENT && RINGLOG__REC_EVENT_ACT == RINGLOG_REC_EVENT_ACT,
 	      "record types in ringlog.h");
 static_assert(RINGLOG_REC_HDR_SIZE == 8 && RINGLOG_EVENT_HDR_SIZE == 8 && RINGLOG_ACTIVITY_SIZE == 16,
@@ -57,7 +58,7 @@ static void finish_ring(struct lib_ring *r)
 	ringlog_prod_finish(&r->prod);
 	/* A ring asleep in the daemon (proto/bell.h) is let go once it is
 	 * seen finished: tell it now, not at its next sweep. */
-	lib_bell_ring(r);
+	lib_bell_ring(r, lib_clock());
 	r->finished = true;
 	/* the daemon lets a finished ring go once drained: triggers from
 	 * threads without a ring go to a running thread's */
@@ -203,7 +204,7 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	 * looking at this ring (proto/bell.h). Before the record is
 	 * published; the daemon looks for a while after a ring. */
 	if (ts - r->prod.last_ts >= RINGLOG_BELL_GAP)
-		lib_bell_ring(r);
+		lib_bell_ring(r, ts);
 	r->prod.last_ts = ts;
 	memcpy(p, &ts, 8);
 	if (act)

@@ -35,9 +35,7 @@ struct lib_ring {
 	 * (struct ringlog__hot) are then one cache line */
 	struct ringlog_producer prod;
 	struct lib_ring *next;
-	uint32_t *bell;     /* its slot in lib.bell, or NULL (bell.c) */
-	uint32_t bell_slot; /* + 1; 0: none */
-	uint32_t bell_count; /* what we last stored there */
+	uint32_t bell_slot; /* + 1; 0: none (prod.bell: the slot, bell.c) */
 	void *mem;
 	size_t map_size;
 	lib_obj_t obj;  /* the shared memory, handed to the daemon */
@@ -133,14 +131,15 @@ int lib_bell_create(void) LIB_HIDDEN;
 void lib_bell_forget_after_fork(void) LIB_HIDDEN;
 void lib_bell_take_locked(struct lib_ring *r) LIB_HIDDEN;
 void lib_bell_put_locked(struct lib_ring *r) LIB_HIDDEN;
-/* Ring r's bell: its thread is the slot's only writer, so the count is
- * ours and the page is only stored to. A load of the slot would wait for
- * the line the daemon last read, on the first event after a silence (the
- * emit's slowest call already); a store waits for nothing. */
-static inline void lib_bell_ring(struct lib_ring *r)
+/* Ring r's bell, with a value its last one is not (a timestamp's low
+ * half): only a store, as the inline path's (ringlog.h). A load of the
+ * slot would wait for the line the daemon last read, on the first event
+ * after a silence, the emit's slowest call already. Its thread is the
+ * slot's only writer. */
+static inline void lib_bell_ring(struct lib_ring *r, uint64_t ts)
 {
-	if (r->bell)
-		__atomic_store_n(r->bell, ++r->bell_count, __ATOMIC_RELAXED);
+	if (r->prod.bell)
+		__atomic_store_n(r->prod.bell, (uint32_t)ts, __ATOMIC_RELAXED);
 }
 
 /* ring.c */

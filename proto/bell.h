@@ -24,8 +24,10 @@
  * (bell = slot + 1; 0: the ring has none, and the daemon visits it on its
  * timer as before). The ring's thread is the slot's only writer: on an
  * event whose timestamp is RINGLOG_BELL_GAP or more after the ring's
- * previous event, it adds 1 to the counter, before the record is
- * published. The daemon keeps the last value it saw; any other value
+ * previous event, it stores a new value there (the low half of that
+ * timestamp: a store alone, no load of a line the daemon reads), before
+ * the record is published. The daemon keeps the last value it saw; any
+ * other value
  * means "look at this ring now". The value carries nothing else, so a
  * hostile writer can only make the daemon look at its own rings.
  *

@@ -272,7 +272,6 @@ int ringlog_prod_init(struct ringlog_producer *p, void *mem, uint64_t data_size,
 
 	memset(p, 0, sizeof(*p));
 	p->hdr = hdr;
-	p->prod_pos = &hdr->prod_pos;
 	p->data = (uint8_t *)mem + RINGLOG_RING_HEADER_SIZE;
 	p->size = data_size;
 	p->mask = data_size - 1;

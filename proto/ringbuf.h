@@ -36,7 +36,10 @@ struct ringlog_producer {
 	 * ringlog__hot (client/include/ringlog.h). Same order and types there;
 	 * static_asserts in client/emit.c keep the two in step. */
 	uint8_t *data;
-	uint64_t *prod_pos;   /* &hdr->prod_pos, the word commit publishes */
+	uint32_t *bell;       /* the caller's: the ring's slot in its bell page
+	                       * (bell.h), or NULL; ringbuf.c never touches it.
+	                       * The word commit publishes, hdr->prod_pos, is
+	                       * found from data (ringlog_prod_pos_word()). */
 	uint64_t mask;        /* data_size - 1 */
 	uint64_t pos;         /* private copy of hdr->prod_pos */
 	uint64_t next;        /* pos after the reservation in progress */
@@ -128,9 +131,19 @@ static inline void *ringlog_prod_reserve(struct ringlog_producer *p, uint32_t le
 /* Publish everything reserved so far (including any PAD or LOSS record the
  * slow path wrote). Pairs with the acquire load of prod_pos in
  * ringlog_cons_drain(). */
+/* hdr->prod_pos sits at a fixed distance before the data area (ring.h):
+ * reached from data, it needs no pointer of its own in the hot line. */
+#define RINGLOG_PROD_POS_FROM_DATA \
+	((ptrdiff_t)offsetof(struct ringlog_ring_hdr, prod_pos) - (ptrdiff_t)RINGLOG_RING_HEADER_SIZE)
+
+static inline uint64_t *ringlog_prod_pos_word(const struct ringlog_producer *p)
+{
+	return (uint64_t *)(void *)(p->data + RINGLOG_PROD_POS_FROM_DATA);
+}
+
 static inline void ringlog_prod_commit(struct ringlog_producer *p)
 {
-	__atomic_store_n(p->prod_pos, p->next, __ATOMIC_RELEASE);
+	__atomic_store_n(ringlog_prod_pos_word(p), p->next, __ATOMIC_RELEASE);
 	p->pos = p->next;
 }
 

@@ -357,8 +357,9 @@ RINGLOG_API int ringlog_trigger(const char *reason);
  * renames the symbol, so a program built against another layout fails to
  * link instead of corrupting a ring. (v2: last_ts, for the bell.) */
 struct ringlog__hot {
-	uint8_t *data;
-	uint64_t *prod_pos;
+	uint8_t *data;   /* the ring's data area; its prod_pos is at
+	                  * RINGLOG__PROD_POS_FROM_DATA from it */
+	uint32_t *bell;  /* the ring's slot in the bell page, or NULL */
 	uint64_t mask;
 	uint64_t pos;
 	uint64_t next;   /* past the record being written */
@@ -394,10 +395,11 @@ RINGLOG_API uint64_t ringlog__clock(void);
 
 #define RINGLOG__REC_EVENT 16u
 /* An event this far (in the ring's clock) after the thread's previous one
- * takes the slow path, which rings the daemon's bell for the ring
- * (proto/bell.h): a silent ring is then not polled, only swept now and
- * then. */
+ * rings the daemon's bell for the ring (proto/bell.h): a silent ring is
+ * then not polled, only swept now and then. The ring's prod_pos is at a
+ * fixed distance before its data (proto/ring.h). */
 #define RINGLOG__BELL_GAP (1ull << 20)
+#define RINGLOG__PROD_POS_FROM_DATA (128 - 4096)
 #define RINGLOG__REC_EVENT_ACT 17u
 
 static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
@@ -422,19 +424,12 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	h = t->hot;
 	id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
-#if defined(__x86_64__)
-	ts = RINGLOG__LIKELY_(t->tsc) ? __builtin_ia32_rdtsc() : ringlog__clock();
-#else
-	ts = ringlog__clock();
-#endif
 	/* Bitwise | on purpose: one predictable branch for all the cases. A
 	 * policy (rate limit, wait) is the slow path's; a ring more than its
-	 * shed reserve full is too, because limit leaves the reserve out; and
-	 * the first event after a silence, which rings the bell. */
+	 * shed reserve full is too, because limit leaves the reserve out. */
 	if (RINGLOG__UNLIKELY_(!h || ((id == 0) | (rec > h->max_len) |
 				      (__atomic_load_n(&e->policy, __ATOMIC_RELAXED) != 0) |
-				      (h->pos + total > h->limit) |
-				      (ts - h->last_ts >= RINGLOG__BELL_GAP)))) {
+				      (h->pos + total > h->limit)))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->busy = 0;
 		return ringlog__begin(e, len, act);
@@ -445,7 +440,18 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	word = (uint64_t)rec | (uint64_t)(act ? RINGLOG__REC_EVENT_ACT : RINGLOG__REC_EVENT) << 32 |
 	       (uint64_t)id << 48;
 	memcpy(p, &word, 8);
+#if defined(__x86_64__)
+	ts = RINGLOG__LIKELY_(t->tsc) ? __builtin_ia32_rdtsc() : ringlog__clock();
+#else
+	ts = ringlog__clock();
+#endif
 	memcpy(p + 8, &ts, 8);
+	/* The first event after a silence rings the ring's bell: the daemon
+	 * may have stopped looking at it (proto/bell.h). Any new value does;
+	 * the timestamp's low half is one without a load of the slot, whose
+	 * line the daemon reads. Before the record is published. */
+	if (RINGLOG__UNLIKELY_(ts - h->last_ts >= RINGLOG__BELL_GAP) && h->bell)
+		__atomic_store_n(h->bell, (uint32_t)ts, __ATOMIC_RELAXED);
 	h->last_ts = ts;
 	/* Ask for the line a few records ahead in exclusive state now: the
 	 * daemon's core last read it, and the miss would otherwise land on a
@@ -468,7 +474,8 @@ static inline void ringlog__publish(void)
 	struct ringlog__thread *t = &ringlog__thread_v2;
 	struct ringlog__hot *h = t->hot;
 
-	__atomic_store_n(h->prod_pos, h->next, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(void *)(h->data + RINGLOG__PROD_POS_FROM_DATA), h->next,
+			 __ATOMIC_RELEASE);
 	h->pos = h->next;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->busy = 0;
