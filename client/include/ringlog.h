@@ -355,7 +355,8 @@ RINGLOG_API int ringlog_trigger(const char *reason);
  * into the shared library cost another ~8: inline, the record costs little
  * more than the clock. The _v2 suffix is the layout's version: a change
  * renames the symbol, so a program built against another layout fails to
- * link instead of corrupting a ring. (v2: last_ts, for the bell.) */
+ * link instead of corrupting a ring. (v2: bell and last_ts; prod_pos is found
+ * from data.) */
 struct ringlog__hot {
 	uint8_t *data;   /* the ring's data area; its prod_pos is at
 	                  * RINGLOG__PROD_POS_FROM_DATA from it */
