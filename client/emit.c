@@ -200,12 +200,7 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		goto fail;
 	}
 	ts = lib_clock();
-	/* the first event after a silence: the daemon may have stopped
-	 * looking at this ring (proto/bell.h). Before the record is
-	 * published; the daemon looks for a while after a ring. */
-	if (ts - r->prod.last_ts >= RINGLOG_BELL_GAP)
-		lib_bell_ring(r, ts);
-	r->prod.last_ts = ts;
+	ringlog__bell((struct ringlog__hot *)&r->prod, ts);
 	memcpy(p, &ts, 8);
 	if (act)
 		memcpy(p + 8, act, RINGLOG_ACTIVITY_SIZE);

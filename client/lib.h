@@ -131,11 +131,9 @@ int lib_bell_create(void) LIB_HIDDEN;
 void lib_bell_forget_after_fork(void) LIB_HIDDEN;
 void lib_bell_take_locked(struct lib_ring *r) LIB_HIDDEN;
 void lib_bell_put_locked(struct lib_ring *r) LIB_HIDDEN;
-/* Ring r's bell, with a value its last one is not (a timestamp's low
- * half): only a store, as the inline path's (ringlog.h). A load of the
- * slot would wait for the line the daemon last read, on the first event
- * after a silence, the emit's slowest call already. Its thread is the
- * slot's only writer. */
+/* Ring r's bell whatever the gap (its ring finished), with a value its
+ * last one is not (a timestamp's low half): a store, as ringlog__bell()'s
+ * (ringlog.h). Its thread is the slot's only writer. */
 static inline void lib_bell_ring(struct lib_ring *r, uint64_t ts)
 {
 	if (r->prod.bell)

@@ -287,8 +287,12 @@ int daemon_start(struct daemon *d)
 
 	d->loop = uv_default_loop();
 	d->notify = getenv("NOTIFY_SOCKET") != NULL;
-	if (getenv("RINGLOGD_TEST_BELL_SWEEP_MS"))
-		d->bell_sweep_test_ms = strtoull(getenv("RINGLOGD_TEST_BELL_SWEEP_MS"), NULL, 10);
+	{
+		const char *sweep = getenv("RINGLOGD_TEST_BELL_SWEEP_MS");
+
+		if (sweep)
+			d->bell_sweep_test_ms = strtoull(sweep, NULL, 10);
+	}
 	wire(d);
 	fdstore_init(d);
 	d->start_real_ns = d_now(CLOCK_REALTIME);

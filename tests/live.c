@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -396,4 +397,25 @@ void *live_status_json(void)
 	if (live_run(RINGLOG_CLI_PATH " status --json 2>/dev/null", out, sizeof(out)) != 0)
 		return NULL;
 	return json_loads(out, 0, &err);
+}
+
+long live_tails_attached(void)
+{
+	json_t *j = live_status_json();
+	long n = j ? (long)json_integer_value(json_object_get(j, "tails")) : -1;
+
+	json_decref(j);
+	return n;
+}
+
+void live_wait_tail_attached(long before)
+{
+	for (int i = 0; i < 600; i++) {
+		struct timespec ts = { 0, 50 * 1000000 };
+
+		if (live_tails_attached() > before)
+			return;
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_fail("no tail attached within 30 s (still %ld)", before);
 }

@@ -64,6 +64,12 @@ void live_damage_second_chunk(const struct live *e);
  * caller's to json_decref); NULL when it failed. void * keeps jansson out
  * of this header. */
 void *live_status_json(void);
+/* How many live readers the daemon has attached (status "tails"), -1 when
+ * status failed; and a wait (the test fails after 30 s) until there are
+ * more than before: a fixed sleep let a tail started on a loaded machine
+ * (ASan, CI) subscribe after the events it was to see had gone by. */
+long live_tails_attached(void);
+void live_wait_tail_attached(long before);
 
 /* Read every segment of a store in order, with dedup across segments (as
  * `ringlog read` does). Counts in the result; callbacks optional. */

@@ -63,33 +63,10 @@ static int count_lines(const char *s, const char *needle)
 
 /* A `ringlog tail ARGS` child writing to path; returns its pid once it is
  * subscribed (the daemon answers a tail before the first event). */
-/* How many live readers the daemon has attached (status "tails"). */
-static long tails_attached(void)
-{
-	json_t *j = live_status_json();
-	long n = j ? (long)json_integer_value(json_object_get(j, "tails")) : -1;
-
-	json_decref(j);
-	return n;
-}
-
-/* Wait until the daemon has more than `before` tails attached: a fixed
- * sleep let a tail started on a loaded machine (ASan, CI) subscribe after
- * the events it was to see had gone by. */
-static void wait_tail_attached(long before)
-{
-	for (int i = 0; i < 600; i++) {
-		if (tails_attached() > before)
-			return;
-		sleep_ms(50);
-	}
-	cr_assert_fail("no tail attached within 30 s (still %ld)", before);
-}
-
 static pid_t tail_start(const char *args, const char *path)
 {
 	char cmd[1200];
-	long before = tails_attached();
+	long before = live_tails_attached();
 	pid_t pid = fork();
 
 	cr_assert(pid >= 0);
@@ -98,7 +75,7 @@ static pid_t tail_start(const char *args, const char *path)
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
-	wait_tail_attached(before);
+	live_wait_tail_attached(before);
 	return pid;
 }
 
@@ -541,7 +518,7 @@ Test(cli, a_reader_that_never_reads_slows_nothing_down)
 
 	live_init(&e);
 	d = live_daemon(&e, NULL);
-	long before = tails_attached();
+	long before = live_tails_attached();
 
 	stuck = fork();
 	if (stuck == 0) {
@@ -549,7 +526,7 @@ Test(cli, a_reader_that_never_reads_slows_nothing_down)
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
-	wait_tail_attached(before);
+	live_wait_tail_attached(before);
 	snprintf(path, sizeof(path), "%s/tail", e.dir);
 	tp = tail_start("--provider Test.Emitter --json", path);
 	em = live_spawn(argv, env, "/dev/null");

@@ -518,15 +518,6 @@ static uint64_t drain_count(const char *what)
 	return n;
 }
 
-static int tails_attached(void)
-{
-	json_t *st = status_json();
-	int n = st ? (int)json_integer_value(json_object_get(st, "tails")) : -1;
-
-	json_decref(st);
-	return n;
-}
-
 static long lines_of(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -572,9 +563,7 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 
 		tail = live_spawn(argv, NULL, tail_out);
 	}
-	for (int i = 0; i < 100 && tails_attached() < 1; i++)
-		sleep_ms(50);
-	cr_assert_eq(tails_attached(), 1, "the tail did not attach");
+	live_wait_tail_attached(0);
 	{
 		const char *argv[] = { EMITTER_PATH, "100", "1", "--wait-daemon", "10", "--hold", "30",
 				       NULL };

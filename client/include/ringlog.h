@@ -403,6 +403,20 @@ RINGLOG_API uint64_t ringlog__clock(void);
 #define RINGLOG__PROD_POS_FROM_DATA (128 - 4096)
 #define RINGLOG__REC_EVENT_ACT 17u
 
+#if defined(__GNUC__)
+/* The bell, for the event stamped ts (the inline path's and the slow
+ * path's): the first event after a silence rings it, since the daemon may
+ * have stopped looking at the ring (proto/bell.h). Any new value does; the
+ * timestamp's low half is one without a load of the slot, whose line the
+ * daemon reads. Before the record is published. */
+static inline void ringlog__bell(struct ringlog__hot *h, uint64_t ts)
+{
+	if (RINGLOG__UNLIKELY_(ts - h->last_ts >= RINGLOG__BELL_GAP) && h->bell)
+		__atomic_store_n(h->bell, (uint32_t)ts, __ATOMIC_RELAXED);
+	h->last_ts = ts;
+}
+#endif
+
 static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 				     const struct ringlog_activity *act)
 {
@@ -447,13 +461,7 @@ static inline void *ringlog__reserve(struct ringlog_event *e, uint32_t len,
 	ts = ringlog__clock();
 #endif
 	memcpy(p + 8, &ts, 8);
-	/* The first event after a silence rings the ring's bell: the daemon
-	 * may have stopped looking at it (proto/bell.h). Any new value does;
-	 * the timestamp's low half is one without a load of the slot, whose
-	 * line the daemon reads. Before the record is published. */
-	if (RINGLOG__UNLIKELY_(ts - h->last_ts >= RINGLOG__BELL_GAP) && h->bell)
-		__atomic_store_n(h->bell, (uint32_t)ts, __ATOMIC_RELAXED);
-	h->last_ts = ts;
+	ringlog__bell(h, ts);
 	/* Ask for the line a few records ahead in exclusive state now: the
 	 * daemon's core last read it, and the miss would otherwise land on a
 	 * later event. A prefetch never faults, even past the mapping. */
