@@ -62,9 +62,16 @@ void clock_calibrate_start(struct d_clock *k)
 		return;
 	}
 	sample(&k->cal_tsc0, &k->cal_mono0, NULL);
-	do
+	for (;;) {
 		sample(&t1, &m1, &r1);
-	while (m1 - k->cal_mono0 < 20000000u);
+		if (m1 - k->cal_mono0 >= 20000000u)
+			break;
+		/* the rest of the window; a signal cuts it short, the loop
+		 * sleeps again */
+		struct timespec rest = { 0, (long)(20000000u - (m1 - k->cal_mono0)) };
+
+		nanosleep(&rest, NULL);
+	}
 	k->seg.tsc_hz = (uint64_t)((__int128)(t1 - k->cal_tsc0) * 1000000000 /
 				   (m1 - k->cal_mono0));
 	k->seg.tsc_ref = t1;
