@@ -241,14 +241,27 @@ static double lossless_rate(struct collector *c, bool quick, int kind, int threa
 			    struct run *at)
 {
 	double best = 0;
+	FILE *ladder = NULL;
 
 	if (at)
 		memset(at, 0, sizeof(*at));
+	/* Each step of the 48-byte event's ladders, for the plot of CPU
+	 * against rate (bench.sh): "threads rate cpu loss" lines, appended
+	 * run after run, to ladder-<collector>.dat. */
+	if (out_dir && kind == 2) {
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/ladder-%s.dat", out_dir, c->name);
+		ladder = fopen(path, "a");
+	}
 	for (uint64_t rate = 2500; rate <= 60000; rate += 2500) {
 		uint64_t per = rate / (uint64_t)threads;
 		struct run x;
 
 		run_job(c, threads, quick ? per * 100 : per * 500, per, kind, 0, NULL, &x);
+		if (ladder && x.ok)
+			fprintf(ladder, "%d %.1f %.3f %.4f\n", threads, rate / 1000.0, x.cpu_ns_per_ev,
+				x.loss_pct);
 		/* A pace the emitter cannot hold is not a rate stored: the
 		 * call itself is then the limit. */
 		if (!x.ok || x.loss_pct > 0 || x.emitted_s < 0.95 * (double)rate * 1000)
@@ -257,6 +270,8 @@ static double lossless_rate(struct collector *c, bool quick, int kind, int threa
 		if (at)
 			*at = x;
 	}
+	if (ladder)
+		fclose(ladder);
 	return best;
 }
 

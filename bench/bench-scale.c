@@ -562,6 +562,22 @@ int main(int argc, char **argv)
 		    r[0].tail_p99 > 0 ? r[i].tail_p99 / r[0].tail_p99 : 0,
 		    (unsigned long long)r[i].stored, (unsigned long long)r[i].emitted);
 	}
+	/* For the plot of the figures over the 1-writer ones (bench.sh) */
+	if (out_dir && !only) {
+		char p[4200];
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/scale.dat", out_dir);
+		if ((f = fopen(p, "w"))) {
+			fprintf(f, "# writers processes cpu_whole_ns cpu_steady_ns emit_p99_ns "
+				   "tail_p99_ms emit_p99_after_first_ns\n");
+			for (int i = 0; i < 4; i++)
+				fprintf(f, "%d %d %.2f %.2f %.1f %.3f %.1f\n", r[i].writers,
+					r[i].procs, r[i].cpu_ns_per_ev, r[i].cpu_steady,
+					r[i].emit_p99, r[i].tail_p99, r[i].warm_p99);
+			fclose(f);
+		}
+	}
 	if (!only) {
 		bu_out("\n| figure | ringlog | target |\n|---|---:|---|\n");
 		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "

@@ -140,6 +140,26 @@ scale() {
 	./build-release/bench/bench-scale build-release/daemon/ringlogd build-release/client/ringlog \
 		$([ "${emit_args[0]}" = --quick ] && echo --quick) --out "$out"
 	echo
+	# each figure over its 1-writer value, against the number of writers
+	[ -s "$out/scale.dat" ] && command -v gnuplot >/dev/null && gnuplot <<-GP 2>/dev/null &&
+		set terminal pngcairo size 900,560 noenhanced
+		set output '$out/scale.png'
+		set title 'Scale: each figure over its 1-writer value, 1 M events/s in all'
+		set xlabel 'writer threads'
+		set ylabel 'x the 1-writer figure (log scale)'
+		set logscale xy
+		set xrange [0.7:1500]
+		set key top left
+		set grid
+		first(col) = (\$1 == 1 ? (b = column(col), 1) : column(col) / b)
+		plot '$out/scale.dat' using 1:(first(3)) with linespoints lw 2 title 'daemon CPU per event, whole run', \
+		     '' using 1:(first(4)) with linespoints lw 2 title 'daemon CPU per event, steady state', \
+		     '' using 1:(first(5)) with linespoints lw 2 title 'emit p99', \
+		     '' using 1:(first(7)) with linespoints lw 2 title 'emit p99 after a burst''s first call', \
+		     '' using 1:(first(6)) with linespoints lw 2 title 'emit -> tail p99', \
+		     2 with lines dt 2 lc rgb 'gray' title 'goal (<= 2)'
+	GP
+		echo "plot: $out/scale.png"
 }
 if [ "$only" = scale ]; then
 	scale
@@ -148,7 +168,7 @@ fi
 
 step "bench: ring producer"
 echo
-./build-release/bench/bench-ring --records "$records" --runs 3 | tee "$out/ring.md"
+./build-release/bench/bench-ring --records "$records" --runs 5 | tee "$out/ring.md"
 echo
 step "bench: end to end, ringlog and LTTng-UST (this machine, same workload)"
 echo
@@ -216,8 +236,28 @@ if command -v gnuplot >/dev/null; then
 		set grid
 		plot $(IFS=,; echo "${plots[*]}")
 	GP
+	# Collector CPU per stored event against the paced rate: every
+	# lossless step of the 48-byte event's ladders, every run
+	plots=()
+	for c in ringlog LTTng-UST; do
+		for t in 1 2; do
+			[ -s "$out/ladder-$c.dat" ] &&
+				plots+=("'$out/ladder-$c.dat' using 2:((\$1 == $t && \$4 == 0) ? \$3 : 1/0) with points pt $([ $t = 1 ] && echo 7 || echo 5) ps 0.8 title '$c, $t thread$([ $t = 2 ] && echo s)'")
+		done
+	done
+	[ ${#plots[@]} -gt 0 ] && gnuplot <<-GP 2>/dev/null && echo "plot: $out/collector-cpu.png"
+		set terminal pngcairo size 900,560 noenhanced
+		set output '$out/collector-cpu.png'
+		set title 'Collector CPU per stored event against the paced rate (48-byte event, lossless steps of every run)'
+		set xlabel 'paced rate (M events/s in all)'
+		set ylabel 'collector CPU per stored event (ns)'
+		set yrange [0:*]
+		set key top right
+		set grid
+		plot $(IFS=,; echo "${plots[*]}"), 8 with lines dt 2 lc rgb 'gray' title 'goal at the lossless rate, 1 thread (<= 8)'
+	GP
 else
-	echo "(no gnuplot: apt-get install gnuplot-nox for the latency plot)"
+	echo "(no gnuplot: apt-get install gnuplot-nox for the plots)"
 fi
 
 # Shipping to a 3-node NATS JetStream cluster (skips without nats-server).
@@ -245,7 +285,13 @@ if [ $docs -eq 1 ]; then
 		echo
 		[ -s "$out/ship.md" ] && sed 's/^## /### /' "$out/ship.md" && echo
 		echo "![emit cost distributions](emit-latency.png)"
+		echo
+		echo "![collector CPU against the paced rate](collector-cpu.png)"
+		echo
+		echo "![scale rows against the number of writers](scale.png)"
 	} > docs/PERFORMANCE.md
-	cp "$out/emit-latency.png" docs/emit-latency.png 2>/dev/null
+	for png in emit-latency collector-cpu scale; do
+		cp "$out/$png.png" "docs/$png.png" 2>/dev/null
+	done
 	echo "docs/PERFORMANCE.md rewritten"
 fi
