@@ -3,8 +3,9 @@
  * events "Tick" {thread: u32, seq: u64} of provider "Win.Test", then it
  * flushes and prints the library's counters.
  *
- * usage: emit-win.exe THREADS EVENTS [PAUSE_MS]: PAUSE_MS (default 1)
- * after each 1,000 events of a thread, to make a long run.
+ * usage: emit-win.exe THREADS EVENTS [PAUSE_MS [EVERY]]: PAUSE_MS (default
+ * 1) after each EVERY (default 1,000) events of a thread, to make a long
+ * run, or (EVERY 1) a sparse one.
  */
 #include <ringlog.h>
 
@@ -14,7 +15,7 @@
 
 RINGLOG_PROVIDER_DEFINE(win_test, "Win.Test");
 
-static long events, pause_ms = 1;
+static long events, pause_ms = 1, every = 1000;
 
 static DWORD WINAPI emitter(void *arg)
 {
@@ -24,7 +25,7 @@ static DWORD WINAPI emitter(void *arg)
 		RINGLOG_EVENT(win_test, "Tick", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("thread", t),
 			      RINGLOG_U64("seq", (uint64_t)i));
 		/* now and then, room for a reader that drains on a timer */
-		if (i % 1000 == 999)
+		if (i % every == every - 1)
 			Sleep((DWORD)pause_ms);
 	}
 	return 0;
@@ -39,8 +40,9 @@ int main(int argc, char **argv)
 
 	events = argc > 2 ? atol(argv[2]) : 10000;
 	pause_ms = argc > 3 ? atol(argv[3]) : 1;
-	if (threads < 1 || threads > 64 || events < 0 || pause_ms < 0) {
-		fprintf(stderr, "usage: emit-win.exe THREADS(1..64) EVENTS [PAUSE_MS]\n");
+	every = argc > 4 ? atol(argv[4]) : 1000;
+	if (threads < 1 || threads > 64 || events < 0 || pause_ms < 0 || every < 1) {
+		fprintf(stderr, "usage: emit-win.exe THREADS(1..64) EVENTS [PAUSE_MS [EVERY]]\n");
 		return 2;
 	}
 	if (ringlog_open() < 0) {
