@@ -626,6 +626,69 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	live_cleanup(&e);
 }
 
+/* Bells across a restart: a program outlives a ringlogd killed with
+ * SIGKILL, reconnects to the next one and sends its bell page again on
+ * the new connection (client/connect.c), so its ring, silent between
+ * events, sleeps and rings there as before, with the sweep put off; and
+ * what it emitted while no daemon ran waits in its ring: every event is
+ * stored, once. Fails with the page sent once per process, not per
+ * connection: 0 bells from the second daemon. */
+Test(daemon, a_program_outliving_a_killed_daemon_rings_the_next_one)
+{
+	const int events = 60;
+	struct live e;
+	char out[400];
+	uint64_t b0, b1;
+	pid_t d, em;
+
+	live_init(&e);
+	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
+	d = live_daemon(&e, NULL);
+	snprintf(out, sizeof(out), "%s/emitter.out", e.dir);
+	{
+		/* an event every 100 ms for 6 s, then the thread holds its
+		 * ring: nothing reaches the store but by a bell, a request or
+		 * the daemon's stop */
+		const char *argv[] = { EMITTER_PATH, "1", "60", "--wait-daemon", "10", "--every-us",
+				       "100000", "--hold", "30", NULL };
+
+		em = live_spawn(argv, NULL, out);
+	}
+	for (int i = 0; i < 100 && rings_of(em) != 1; i++)
+		sleep_ms(20);
+	cr_assert_eq(rings_of(em), 1, "the emitter's ring did not register");
+	sleep_ms(800);
+	cr_expect_gt(drain_count("bells"), 0, "no bells before the restart");
+	kill(d, SIGKILL);
+	cr_assert_eq(waitpid(d, NULL, 0), d);
+	sleep_ms(300); /* no daemon: events wait in the ring */
+	d = live_daemon(&e, NULL);
+	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
+	for (int i = 0; i < 250 && rings_of(em) != 1; i++)
+		sleep_ms(20);
+	cr_assert_eq(rings_of(em), 1, "the emitter did not reconnect to the second daemon");
+	b0 = drain_count("bells");
+	sleep_ms(1500); /* ~15 events, each after 100 ms of silence */
+	b1 = drain_count("bells");
+	cr_expect_geq(b1 - b0, 8, "%llu bells in 1.5 s from a ring emitting every 100 ms, after "
+		      "the restart", (unsigned long long)(b1 - b0));
+	fprintf(stderr, "daemon: after a SIGKILL and a restart, %llu bells in 1.5 s from a ring "
+		"emitting every 100 ms\n", (unsigned long long)(b1 - b0));
+	sleep_ms(3500); /* its last event (6 s from its start) */
+	live_daemon_stop(d);
+	kill(em, SIGKILL);
+	waitpid(em, NULL, 0);
+	{
+		struct live_read rd = { 0 };
+
+		live_read_store(e.store, &rd);
+		cr_expect_eq(rd.events, (uint64_t)events, "%llu events stored of %d (%llu duplicates "
+			     "dropped by the reader, %llu lost)", (unsigned long long)rd.events, events,
+			     (unsigned long long)rd.dups_dropped, (unsigned long long)rd.lost);
+	}
+	live_cleanup(&e);
+}
+
 Test(daemon, kill_9_truncation_and_bit_flips_lose_only_the_damaged_chunks)
 {
 	struct live e;
