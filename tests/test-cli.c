@@ -591,14 +591,16 @@ Test(cli, status_matches_a_known_workload_and_works_with_the_daemon_down)
 	live_cleanup(&e);
 }
 
-/* 150,000 events from one thread (about five chunks) into a fresh store,
- * one byte of its first segment flipped at SEEK (a shell expression; $f is
- * the file), read back: the lines read, its exit code and its stderr. */
+/* FLIP_EVENTS events from one thread (about five chunks of 2 MiB) into a
+ * fresh store, one byte of its first segment flipped at SEEK (a shell
+ * expression; $f is the file), read back: the lines read, its exit code
+ * and its stderr. */
+#define FLIP_EVENTS 300000
 static int read_after_flip(const char *seek, int *rc, char *err, size_t errlen)
 {
 	struct live e;
 	char out[64], cmd[900];
-	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
+	const char *argv[] = { EMITTER_PATH, "1", "300000", NULL };
 	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
 	pid_t d;
 	int lines;
@@ -629,8 +631,8 @@ Test(cli, read_reports_damage_and_exits_4_but_reads_the_rest)
 
 	/* the middle of the file: a chunk past the first */
 	cr_expect_eq(rc, 4, "read on a damaged store exited %d", rc);
-	cr_expect(lines > 10000 && lines < 150000, "read %d of 150000 events around the damage",
-		  lines);
+	cr_expect(lines > 10000 && lines < FLIP_EVENTS, "read %d of %d events around the damage",
+		  lines, FLIP_EVENTS);
 	cr_expect(strstr(err, "damaged"), "stderr: %s", err);
 }
 
@@ -643,12 +645,11 @@ Test(cli, a_damaged_first_chunk_loses_only_the_chunks_before_the_next_descriptio
 	int rc, lines = read_after_flip("5000", &rc, err, sizeof(err));
 
 	cr_expect_eq(rc, 4, "read on a damaged store exited %d", rc);
-	/* About 32,000 events a chunk, described again from the fourth: the
+	/* About 64,000 events a chunk, described again from the fourth: the
 	 * first three are lost (the two undamaged ones as "events of an
-	 * undefined stream"), the rest read (54,694 here; 0 without the
-	 * repeat). */
-	cr_expect(lines > 50000 && lines < 150000,
-		  "read %d of 150000 events after damage to the first chunk", lines);
+	 * undefined stream"), the rest read (0 without the repeat). */
+	cr_expect(lines > 50000 && lines < FLIP_EVENTS,
+		  "read %d of %d events after damage to the first chunk", lines, FLIP_EVENTS);
 	cr_expect(strstr(err, "undefined stream"), "stderr: %s", err);
 }
 
