@@ -212,7 +212,7 @@ Test(limits, the_last_places_are_for_root_and_a_refused_program_is_told_and_coun
 	d = daemon_with_config(&e);
 	/* live_daemon()'s probe (a connect, then a close) holds a place until
 	 * the daemon reads its EOF: once in CI, on a loaded machine, it had
-	 * not yet, and the hogs held 31 places in all, not 32. */
+	 * not yet, and the hogs did not hold 32 places in all. */
 	sleep_ms(500);
 	/* Two users take the 32 places that are not reserved. */
 	h1 = hog(40001, "16", "20", p1, sizeof(p1));
