@@ -250,8 +250,10 @@ if command -v gnuplot >/dev/null; then
 		set output '$out/collector-cpu.png'
 		set title 'Collector CPU per stored event against the paced rate (48-byte event, lossless steps of every run)'
 		set xlabel 'paced rate (M events/s in all)'
-		set ylabel 'collector CPU per stored event (ns)'
-		set yrange [0:*]
+		set ylabel 'collector CPU per stored event (ns, log scale)'
+		set logscale y
+		set yrange [4:128]
+		set ytics (4, 8, 16, 32, 64, 128)
 		set key top right
 		set grid
 		plot $(IFS=,; echo "${plots[*]}"), 8 with lines dt 2 lc rgb 'gray' title 'goal at the lossless rate, 1 thread (<= 8)'
