@@ -16,8 +16,9 @@
  * in proportion to rings that have nothing in them.
  *
  * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] [--only WRITERS]
+ *                    [--seconds S]
  *   (--only: that one case, e.g. 1000, and no idle figure: for looking
- *    into one row)
+ *    into one row; --seconds: each case's length, 5 by default)
  *   (as a writer process, re-executed by itself:
  *    bench-scale --child THREADS RATE_PER_THREAD SECONDS SAMPLES_FILE TPN)
  */
@@ -489,6 +490,8 @@ int main(int argc, char **argv)
 			out_dir = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
 	}
 	{
 		static char exe[2048];
