@@ -259,7 +259,8 @@ static double lossless_rate(struct collector *c, bool quick, int kind, int threa
 		struct run x;
 
 		run_job(c, threads, quick ? per * 100 : per * 500, per, kind, 0, NULL, &x);
-		if (ladder && x.ok)
+		/* a step whose pace the emitter could not hold is no rate */
+		if (ladder && x.ok && x.emitted_s >= 0.95 * (double)rate * 1000)
 			fprintf(ladder, "%d %.1f %.3f %.4f\n", threads, rate / 1000.0, x.cpu_ns_per_ev,
 				x.loss_pct);
 		/* A pace the emitter cannot hold is not a rate stored: the

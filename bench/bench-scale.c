@@ -480,7 +480,8 @@ int main(int argc, char **argv)
 		return child_main(argc, argv);
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]\n");
+		fprintf(stderr, "usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] "
+			"[--only WRITERS] [--seconds S]\n");
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {

@@ -1,7 +1,9 @@
 /* daemon/clock.c - calibrate the TSC against CLOCK_MONOTONIC/REALTIME.
  *
  * Clients stamp events with raw TSC ticks (client/clock.c); the daemon owns
- * the conversion. A first estimate comes from a 20 ms busy window at start;
+ * the conversion. A first estimate comes from a 20 ms window at start,
+ * slept through rather than spun (its two ends are each a tight sample, so
+ * sleeping costs no precision; spinning cost 20 ms of CPU at every start);
  * every new segment re-measures over the whole time since start, so the
  * error shrinks as the daemon runs. Each segment records the calibration
  * it was written with (proto/segment.h).

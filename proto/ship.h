@@ -37,7 +37,7 @@
  * follows it must be the same bytes whenever the chunk is sent.
  *
  * A message larger than the server's max_payload (1 MiB by default, and a
- * chunk alone may be 1 MiB) is cut into fragments of consecutive bytes, one
+ * chunk alone may be 2 MiB) is cut into fragments of consecutive bytes, one
  * NATS message each, PART 0..N-1 in their ids and "Ringlog-Parts: N" in
  * their headers; a reader joins them before decoding. Cutting bytes rather
  * than records: one PACK record may fill a chunk.

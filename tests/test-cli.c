@@ -595,12 +595,13 @@ Test(cli, status_matches_a_known_workload_and_works_with_the_daemon_down)
  * fresh store, one byte of its first segment flipped at SEEK (a shell
  * expression; $f is the file), read back: the lines read, its exit code
  * and its stderr. */
+#define FLIP_EVENTS_STR "300000"
 #define FLIP_EVENTS 300000
 static int read_after_flip(const char *seek, int *rc, char *err, size_t errlen)
 {
 	struct live e;
 	char out[64], cmd[900];
-	const char *argv[] = { EMITTER_PATH, "1", "300000", NULL };
+	const char *argv[] = { EMITTER_PATH, "1", FLIP_EVENTS_STR, NULL };
 	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
 	pid_t d;
 	int lines;

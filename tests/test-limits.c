@@ -2,7 +2,9 @@
  * are limited per uid, the last places are kept for root and readers, the
  * bytes of unfinished frames are bounded across all connections, and a
  * program refused for a limit is told, with its events counted as not
- * stored. Real daemon; the hogs run as other users (root only). */
+ * stored; and a daemon run by a user short of locked memory for its
+ * io_uring buffers says so and stores all the same. Real daemon; the hogs
+ * run as other users (root only). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -287,5 +290,71 @@ Test(limits, half_frames_are_bounded_across_connections)
 	cr_expect(strstr(out, "limits.buffered_bytes"), "no reason given: %.300s", out);
 	cr_expect_eq(live_run(RINGLOG_CLI_PATH " status >/dev/null 2>&1", NULL, 0), 0);
 	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
+/* A daemon started by hand as a user has that user's RLIMIT_MEMLOCK, under
+ * the 16 MiB its io_uring backend registers for the chunk buffers (the
+ * unit's LimitMEMLOCK= covers them): it raises its soft limit as far as
+ * the hard one goes, says in its log why the buffers are not registered,
+ * naming the limit, and stores every event all the same. */
+Test(limits, a_user_daemon_short_of_locked_memory_says_so_and_stores_all)
+{
+	struct live e;
+	char log[1 << 15], line[256], limits[64];
+	struct rlimit want = { 4u << 20, 8u << 20 }, got = { 0, 0 };
+	const char *prog[] = { FLUSHER_PATH, NULL };
+	char out[4096];
+	pid_t d;
+	FILE *f;
+
+	start(&e, "{ }");
+	chmod(e.dir, 0777); /* the daemon's user makes its store and socket here */
+	d = fork();
+	cr_assert(d >= 0);
+	if (d == 0) {
+		int fd = open(e.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+		char cfg[400];
+
+		snprintf(cfg, sizeof(cfg), "%s/limits.json", e.dir);
+		if (fd < 0 || dup2(fd, 2) < 0 || setrlimit(RLIMIT_MEMLOCK, &want) < 0 ||
+		    setgroups(0, NULL) < 0 || setgid(writers_gid()) < 0 || setuid(40006) < 0)
+			_exit(126);
+		execl(RINGLOGD_PATH, "ringlogd", "--config", cfg, "--storage", e.store, "--socket",
+		      e.sock, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && access(e.sock, F_OK) != 0; i++)
+		sleep_ms(25);
+	sleep_ms(200);
+	snprintf(limits, sizeof(limits), "/proc/%d/limits", (int)d);
+	if ((f = fopen(limits, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Max locked memory %lu %lu", &got.rlim_cur, &got.rlim_max) == 2)
+				break;
+		fclose(f);
+	}
+	snprintf(out, sizeof(out), "cat '%s'", e.log);
+	live_run(out, log, sizeof(log));
+	if (!strstr(log, "(io_uring)")) {
+		kill(d, SIGKILL);
+		waitpid(d, NULL, 0);
+		live_cleanup(&e);
+		cr_skip_test("io_uring is not the write backend here: %.300s", log);
+	}
+	cr_expect_eq(got.rlim_cur, 8u << 20, "the soft limit was not raised to the hard one: %lu",
+		     (unsigned long)got.rlim_cur);
+	cr_expect(strstr(log, "chunk buffers not registered") && strstr(log, "RLIMIT_MEMLOCK"),
+		  "the log does not say why: %s", log);
+	cr_expect_eq(run_as(40007, prog, out, sizeof(out), "emit 1000\nflush 5000\n"), 0);
+	cr_expect(strstr(out, "flush 0 unstored 0"), "a program's events: %s", out);
+	kill(d, SIGTERM);
+	cr_assert_eq(waitpid(d, NULL, 0), d);
+	{
+		struct live_read rd = { 0 };
+
+		live_read_store(e.store, &rd);
+		cr_expect_eq(rd.events, 1000);
+	}
 	live_cleanup(&e);
 }

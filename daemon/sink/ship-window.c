@@ -192,7 +192,7 @@ static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsign
 
 /* Publish the current chunk's message, compressed as ship.compress says,
  * cut into fragments of at most limit bytes when it is larger (the
- * server's max_payload: 1 MiB by default, and a chunk may be 1 MiB before
+ * server's max_payload: 1 MiB by default, and a chunk may be 2 MiB before
  * its header and descriptions). 0, or -errno (the window is marked
  * failed). */
 int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct uring_req {
@@ -171,6 +172,25 @@ static int uring_sync(struct io *io, int fd, io_done_fn done, void *arg)
 	return submit(u, sqe, r);
 }
 
+/* Registered buffers are counted against RLIMIT_MEMLOCK unless the daemon
+ * has CAP_IPC_LOCK: the unit's LimitMEMLOCK= (64M) covers them, but a
+ * daemon started by hand as a user has the system's default, 8 MiB on
+ * Debian, below the chunk buffers' 16 MiB. Its soft limit is raised as far
+ * as the hard one allows (never lowered); what still does not fit is
+ * refused by the kernel, the caller says so, and each write pins its
+ * buffer instead (segment.c: memlock_hint()). */
+static void memlock_room(size_t need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= need || rl.rlim_max <= rl.rlim_cur)
+		return;
+	/* the hard limit: the memory this user has locked already counts too */
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
 static int uring_register_buffers(struct io *io, void *const *bufs, size_t len, unsigned n)
 {
 	struct io_uring_be *u = (struct io_uring_be *)io;
@@ -181,7 +201,7 @@ static int uring_register_buffers(struct io *io, void *const *bufs, size_t len, 
 		return -E2BIG;
 	for (unsigned i = 0; i < n; i++)
 		iov[i] = (struct iovec){ bufs[i], len };
-	/* Counted against RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit). */
+	memlock_room((size_t)n * len);
 	err = io_uring_register_buffers(&u->ring, iov, n);
 	if (err < 0)
 		return err;
