@@ -541,14 +541,17 @@ int main(int argc, char **argv)
 	    "(1 and 10 writers), 4 MiB (100) and 512 KiB (1,000), "
 	    "a `ringlog tail` attached throughout. The daemon's CPU (utime + stime, 10 ms "
 	    "ticks) is counted from the writers' start to 200 ms after "
-	    "their last thread ended (\"whole run\": ~2 ns per event of resolution), which "
+	    "their last thread ended (\"whole run\": ~%.1f ns per event of resolution), which "
 	    "includes mapping each thread's ring and releasing it; and in the steady state, "
 	    "from 1 s after the start to 1 s before the end (the events of the window: "
-	    "the total rate x its length; ~3 ns of resolution). \"x 1 writer\": the figure over the "
+	    "the total rate x its length; ~%.1f ns of resolution). \"x 1 writer\": the figure over the "
 	    "1-writer figure (goal: each <= 2). Writers emit in bursts (10 ms worth, at least "
 	    "50 events) and sleep in between; a burst's first call runs on caches other threads "
 	    "filled meanwhile (TLS, the ring's lines and page-table entries), which is what "
-	    "raises the p99 as the bursts shrink: shown apart.\n\n", PROBE_EVERY, seconds);
+	    "raises the p99 as the bursts shrink: shown apart.\n\n", PROBE_EVERY, seconds,
+	    /* a 10 ms tick over the events of the run, and of the window */
+	    1e7 / (TOTAL_RATE * seconds),
+	    1e7 / (TOTAL_RATE * (seconds >= 4 ? seconds - 2 : seconds / 2)));
 	bu_out("| writers (processes) | daemon CPU per event, whole run (ns) | x 1 writer | "
 	    "steady state (ns) | x 1 writer | emit p99 (ns) | x 1 writer | emit p99 after a burst's first call (ns) | a burst's first call p50 (ns) | "
 	    "emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
