@@ -309,6 +309,13 @@ static uint64_t *read_samples(int procs, size_t *n)
 	return all;
 }
 
+/* The steady state leaves out this much at each end of a case: ring
+ * mapping at the start, releases at the end. */
+static double steady_edge(double seconds)
+{
+	return seconds >= 4 ? 1 : seconds / 4;
+}
+
 static void run_case(int writers, int procs, double seconds, struct result *r)
 {
 	struct collector *c = &collector_ringlog;
@@ -355,7 +362,7 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	 * events of the window are rate x its length. */
 	{
 		/* (--quick's 2 s: a quarter at each end) */
-		double edge = seconds >= 4 ? 1 : seconds / 4;
+		double edge = steady_edge(seconds);
 
 		usleep((useconds_t)(edge * 1e6));
 		s0 = c->cpu_ns(c);
@@ -551,7 +558,7 @@ int main(int argc, char **argv)
 	    "raises the p99 as the bursts shrink: shown apart.\n\n", PROBE_EVERY, seconds,
 	    /* a 10 ms tick over the events of the run, and of the window */
 	    1e7 / (TOTAL_RATE * seconds),
-	    1e7 / (TOTAL_RATE * (seconds >= 4 ? seconds - 2 : seconds / 2)));
+	    1e7 / (TOTAL_RATE * (seconds - 2 * steady_edge(seconds))));
 	bu_out("| writers (processes) | daemon CPU per event, whole run (ns) | x 1 writer | "
 	    "steady state (ns) | x 1 writer | emit p99 (ns) | x 1 writer | emit p99 after a burst's first call (ns) | a burst's first call p50 (ns) | "
 	    "emit -> tail p50 / p99 (ms) | x 1 writer | stored / emitted |\n");
