@@ -273,6 +273,7 @@ static pid_t spawn_writer(int threads, double rate, double seconds, const char *
 struct result {
 	int writers, procs;
 	double cpu_ns_per_ev, cpu_steady, emit_p99, warm_p99, cold_p50, tail_p99, tail_p50;
+	double passes, visits, bells; /* per second, in the steady state */
 	uint64_t stored, emitted;
 	size_t probes;
 };
@@ -316,6 +317,35 @@ static double steady_edge(double seconds)
 	return seconds >= 4 ? 1 : seconds / 4;
 }
 
+/* The drain's own counters (`ringlog status --json`: drain.passes,
+ * .visits, .bells), which say what the daemon's CPU went on. */
+struct drain_counts {
+	uint64_t passes, visits, bells;
+};
+
+static void drain_counts(struct drain_counts *k)
+{
+	char cmd[900], buf[1 << 16];
+	size_t n;
+	FILE *f;
+	const char *p;
+
+	memset(k, 0, sizeof(*k));
+	snprintf(cmd, sizeof(cmd), "%s status --json --socket %s 2>/dev/null", cli,
+		 collector_ringlog_socket());
+	if (!(f = popen(cmd, "r")))
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	pclose(f);
+	buf[n] = 0;
+	if ((p = strstr(buf, "\"passes\":")))
+		k->passes = strtoull(p + 9, NULL, 10);
+	if ((p = strstr(buf, "\"visits\":")))
+		k->visits = strtoull(p + 9, NULL, 10);
+	if ((p = strstr(buf, "\"bells\":")))
+		k->bells = strtoull(p + 8, NULL, 10);
+}
+
 static void run_case(int writers, int procs, double seconds, struct result *r)
 {
 	struct collector *c = &collector_ringlog;
@@ -324,6 +354,7 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	double rate = TOTAL_RATE / writers;
 	pid_t kids[128];
 	uint64_t c0, c1, s0, s1, m0, m1, bytes, *all;
+	struct drain_counts k0, k1;
 	size_t n;
 	char cmd[900], fds[64];
 	int done[2], go[2];
@@ -365,12 +396,17 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 		double edge = steady_edge(seconds);
 
 		usleep((useconds_t)(edge * 1e6));
+		drain_counts(&k0);
 		s0 = c->cpu_ns(c);
 		m0 = mono_ns();
 		usleep((useconds_t)((seconds - 2 * edge) * 1e6));
 	}
 	s1 = c->cpu_ns(c);
 	m1 = mono_ns();
+	drain_counts(&k1);
+	r->passes = (double)(k1.passes - k0.passes) / ((double)(m1 - m0) / 1e9);
+	r->visits = (double)(k1.visits - k0.visits) / ((double)(m1 - m0) / 1e9);
+	r->bells = (double)(k1.bells - k0.bells) / ((double)(m1 - m0) / 1e9);
 	r->cpu_steady = (double)(s1 - s0) / ((double)(m1 - m0) / 1e9 * TOTAL_RATE);
 	/* EOF once every writer thread has ended; then the daemon drains
 	 * their last bursts and the tail prints them. The figure stops there:
@@ -575,6 +611,19 @@ int main(int argc, char **argv)
 		    r[i].tail_p50, r[i].tail_p99,
 		    r[0].tail_p99 > 0 ? r[i].tail_p99 / r[0].tail_p99 : 0,
 		    (unsigned long long)r[i].stored, (unsigned long long)r[i].emitted);
+	}
+	bu_out("\nWhat the drain did in the steady state (`ringlog status`: drain passes, ring "
+	    "visits, bells rung; per second), against the writers' bursts:\n\n"
+	    "| writers | bursts/s | passes/s | visits/s | visits per burst | bells/s |\n"
+	    "|---|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < 4; i++) {
+		double per = TOTAL_RATE / (r[i].writers ? r[i].writers : 1);
+		double bursts = TOTAL_RATE / (per / 100 < 50 ? 50 : per / 100);
+
+		if (!r[i].writers)
+			continue;
+		bu_out("| %d | %.0f | %.0f | %.0f | %.2f | %.0f |\n", r[i].writers, bursts,
+		    r[i].passes, r[i].visits, r[i].visits / bursts, r[i].bells);
 	}
 	/* For the plot of the figures over the 1-writer ones (bench.sh) */
 	if (out_dir && !only) {

@@ -32,6 +32,11 @@ static uint64_t rdtsc(void)
 static uint64_t rdtsc(void) { return 0; }
 #endif
 
+uint64_t clock_stream_now(uint32_t stream_clock)
+{
+	return stream_clock & RINGLOG_RING_CLOCK_TSC ? rdtsc() : d_now(CLOCK_MONOTONIC);
+}
+
 /* A (tsc, mono) pair taken as close together as we can: the tightest of a
  * few tries. */
 static void sample(uint64_t *tsc, uint64_t *mono, uint64_t *real)

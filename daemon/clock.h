@@ -21,6 +21,10 @@ uint64_t d_now(int clock_id);
 void clock_calibrate_start(struct d_clock *k);
 /* Measure again over the whole time since start (each new segment). */
 void clock_refresh(struct d_clock *k);
+/* Now in a stream's own clock (stream_clock: RINGLOG_RING_CLOCK_TSC or 0,
+ * monotonic ns), as its writer reads it; 0 where this build cannot read
+ * it (TSC ticks off x86-64). */
+uint64_t clock_stream_now(uint32_t stream_clock);
 /* A stream's raw timestamp (TSC or monotonic, stream_clock) as wall ns. */
 uint64_t clock_real_ns(const struct d_clock *k, uint32_t stream_clock, uint64_t ts);
 

@@ -626,6 +626,79 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	live_cleanup(&e);
 }
 
+/* A ring goes back to sleep right after the visit that emptied it when
+ * its newest event is two bell gaps old (pace.h: pace_bell_quiet_ts()),
+ * not after 6 ms of visits finding nothing: 8 threads emit bursts of 100
+ * events 50 ms apart with a tail attached (a pass every 2 ms at most).
+ * The rule before took ~4 visits a burst here (7.7 with 1,000 writers in
+ * bench-scale), this one under 3; and with the sweep put off for a minute
+ * every event still reaches the tail, brought by bells alone, and the
+ * store. */
+Test(daemon, a_ring_emptied_of_a_burst_sleeps_at_once_and_loses_nothing)
+{
+	const int threads = 8, bursts = 20, per_burst = 100;
+	struct live e;
+	char out[400], tail_out[400], events[32], pause[32];
+	uint64_t v0, v1, b0, b1;
+	long got = -1, want = threads * bursts * per_burst;
+	pid_t d, w, tail;
+	double per;
+
+	live_init(&e);
+	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
+	d = live_daemon(&e, NULL);
+	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
+	snprintf(out, sizeof(out), "%s/w.out", e.dir);
+	snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
+	{
+		const char *argv[] = { RINGLOG_CLI_PATH, "tail", "--json", NULL };
+
+		tail = live_spawn(argv, NULL, tail_out);
+	}
+	live_wait_tail_attached(0);
+	v0 = drain_count("visits");
+	b0 = drain_count("bells");
+	snprintf(events, sizeof(events), "%d", bursts * per_burst);
+	snprintf(pause, sizeof(pause), "%d", 50000);
+	{
+		const char *argv[] = { EMITTER_PATH, "8", events, "--wait-daemon", "10", "--pause-us",
+				       pause, "--hold", "30", NULL };
+
+		w = live_spawn(argv, NULL, out);
+	}
+	for (int i = 0; i < 400; i++) {
+		got = lines_of(tail_out);
+		if (got >= want)
+			break;
+		sleep_ms(50);
+	}
+	cr_expect_eq(got, want, "%ld events at the tail, %ld emitted: a ring slept with events "
+		     "in it, and no bell brought them", got, want);
+	v1 = drain_count("visits");
+	b1 = drain_count("bells");
+	per = (double)(v1 - v0) / (threads * bursts);
+	cr_expect_lt(per, 3.0, "%.2f visits a burst (%llu visits, %llu bells, %d bursts): rings "
+		     "stay awake after their burst is drained", per,
+		     (unsigned long long)(v1 - v0), (unsigned long long)(b1 - b0), threads * bursts);
+	cr_expect_geq(b1 - b0, (uint64_t)(threads * bursts) / 2, "%llu bells for %d bursts",
+		      (unsigned long long)(b1 - b0), threads * bursts);
+	fprintf(stderr, "daemon: %.2f visits a burst, %llu bells for %d bursts, all %ld events "
+		"at the tail\n", per, (unsigned long long)(b1 - b0), threads * bursts, got);
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	kill(tail, SIGTERM);
+	waitpid(tail, NULL, 0);
+	live_daemon_stop(d);
+	{
+		struct live_read rd = { 0 };
+
+		live_read_store(e.store, &rd);
+		cr_expect_eq(rd.events, (uint64_t)want, "%llu events stored",
+			     (unsigned long long)rd.events);
+	}
+	live_cleanup(&e);
+}
+
 /* Bells across a restart: a program outlives a ringlogd killed with
  * SIGKILL, reconnects to the next one and sends its bell page again on
  * the new connection (client/connect.c), so its ring, silent between

@@ -7,40 +7,43 @@
 #include "ingest/pace.h"
 
 /* The waits after n passes that all found the same thing. */
-static uint64_t settle(uint64_t ms, int n, bool moved, uint64_t records, unsigned busy,
-		       unsigned fill, bool tail)
+static uint64_t settle(uint64_t ms, int n, bool moved, unsigned fill, bool tail)
 {
 	while (n--)
-		ms = pace_next_wait(ms, moved, records, busy, fill, tail, false);
+		ms = pace_next_wait(ms, moved, fill, tail, false);
 	return ms;
 }
 
-Test(pace, dense_flow_is_drained_every_millisecond)
+Test(pace, a_ring_filling_fast_is_drained_every_millisecond)
 {
-	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1000, 1, 0, false), DRAIN_BUSY_MS);
-	/* few records, but one ring near its threshold */
-	cr_expect_eq(settle(DRAIN_SPARSE_MAX_MS, 1, true, 4, 1, 1024 / 16, false), DRAIN_BUSY_MS);
+	/* one ring at 1/16 of its threshold in one wait */
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1024 / 16, false), DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_SPARSE_MAX_MS, 1, true, 1024, true), DRAIN_BUSY_MS);
+	/* and it stays there while it fills so: no wait doubles */
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 1024 / 16, false), DRAIN_BUSY_MS);
 }
 
-Test(pace, a_trickle_waits_longer_each_pass_up_to_its_cap)
+/* However many records: 1,000 writers' bursts are many records a pass,
+ * each ring far below its threshold. */
+Test(pace, rings_far_from_their_threshold_wait_longer_each_pass_up_to_its_cap)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 16, 1, 0, false), 2 * DRAIN_BUSY_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 1000 * 16, 1000, 10, false),
-		     DRAIN_SPARSE_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 0, false), 2 * DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 1024 / 16 - 1, false), 2 * DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 10, false), DRAIN_SPARSE_MAX_MS);
 }
 
 Test(pace, nothing_moving_backs_off_to_the_idle_cap)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, false, 0, 0, 0, false), DRAIN_IDLE_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 2, false, 0, 0, 0, false), 2 * DRAIN_IDLE_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, 0, false), DRAIN_IDLE_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, false, 0, false), DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 2, false, 0, false), 2 * DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, false), DRAIN_IDLE_MAX_MS);
 }
 
 Test(pace, a_tail_caps_every_wait)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, 0, true), DRAIN_TAIL_MAX_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 16, 1, 0, true), DRAIN_TAIL_MAX_MS);
-	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1000, 1, 0, true), DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1024 / 16, true), DRAIN_BUSY_MS);
 }
 
 Test(pace, an_idle_ring_is_visited_after_a_quarter_of_its_silence_up_to_a_cap)
@@ -69,8 +72,8 @@ Test(pace, with_a_tail_a_ring_active_in_the_last_second_is_visited_every_pass)
  * pass comes at once, whatever the flow. */
 Test(pace, rings_left_to_release_bring_the_next_pass_at_once)
 {
-	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, 0, 0, false, true), DRAIN_BUSY_MS);
-	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 4, 4, 0, true, true), DRAIN_BUSY_MS);
+	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, false, true), DRAIN_BUSY_MS);
+	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 0, true, true), DRAIN_BUSY_MS);
 }
 
 /* A ring with a bell (proto/bell.h) sleeps once it has had nothing for
@@ -89,4 +92,37 @@ Test(pace, a_ring_with_a_bell_sleeps_only_after_a_quiet_time_well_over_the_gap)
 		     "with a tail a missed bell costs at most %d ms", BELL_SWEEP_TAIL_MS);
 	cr_expect_eq(pace_bell_sweep(false), IDLE_VISIT_MAX_MS,
 		     "without, what an idle ring waits anyway");
+}
+
+/* A ring may sleep at once by its own timestamps (pace.h): when the
+ * newest event it gave us is two gaps old by a clock read before the
+ * visit, and the event that last rang its bell is among those drained. */
+Test(pace, a_ring_sleeps_at_once_when_its_last_event_is_two_gaps_old)
+{
+	uint64_t last = 5000000000ull, gap = RINGLOG_BELL_GAP;
+
+	cr_expect(pace_bell_quiet_ts(last + 2 * gap, last, last - 100));
+	cr_expect(pace_bell_quiet_ts(last + 2 * gap, last, last), "the ringing event was the last");
+	cr_expect(!pace_bell_quiet_ts(last + 2 * gap - 1, last, last - 100),
+		  "an event within the gap of the last one does not ring: look again");
+	cr_expect(!pace_bell_quiet_ts(last + gap, last, last - 100));
+	cr_expect(!pace_bell_quiet_ts(last + 3 * gap, last, last + gap),
+		  "the event that rang has not been drained yet (rung, not published)");
+	cr_expect(!pace_bell_quiet_ts(last + 3 * gap, 0, 0), "no event seen yet");
+	cr_expect(!pace_bell_quiet_ts(0, last, last - 100), "a clock this build cannot read");
+	cr_expect(!pace_bell_quiet_ts(last - 1, last, last - 100),
+		  "a timestamp ahead of the clock (a writer's lie) keeps its ring awake");
+}
+
+Test(pace, a_bell_s_full_timestamp_is_the_latest_with_its_low_half)
+{
+	uint64_t now = 0x1234567890ull;
+
+	cr_expect_eq(pace_bell_ts(now, (uint32_t)now), now);
+	cr_expect_eq(pace_bell_ts(now, (uint32_t)(now - 5)), now - 5);
+	cr_expect_eq(pace_bell_ts(now, (uint32_t)(now - 0xffffffffull)), now - 0xffffffffull);
+	cr_expect_eq(pace_bell_ts(now, (uint32_t)(now + 1)), now + 1 - (1ull << 32),
+		     "a low half ahead of now's is from the lap before");
+	cr_expect_eq(pace_bell_ts(0x90ull, 0xffffff00u), 0x90ull - 0x190ull,
+		     "near zero it wraps, so the ring stays awake (ts > last_ts)");
 }

@@ -39,7 +39,18 @@ struct drain_ctx {
 	bool memory;                     /* e is memory-only (memory_only()):
 	                                  * enablement changes between passes */
 	uint64_t stored;                 /* records of e not yet counted */
+	uint64_t last_ts;                /* the newest event's timestamp */
 };
+
+/* An event's timestamp: the first word of its payload (proto/event.h),
+ * which the checks before have found there. */
+static uint64_t event_ts(const uint8_t *payload)
+{
+	uint64_t ts;
+
+	memcpy(&ts, payload, sizeof(ts));
+	return ts;
+}
 
 /* Enabled only by a memory-only sink (flight_level): handed to the sinks,
  * never written, not counted as stored. */
@@ -78,6 +89,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			x->why = "event payload shorter than its fields";
 			return -EBADMSG;
 		}
+		x->last_ts = event_ts(payload);
 		if (x->memory)
 			return store_pass(x->st, r, type, aux, payload, len, x->e);
 		/* STORE_FULL: no room now, the record stays in the ring */
@@ -111,6 +123,7 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 		else if ((err = store_event(x->st, r, type, aux, payload, len, e)) != 0)
 			return err;
 		count_flush(x);
+		x->last_ts = event_ts(payload);
 		x->key = (uint32_t)type << 16 | aux;
 		x->need = head + e->min_len;
 		x->e = e;
@@ -172,6 +185,7 @@ static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payloa
 	k->rec_end += total;
 	if (x->memory) {
 		store_pass_run(x->st, x->r, type, aux, payload + total, len, n - 1, x->e);
+		x->last_ts = event_ts(payload + (n - 1) * total);
 		return n;
 	}
 	took = store_event_run(x->st, x->r, type, aux, payload + total, len, n - 1, x->e);
@@ -181,6 +195,7 @@ static long on_run(void *arg, uint16_t type, uint16_t aux, const uint8_t *payloa
 	if (took < 0)
 		took = 0;
 	x->stored += (uint64_t)took;
+	x->last_ts = event_ts(payload + (size_t)took * total);
 	return 1 + took;
 }
 
@@ -233,18 +248,29 @@ static bool finish(struct daemon *d, struct ring *r)
 	return true;
 }
 
+/* A ring with a bell may sleep while its writer lives; a writer gone has
+ * its rings drained to the end on the timer, as before bells. */
+static bool may_sleep(const struct ring *r)
+{
+	return bell_works(r->c, r) && !r->c->gone;
+}
+
 /* One pass over a live ring: its records into the store, then what the
  * pass found (a corrupt ring, a ring nobody writes any more) and its space
- * back (store_give_back()). Returns the bytes moved; *records: what
- * ringlog_cons_drain() returned (records delivered, or an error). */
-static uint64_t pass(struct daemon *d, struct ring *r, long *records)
+ * back (store_give_back()). Returns the bytes moved; *clock: for a ring
+ * that may sleep, its clock before the pass read the producer's position
+ * (pace_bell_quiet_ts()), else 0. */
+static uint64_t pass(struct daemon *d, struct ring *r, uint64_t *clock)
 {
 	struct drain_ctx x = { .d = d, .st = d->st, .r = r };
 	uint64_t before = r->cons.pos;
-	long n = ringlog_cons_drain_runs(&r->cons, r->cons.size, on_record, on_run, &x);
+	long n;
 
+	*clock = may_sleep(r) ? clock_stream_now(r->clock) : 0;
+	n = ringlog_cons_drain_runs(&r->cons, r->cons.size, on_record, on_run, &x);
 	count_flush(&x);
-	*records = n;
+	if (x.last_ts)
+		r->last_ev_ts = x.last_ts;
 	store_events_end(d->st); /* before anything else writes to the chunk */
 	if (n == -EBADMSG)
 		detach_corrupt(d, r, x.why ? x.why : r->cons.why);
@@ -284,13 +310,6 @@ static void retire(struct daemon *d, struct ring *r, unsigned *releases)
 	}
 }
 
-/* A ring with a bell may sleep while its writer lives; a writer gone has
- * its rings drained to the end on the timer, as before bells. */
-static bool may_sleep(const struct ring *r)
-{
-	return bell_works(r->c, r) && !r->c->gone;
-}
-
 /* From its last data to its last visit (0 when the data's time, read
  * after the pass's start, is the later). */
 static uint64_t idle_ms(const struct ring *r)
@@ -316,17 +335,22 @@ static bool skip_idle(struct daemon *d, struct ring *r, uint64_t now, bool sweep
  * to reach a ring, and the producer's gap is counted from its last event,
  * which that visit found: a quiet time counted from the pass's start
  * could end less than the gap after it (proto/bell.h). */
-static void visited(struct ring *r, uint64_t now, bool had_data)
+static void visited(struct ring *r, uint64_t now, bool had_data, uint64_t clock)
 {
 	bool sleeper = may_sleep(r);
+	bool quiet = false;
 
 	r->last_visit_ms = now;
 	if (had_data || r->bell_rung || !r->last_data_ms)
 		r->last_data_ms = sleeper ? (uv_hrtime() + 999999) / 1000000 : now;
 	r->bell_rung = false;
+	/* or at once, by the ring's own timestamps (pace.h) */
+	if (sleeper && clock)
+		quiet = pace_bell_quiet_ts(clock, r->last_ev_ts,
+					   pace_bell_ts(clock, r->c->bell_seen[r->bell_slot - 1]));
 	/* Not with records left in it (a store with no room took none):
 	 * those would wait for a sweep. */
-	if (sleeper && !r->dead && !r->finishing && pace_bell_sleeps(idle_ms(r)) &&
+	if (sleeper && !r->dead && !r->finishing && (quiet || pace_bell_sleeps(idle_ms(r))) &&
 	    ringlog_cons_pending(&r->cons) == 0)
 		bell_sleep(r);
 	else
@@ -340,15 +364,14 @@ static uint64_t bell_sweep(const struct daemon *d)
 }
 
 struct pass_sum {
-	uint64_t moved, records;
-	unsigned busy, fill, releases;
+	uint64_t moved;
+	unsigned fill, releases;
 };
 
 /* One ring, in a pass: retire it, skip it, or drain it. */
 static void visit(struct daemon *d, struct ring *r, uint64_t now, bool sweep, struct pass_sum *s)
 {
-	uint64_t got;
-	long n;
+	uint64_t got, clock;
 
 	if (r->dead || r->finishing) {
 		retire(d, r, &s->releases); /* may free r */
@@ -357,29 +380,42 @@ static void visit(struct daemon *d, struct ring *r, uint64_t now, bool sweep, st
 	if (skip_idle(d, r, now, sweep))
 		return;
 	d->drain_visits++;
-	got = pass(d, r, &n);
+	got = pass(d, r, &clock);
 	if (got) {
 		uint64_t f = got * 2048 / r->cons.size;
 
 		s->moved += got;
-		s->records += n > 0 ? (uint64_t)n : 0;
-		s->busy++;
 		if (f > s->fill)
 			s->fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
 	}
-	visited(r, now, got != 0);
+	visited(r, now, got != 0, clock);
 }
 
-/* One pass over every ring. *records and *busy (rings that had data) and
- * *fill (the most any ring held, in 1/1024 of its wake-up threshold) tell
- * the timer how dense the flow is.
+/* Rings of a pass's list are pipelined: while one is visited, the lines
+ * the next one's visit reads first are asked for (its header and first
+ * records: ringlog_cons_prefetch()), and the one after that's own state.
+ * With 1,000 writers in bursts, a visit was mostly waiting on those
+ * misses one after another (ringlog_cons_drain_runs(): the load of
+ * prod_pos, then of the first record; visit(): the ring's state). */
+static void ahead(const struct ring *next, const struct ring *after)
+{
+	if (!next)
+		return;
+	if (after)
+		__builtin_prefetch(after);
+	if (next->mem && !next->dead)
+		ringlog_cons_prefetch(&next->cons);
+}
+
+/* One pass over every ring. *fill (the most any ring held, in 1/1024 of
+ * its wake-up threshold) tells the timer how fast rings fill.
  *
  * A writer with a bell page costs what its awake rings and its bells do:
  * the pass reads its page (one line for 16 rings) and visits the rings on
  * c->awake, those that rang included. Its sleeping rings are visited by a
  * sweep every pace_bell_sweep() ms, or when a pass visits all; a writer
  * gone has every ring visited as before. */
-static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, unsigned *fill)
+static uint64_t drain_pass(struct daemon *d, unsigned *fill)
 {
 	uint64_t now = uv_now(d->loop);
 	struct pass_sum s = { .releases = RELEASE_PER_PASS };
@@ -405,6 +441,7 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 				/* visit() may free r (not c: it lives) */
 				for (struct ring *r = c->awake, *rn; r; r = rn) {
 					rn = r->aw_next;
+					ahead(rn, rn ? rn->aw_next : NULL);
 					visit(d, r, now, false, &s);
 				}
 				continue;
@@ -414,11 +451,10 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 		}
 		for (struct ring *r = c->rings, *rn; r; r = rn) {
 			rn = r->next; /* visit() may free r */
+			ahead(rn, rn ? rn->next : NULL);
 			visit(d, r, now, sweep, &s);
 		}
 	}
-	*records += s.records;
-	*busy += s.busy;
 	if (s.fill > *fill)
 		*fill = s.fill;
 	if (d->drain_seal) {
@@ -432,11 +468,11 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *busy, 
 
 uint64_t drain_all(struct daemon *d)
 {
-	uint64_t records = 0, moved;
-	unsigned busy = 0, fill = 0;
+	uint64_t moved;
+	unsigned fill = 0;
 
 	d->drain_visit_all = true;
-	moved = drain_pass(d, &records, &busy, &fill);
+	moved = drain_pass(d, &fill);
 	d->drain_visit_all = false;
 	/* rings left to release go on the timer's passes, from now (it may
 	 * be waiting up to DRAIN_IDLE_MAX_MS) */
@@ -451,26 +487,25 @@ uint64_t drain_all(struct daemon *d)
  * system call. Not a spin: on two cores the loop would take the CPU from
  * the kernel's write workers, whose completions are what give ring space
  * back. */
-static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned busy,
-			  unsigned fill)
+static uint64_t next_wait(struct daemon *d, uint64_t moved, unsigned fill)
 {
-	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, records, busy, fill,
-						 d->ntails != 0, d->drain_release_left);
+	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, fill, d->ntails != 0,
+						 d->drain_release_left);
 }
 
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
-	uint64_t records = 0, moved;
-	unsigned busy = 0, fill = 0;
+	uint64_t moved;
+	unsigned fill = 0;
 
 	/* woken by a producer past its high-water mark: which ring is not
 	 * known, so every ring is looked at */
 	d->drain_visit_all = d->drain_woken;
 	d->drain_woken = false;
-	moved = drain_pass(d, &records, &busy, &fill);
+	moved = drain_pass(d, &fill);
 	d->drain_visit_all = false;
-	uv_timer_start(t, on_drain_timer, next_wait(d, moved, records, busy, fill), 0);
+	uv_timer_start(t, on_drain_timer, next_wait(d, moved, fill), 0);
 }
 
 void drain_woken(struct daemon *d, uint64_t n)

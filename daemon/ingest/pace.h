@@ -15,29 +15,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DRAIN_BUSY_MS 1       /* data flowing densely */
-#define DRAIN_SPARSE_MAX_MS 8 /* data trickling: a few records per ring */
+#include "bell.h"
+
+#define DRAIN_BUSY_MS 1       /* a ring filling fast */
+#define DRAIN_SPARSE_MAX_MS 8 /* every ring far from its threshold */
 #define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
 #define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
 #define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
-/* A pass that found at most this many records per ring with data is
- * sparse: its cost is the visits, so the next one may wait longer. */
-#define DRAIN_SPARSE_RECORDS 16
 
-/* The next wait, from what the last pass found (prev_ms: the last wait):
- *   - dense flow: DRAIN_BUSY_MS;
- *   - a trickle (at most DRAIN_SPARSE_RECORDS records per ring with data,
- *     every ring below 1/16 of its wake-up threshold: fill is in 1/1024 of
- *     it): twice the last wait, up to DRAIN_SPARSE_MAX_MS, so that 1,000
- *     writers of 1,000 events/s each cost visits of a dozen records, not
- *     of one;
+/* The next wait, from what the last pass found (prev_ms: the last wait;
+ * fill: the most any ring had taken since its last visit, in 1/1024 of
+ * its wake-up threshold):
+ *   - a ring at 1/16 of its threshold or more: DRAIN_BUSY_MS;
+ *   - data, but every ring below that: twice the last wait, up to
+ *     DRAIN_SPARSE_MAX_MS. The rings have room for it (a doubled wait
+ *     fills them to at most 1/8), and each visit then takes more records
+ *     for the same fixed cost. How many records a pass found does not
+ *     count: 1,000 writers of a 50-event burst every 50 ms had every pass
+ *     called dense and made every millisecond, for visits of one burst
+ *     each all the same (bench-scale);
  *   - nothing moved: DRAIN_IDLE_MS, then twice that each empty pass up to
  *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
  *     many there are;
  * and never over DRAIN_TAIL_MAX_MS while a tail is attached. With a
- * backlog (finished rings a pass left to release: drain.c), DRAIN_BUSY_MS. */
-static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, uint64_t records,
-				      unsigned busy, unsigned fill, bool tail, bool backlog)
+ * backlog (finished rings a pass left to release: drain.c), DRAIN_BUSY_MS.
+ * A burst past a ring's threshold wakes the daemon whatever the wait. */
+static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, unsigned fill, bool tail,
+				      bool backlog)
 {
 	uint64_t ms;
 
@@ -46,7 +50,7 @@ static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, uint64_t rec
 	else if (!moved)
 		ms = prev_ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS
 		     : prev_ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : prev_ms * 2;
-	else if (records <= (uint64_t)busy * DRAIN_SPARSE_RECORDS && fill < 1024 / 16)
+	else if (fill < 1024 / 16)
 		ms = prev_ms * 2 > DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : prev_ms * 2;
 	else
 		ms = DRAIN_BUSY_MS;
@@ -103,6 +107,44 @@ static inline uint64_t pace_idle_wait(uint64_t idle_ms, bool tail)
 static inline bool pace_bell_sleeps(uint64_t idle_ms)
 {
 	return idle_ms >= BELL_QUIET_MS;
+}
+
+/* A ring may also sleep at once, by its own timestamps, when the visit
+ * that emptied it shows its writer silent for twice the gap: with 1,000
+ * writers emitting a burst every 50 ms, waiting BELL_QUIET_MS kept each
+ * ring awake for 6 passes of nothing after its burst (7.7 visits a burst,
+ * 150,000 a second: most of the daemon's CPU, bench-scale).
+ *
+ * now: the ring's clock, read before the visit read the producer's
+ * position; last_ts: the newest event the ring has given us; bell_ts: the
+ * event that last rang its bell (pace_bell_ts()). The writer's next event
+ * rings unless it is within the gap of the one before it (proto/bell.h).
+ * So the rule holds when:
+ *   - the ringing event was drained (bell_ts <= last_ts): one rung before
+ *     the pass read the bell page but published after the visit's read
+ *     would otherwise never be looked at again;
+ *   - now >= last_ts + 2 x gap: an event the visit did not see either
+ *     rings, or was stamped before last_ts + gap and so was still
+ *     unpublished a whole gap after it was stamped (a thread preempted
+ *     mid-record); its thread's next event then rings (stamped after it
+ *     was published, so a gap or more after it). Only such an event that
+ *     is also its thread's last before a silence waits for a sweep, as
+ *     with BELL_QUIET_MS.
+ * A writer lying about its timestamps only delays its own events. */
+static inline bool pace_bell_quiet_ts(uint64_t now, uint64_t last_ts, uint64_t bell_ts)
+{
+	return now && last_ts && bell_ts <= last_ts && now > last_ts &&
+	       now - last_ts >= 2 * RINGLOG_BELL_GAP;
+}
+
+/* The full timestamp of the event that rang a bell, from the bell's value
+ * (its low half) and a clock read after the pass read it: the latest time
+ * before now with that low half. Exact for a bell rung within 2^32 ticks
+ * (1.6 s of a 2.6 GHz TSC) of now; an older one may come out later than
+ * it was, which only keeps its ring awake (pace_bell_quiet_ts()). */
+static inline uint64_t pace_bell_ts(uint64_t now, uint32_t bell)
+{
+	return now - (uint32_t)((uint32_t)now - bell);
 }
 
 static inline uint64_t pace_bell_sweep(bool tail)

@@ -65,6 +65,8 @@ struct ring {
 	 * off it, asleep until it rings or a sweep). */
 	uint32_t bell_slot;
 	bool bell_rung;
+	uint64_t last_ev_ts; /* the newest event drained, in the ring's clock
+	                      * (0: none yet): whether it may sleep at once */
 	struct ring *aw_next, **aw_pprev;
 	uint8_t exit_levels_done; /* levels whose exit loss is stored (overload.c) */
 };

@@ -180,7 +180,8 @@ const char ctl_obj_kind[] = "a memfd sealed against shrinking (F_SEAL_SHRINK)";
 /* Size of a sealed memfd, or -EPERM when it is not one we can trust: not
  * a memfd, or not sealed against shrinking (then the writer could shrink
  * it under our mapping and make us fault). */
-static long sealed_size(int fd)
+/* The memfd's size; *whole: every page of it is allocated already. */
+static long sealed_size(int fd, bool *whole)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -189,12 +190,15 @@ static long sealed_size(int fd)
 		return -EPERM;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return -EPERM;
+	*whole = (uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size;
 	return (long)st.st_size;
 }
 
 int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **mem, size_t *size)
 {
-	long n = sealed_size(fd);
+	bool whole = false;
+	long n = sealed_size(fd, &whole);
+	int populate = 0;
 	void *m;
 
 	(void)c;
@@ -204,7 +208,17 @@ int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **me
 		close(fd);
 		return n < 0 ? (int)n : -EFBIG;
 	}
-	m = mmap(NULL, (size_t)n, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	/* A ring (the one object mapped writable) whose pages all exist, as
+	 * libringlog's do (it maps them populated): its page tables are built
+	 * now, at registration, not in faults on the drain path as its pages
+	 * are first read (~5 us per 64 KiB of fault-around; with 1,000 writers
+	 * ~4 ns an event for as long as their rings had not wrapped once,
+	 * bench-scale). Never for one with holes: populating would allocate
+	 * them, in our name, for a writer that never wrote there. */
+	if (writable && whole)
+		populate = MAP_POPULATE;
+	m = mmap(NULL, (size_t)n, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+		 MAP_SHARED | populate, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return -errno;
