@@ -7,43 +7,45 @@
 #include "ingest/pace.h"
 
 /* The waits after n passes that all found the same thing. */
-static uint64_t settle(uint64_t ms, int n, bool moved, unsigned fill, bool tail)
+static uint64_t settle(uint64_t ms, int n, bool moved, uint64_t records, unsigned fill, bool tail)
 {
 	while (n--)
-		ms = pace_next_wait(ms, moved, fill, tail, false);
+		ms = pace_next_wait(ms, moved, records, fill, tail, false);
 	return ms;
 }
 
-Test(pace, a_ring_filling_fast_is_drained_every_millisecond)
+Test(pace, dense_flow_is_drained_every_millisecond)
 {
-	/* one ring at 1/16 of its threshold in one wait */
-	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1024 / 16, false), DRAIN_BUSY_MS);
-	cr_expect_eq(settle(DRAIN_SPARSE_MAX_MS, 1, true, 1024, true), DRAIN_BUSY_MS);
-	/* and it stays there while it fills so: no wait doubles */
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 1024 / 16, false), DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, DRAIN_DENSE_RECORDS, 0, false), DRAIN_BUSY_MS);
+	/* few records, but one ring at 1/16 of its threshold in one wait */
+	cr_expect_eq(settle(DRAIN_SPARSE_MAX_MS, 1, true, 4, 1024 / 16, false), DRAIN_BUSY_MS);
+	/* and it stays there: no wait doubles */
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 100000, 1, false), DRAIN_BUSY_MS);
 }
 
-/* However many records: 1,000 writers' bursts are many records a pass,
- * each ring far below its threshold. */
-Test(pace, rings_far_from_their_threshold_wait_longer_each_pass_up_to_its_cap)
+/* However many rings the records come from: 1,000 writers' bursts of 50
+ * are ~1,000 records a millisecond, 50 a ring, each far from its
+ * threshold. */
+Test(pace, a_trickle_or_small_bursts_wait_longer_each_pass_up_to_its_cap)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 0, false), 2 * DRAIN_BUSY_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 1024 / 16 - 1, false), 2 * DRAIN_BUSY_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 10, false), DRAIN_SPARSE_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, 16, 0, false), 2 * DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, true, DRAIN_DENSE_RECORDS - 1, 10, false),
+		     2 * DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 20 * 50, 10, false), DRAIN_SPARSE_MAX_MS);
 }
 
 Test(pace, nothing_moving_backs_off_to_the_idle_cap)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, false, 0, false), DRAIN_IDLE_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 2, false, 0, false), 2 * DRAIN_IDLE_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, false), DRAIN_IDLE_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 1, false, 0, 0, false), DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 2, false, 0, 0, false), 2 * DRAIN_IDLE_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, false), DRAIN_IDLE_MAX_MS);
 }
 
 Test(pace, a_tail_caps_every_wait)
 {
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, true), DRAIN_TAIL_MAX_MS);
-	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 0, true), DRAIN_TAIL_MAX_MS);
-	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, 1024 / 16, true), DRAIN_BUSY_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, false, 0, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_BUSY_MS, 20, true, 16, 0, true), DRAIN_TAIL_MAX_MS);
+	cr_expect_eq(settle(DRAIN_IDLE_MAX_MS, 1, true, DRAIN_DENSE_RECORDS, 0, true), DRAIN_BUSY_MS);
 }
 
 Test(pace, an_idle_ring_is_visited_after_a_quarter_of_its_silence_up_to_a_cap)
@@ -72,8 +74,8 @@ Test(pace, with_a_tail_a_ring_active_in_the_last_second_is_visited_every_pass)
  * pass comes at once, whatever the flow. */
 Test(pace, rings_left_to_release_bring_the_next_pass_at_once)
 {
-	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, false, true), DRAIN_BUSY_MS);
-	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 0, true, true), DRAIN_BUSY_MS);
+	cr_expect_eq(pace_next_wait(DRAIN_IDLE_MAX_MS, false, 0, 0, false, true), DRAIN_BUSY_MS);
+	cr_expect_eq(pace_next_wait(DRAIN_SPARSE_MAX_MS, true, 4, 0, true, true), DRAIN_BUSY_MS);
 }
 
 /* A ring with a bell (proto/bell.h) sleeps once it has had nothing for

@@ -257,10 +257,11 @@ static bool may_sleep(const struct ring *r)
 
 /* One pass over a live ring: its records into the store, then what the
  * pass found (a corrupt ring, a ring nobody writes any more) and its space
- * back (store_give_back()). Returns the bytes moved; *clock: for a ring
+ * back (store_give_back()). Returns the bytes moved; *records: what
+ * ringlog_cons_drain() returned (records delivered, or an error); *clock: for a ring
  * that may sleep, its clock before the pass read the producer's position
  * (pace_bell_quiet_ts()), else 0. */
-static uint64_t pass(struct daemon *d, struct ring *r, uint64_t *clock)
+static uint64_t pass(struct daemon *d, struct ring *r, long *records, uint64_t *clock)
 {
 	struct drain_ctx x = { .d = d, .st = d->st, .r = r };
 	uint64_t before = r->cons.pos;
@@ -271,6 +272,7 @@ static uint64_t pass(struct daemon *d, struct ring *r, uint64_t *clock)
 	count_flush(&x);
 	if (x.last_ts)
 		r->last_ev_ts = x.last_ts;
+	*records = n;
 	store_events_end(d->st); /* before anything else writes to the chunk */
 	if (n == -EBADMSG)
 		detach_corrupt(d, r, x.why ? x.why : r->cons.why);
@@ -364,7 +366,7 @@ static uint64_t bell_sweep(const struct daemon *d)
 }
 
 struct pass_sum {
-	uint64_t moved;
+	uint64_t moved, records;
 	unsigned fill, releases;
 };
 
@@ -372,6 +374,7 @@ struct pass_sum {
 static void visit(struct daemon *d, struct ring *r, uint64_t now, bool sweep, struct pass_sum *s)
 {
 	uint64_t got, clock;
+	long n;
 
 	if (r->dead || r->finishing) {
 		retire(d, r, &s->releases); /* may free r */
@@ -380,11 +383,12 @@ static void visit(struct daemon *d, struct ring *r, uint64_t now, bool sweep, st
 	if (skip_idle(d, r, now, sweep))
 		return;
 	d->drain_visits++;
-	got = pass(d, r, &clock);
+	got = pass(d, r, &n, &clock);
 	if (got) {
 		uint64_t f = got * 2048 / r->cons.size;
 
 		s->moved += got;
+		s->records += n > 0 ? (uint64_t)n : 0;
 		if (f > s->fill)
 			s->fill = f > 1u << 20 ? 1u << 20 : (unsigned)f;
 	}
@@ -407,15 +411,16 @@ static void ahead(const struct ring *next, const struct ring *after)
 		ringlog_cons_prefetch(&next->cons);
 }
 
-/* One pass over every ring. *fill (the most any ring held, in 1/1024 of
- * its wake-up threshold) tells the timer how fast rings fill.
+/* One pass over every ring. *records and *fill (the most any ring held,
+ * in 1/1024 of its wake-up threshold) tell the timer how dense the flow
+ * is.
  *
  * A writer with a bell page costs what its awake rings and its bells do:
  * the pass reads its page (one line for 16 rings) and visits the rings on
  * c->awake, those that rang included. Its sleeping rings are visited by a
  * sweep every pace_bell_sweep() ms, or when a pass visits all; a writer
  * gone has every ring visited as before. */
-static uint64_t drain_pass(struct daemon *d, unsigned *fill)
+static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *fill)
 {
 	uint64_t now = uv_now(d->loop);
 	struct pass_sum s = { .releases = RELEASE_PER_PASS };
@@ -455,6 +460,7 @@ static uint64_t drain_pass(struct daemon *d, unsigned *fill)
 			visit(d, r, now, sweep, &s);
 		}
 	}
+	*records += s.records;
 	if (s.fill > *fill)
 		*fill = s.fill;
 	if (d->drain_seal) {
@@ -468,11 +474,11 @@ static uint64_t drain_pass(struct daemon *d, unsigned *fill)
 
 uint64_t drain_all(struct daemon *d)
 {
-	uint64_t moved;
+	uint64_t records = 0, moved;
 	unsigned fill = 0;
 
 	d->drain_visit_all = true;
-	moved = drain_pass(d, &fill);
+	moved = drain_pass(d, &records, &fill);
 	d->drain_visit_all = false;
 	/* rings left to release go on the timer's passes, from now (it may
 	 * be waiting up to DRAIN_IDLE_MAX_MS) */
@@ -487,25 +493,25 @@ uint64_t drain_all(struct daemon *d)
  * system call. Not a spin: on two cores the loop would take the CPU from
  * the kernel's write workers, whose completions are what give ring space
  * back. */
-static uint64_t next_wait(struct daemon *d, uint64_t moved, unsigned fill)
+static uint64_t next_wait(struct daemon *d, uint64_t moved, uint64_t records, unsigned fill)
 {
-	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, fill, d->ntails != 0,
-						 d->drain_release_left);
+	return d->drain_wait_ms = pace_next_wait(d->drain_wait_ms, moved != 0, records, fill,
+						 d->ntails != 0, d->drain_release_left);
 }
 
 static void on_drain_timer(uv_timer_t *t)
 {
 	struct daemon *d = t->data;
-	uint64_t moved;
+	uint64_t records = 0, moved;
 	unsigned fill = 0;
 
 	/* woken by a producer past its high-water mark: which ring is not
 	 * known, so every ring is looked at */
 	d->drain_visit_all = d->drain_woken;
 	d->drain_woken = false;
-	moved = drain_pass(d, &fill);
+	moved = drain_pass(d, &records, &fill);
 	d->drain_visit_all = false;
-	uv_timer_start(t, on_drain_timer, next_wait(d, moved, fill), 0);
+	uv_timer_start(t, on_drain_timer, next_wait(d, moved, records, fill), 0);
 }
 
 void drain_woken(struct daemon *d, uint64_t n)

@@ -17,31 +17,37 @@
 
 #include "bell.h"
 
-#define DRAIN_BUSY_MS 1       /* a ring filling fast */
-#define DRAIN_SPARSE_MAX_MS 8 /* every ring far from its threshold */
+#define DRAIN_BUSY_MS 1       /* data flowing densely */
+#define DRAIN_SPARSE_MAX_MS 8 /* data trickling, or in small bursts */
 #define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
 #define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
 #define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
+/* A pass that moved fewer records than this in all is sparse: its fixed
+ * cost (a wake-up, every writer's bell page read) is worth paying every
+ * millisecond for thousands of records, not for a few bursts. */
+#define DRAIN_DENSE_RECORDS 4096
 
 /* The next wait, from what the last pass found (prev_ms: the last wait;
- * fill: the most any ring had taken since its last visit, in 1/1024 of
- * its wake-up threshold):
- *   - a ring at 1/16 of its threshold or more: DRAIN_BUSY_MS;
- *   - data, but every ring below that: twice the last wait, up to
- *     DRAIN_SPARSE_MAX_MS. The rings have room for it (a doubled wait
- *     fills them to at most 1/8), and each visit then takes more records
- *     for the same fixed cost. How many records a pass found does not
- *     count: 1,000 writers of a 50-event burst every 50 ms had every pass
- *     called dense and made every millisecond, for visits of one burst
- *     each all the same (bench-scale);
+ * records: what it moved; fill: the most any ring had taken since its
+ * last visit, in 1/1024 of its wake-up threshold):
+ *   - dense flow (DRAIN_DENSE_RECORDS or more), or a ring at 1/16 of its
+ *     threshold or more: DRAIN_BUSY_MS;
+ *   - less: twice the last wait, up to DRAIN_SPARSE_MAX_MS. The rings
+ *     have room for it (a doubled wait fills them to at most 1/8), and a
+ *     pass then takes more records for its fixed cost. What counts is the
+ *     pass's records in all, not per ring: 1,000 writers of a 50-event
+ *     burst every 50 ms had each pass called dense (50 records a ring) and
+ *     made every millisecond for ~1,000 records (bench-scale), while one
+ *     writer at 45 M/s, whose passes are dense either way, is cheapest
+ *     drained every millisecond;
  *   - nothing moved: DRAIN_IDLE_MS, then twice that each empty pass up to
  *     DRAIN_IDLE_MAX_MS, so that idle rings cost nearly nothing however
  *     many there are;
  * and never over DRAIN_TAIL_MAX_MS while a tail is attached. With a
  * backlog (finished rings a pass left to release: drain.c), DRAIN_BUSY_MS.
  * A burst past a ring's threshold wakes the daemon whatever the wait. */
-static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, unsigned fill, bool tail,
-				      bool backlog)
+static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, uint64_t records,
+				      unsigned fill, bool tail, bool backlog)
 {
 	uint64_t ms;
 
@@ -50,7 +56,7 @@ static inline uint64_t pace_next_wait(uint64_t prev_ms, bool moved, unsigned fil
 	else if (!moved)
 		ms = prev_ms < DRAIN_IDLE_MS ? DRAIN_IDLE_MS
 		     : prev_ms * 2 > DRAIN_IDLE_MAX_MS ? DRAIN_IDLE_MAX_MS : prev_ms * 2;
-	else if (fill < 1024 / 16)
+	else if (records < DRAIN_DENSE_RECORDS && fill < 1024 / 16)
 		ms = prev_ms * 2 > DRAIN_SPARSE_MAX_MS ? DRAIN_SPARSE_MAX_MS : prev_ms * 2;
 	else
 		ms = DRAIN_BUSY_MS;
