@@ -34,7 +34,17 @@ static uint64_t rdtsc(void) { return 0; }
 
 uint64_t clock_stream_now(uint32_t stream_clock)
 {
-	return stream_clock & RINGLOG_RING_CLOCK_TSC ? rdtsc() : d_now(CLOCK_MONOTONIC);
+	uint64_t t;
+
+	if (!(stream_clock & RINGLOG_RING_CLOCK_TSC))
+		return d_now(CLOCK_MONOTONIC); /* the vDSO's read is ordered */
+	t = rdtsc();
+#if defined(__x86_64__)
+	/* RDTSC is not ordered with the loads after it: the fence keeps the
+	 * caller's next load (a ring's producer position) after the read. */
+	__builtin_ia32_lfence();
+#endif
+	return t;
 }
 
 /* A (tsc, mono) pair taken as close together as we can: the tightest of a

@@ -23,7 +23,7 @@ void clock_calibrate_start(struct d_clock *k);
 void clock_refresh(struct d_clock *k);
 /* Now in a stream's own clock (stream_clock: RINGLOG_RING_CLOCK_TSC or 0,
  * monotonic ns), as its writer reads it; 0 where this build cannot read
- * it (TSC ticks off x86-64). */
+ * it (TSC ticks off x86-64). Loads after it are not done before it. */
 uint64_t clock_stream_now(uint32_t stream_clock);
 /* A stream's raw timestamp (TSC or monotonic, stream_clock) as wall ns. */
 uint64_t clock_real_ns(const struct d_clock *k, uint32_t stream_clock, uint64_t ts);

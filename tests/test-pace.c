@@ -128,3 +128,17 @@ Test(pace, a_bell_s_full_timestamp_is_the_latest_with_its_low_half)
 	cr_expect_eq(pace_bell_ts(0x90ull, 0xffffff00u), 0x90ull - 0x190ull,
 		     "near zero it wraps, so the ring stays awake (ts > last_ts)");
 }
+
+/* The timestamp rule is used only once a visit showed the ring's clock and
+ * ours in step: its newest event within a gap of a clock read after it. */
+Test(pace, a_ring_s_clock_agrees_with_ours_only_when_shown_within_a_gap)
+{
+	uint64_t gap = RINGLOG_BELL_GAP, t = 7000000000ull;
+
+	cr_expect(pace_clock_agrees(t, t));
+	cr_expect(pace_clock_agrees(t + gap, t));
+	cr_expect(!pace_clock_agrees(t + gap + 1, t),
+		  "ours may be that far ahead, or the event that old: not shown");
+	cr_expect(!pace_clock_agrees(t - 1, t), "an event stamped after our read: not in step");
+	cr_expect(!pace_clock_agrees(t, 0), "no event");
+}

@@ -74,6 +74,11 @@ struct client {
 	uint64_t start_real_ns;
 	unsigned access;     /* ACCESS_* granted at connect (access.c) */
 	bool writer;         /* sent HELLO */
+	/* HELLO's clock sample was within a bell gap of ours when it came
+	 * (pace_clock_agrees()), in this clock (RINGLOG_RING_CLOCK_TSC or 0):
+	 * its rings may sleep by their timestamps from their first visit */
+	bool clock_agrees;
+	uint32_t hello_clock;
 	bool tool;           /* sent STATUS/TAIL */
 
 	uint8_t *rx;

@@ -89,12 +89,14 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 			x->why = "event payload shorter than its fields";
 			return -EBADMSG;
 		}
-		x->last_ts = event_ts(payload);
-		if (x->memory)
+		if (x->memory) {
+			x->last_ts = event_ts(payload);
 			return store_pass(x->st, r, type, aux, payload, len, x->e);
+		}
 		/* STORE_FULL: no room now, the record stays in the ring */
 		if ((err = store_event(x->st, r, type, aux, payload, len, x->e)) != 0)
 			return err;
+		x->last_ts = event_ts(payload);
 		x->stored++;
 		return 0;
 	}
@@ -270,8 +272,11 @@ static uint64_t pass(struct daemon *d, struct ring *r, long *records, uint64_t *
 	*clock = may_sleep(r) ? clock_stream_now(r->clock) : 0;
 	n = ringlog_cons_drain_runs(&r->cons, r->cons.size, on_record, on_run, &x);
 	count_flush(&x);
-	if (x.last_ts)
+	if (x.last_ts) {
 		r->last_ev_ts = x.last_ts;
+		if (*clock && !r->clock_agrees)
+			r->clock_agrees = pace_clock_agrees(clock_stream_now(r->clock), x.last_ts);
+	}
 	*records = n;
 	store_events_end(d->st); /* before anything else writes to the chunk */
 	if (n == -EBADMSG)
@@ -347,7 +352,7 @@ static void visited(struct ring *r, uint64_t now, bool had_data, uint64_t clock)
 		r->last_data_ms = sleeper ? (uv_hrtime() + 999999) / 1000000 : now;
 	r->bell_rung = false;
 	/* or at once, by the ring's own timestamps (pace.h) */
-	if (sleeper && clock)
+	if (sleeper && clock && r->clock_agrees)
 		quiet = pace_bell_quiet_ts(clock, r->last_ev_ts,
 					   pace_bell_ts(clock, r->c->bell_seen[r->bell_slot - 1]));
 	/* Not with records left in it (a store with no room took none):

@@ -143,6 +143,20 @@ static inline bool pace_bell_quiet_ts(uint64_t now, uint64_t last_ts, uint64_t b
 	       now - last_ts >= 2 * RINGLOG_BELL_GAP;
 }
 
+/* The rule above takes the writer's clock and ours to be one clock. Ours
+ * ahead of the writer's by a gap or more (TSCs not in step across
+ * sockets, a writer in a time namespace) would make every ring look
+ * quiet, a steady writer's included, whose events never ring. So a ring
+ * uses it only once a visit has shown the two agree to within a gap:
+ * after, a clock read after the visit read the producer's position
+ * (every event drained was stamped before that); newest: the newest event
+ * it drained. after - newest is how far ours is ahead plus how old that
+ * event was: within a gap, ours is at most a gap ahead. */
+static inline bool pace_clock_agrees(uint64_t after, uint64_t newest)
+{
+	return newest && after >= newest && after - newest <= RINGLOG_BELL_GAP;
+}
+
 /* The full timestamp of the event that rang a bell, from the bell's value
  * (its low half) and a clock read after the pass read it: the latest time
  * before now with that low half. Exact for a bell rung within 2^32 ticks

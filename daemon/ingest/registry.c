@@ -16,6 +16,7 @@
 #include "ingest/transport.h"
 #include "ingest/drain.h"
 #include "ingest/fdstore.h"
+#include "ingest/pace.h"
 
 #include <errno.h>
 #ifdef _WIN32
@@ -228,6 +229,8 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 		return -EPROTO;
 	}
 	memcpy(&h, p, sizeof(h));
+	c->hello_clock = h.clock & RINGLOG_RING_CLOCK_TSC;
+	c->clock_agrees = pace_clock_agrees(clock_stream_now(c->hello_clock), h.tsc);
 	c->writer = true;
 	c->id = ++c->d->next_writer_id;
 	keep = ctl_dup_obj(c, o);
@@ -389,8 +392,11 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 		goto drop;
 	}
 	r = reg_ring_add(c, m.handle, m.tid, mem, size, &why);
-	if (r)
+	if (r) {
 		bell_ring_added(r, m.bell);
+		ctl_prefault(mem, size);
+		r->clock_agrees = c->clock_agrees && r->clock == c->hello_clock;
+	}
 	if (!r && why) {
 		reg_refuse(c, m.handle, "ring header rejected: %s", why);
 		ctl_unmap(mem, size);

@@ -67,6 +67,8 @@ struct ring {
 	bool bell_rung;
 	uint64_t last_ev_ts; /* the newest event drained, in the ring's clock
 	                      * (0: none yet): whether it may sleep at once */
+	bool clock_agrees;   /* its clock and ours shown in step (pace.h), by
+	                      * its writer's HELLO or a visit */
 	struct ring *aw_next, **aw_pprev;
 	uint8_t exit_levels_done; /* levels whose exit loss is stored (overload.c) */
 };

@@ -180,8 +180,7 @@ const char ctl_obj_kind[] = "a memfd sealed against shrinking (F_SEAL_SHRINK)";
 /* Size of a sealed memfd, or -EPERM when it is not one we can trust: not
  * a memfd, or not sealed against shrinking (then the writer could shrink
  * it under our mapping and make us fault). */
-/* The memfd's size; *whole: every page of it is allocated already. */
-static long sealed_size(int fd, bool *whole)
+static long sealed_size(int fd)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -190,15 +189,12 @@ static long sealed_size(int fd, bool *whole)
 		return -EPERM;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return -EPERM;
-	*whole = (uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size;
 	return (long)st.st_size;
 }
 
 int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **mem, size_t *size)
 {
-	bool whole = false;
-	long n = sealed_size(fd, &whole);
-	int populate = 0;
+	long n = sealed_size(fd);
 	void *m;
 
 	(void)c;
@@ -208,17 +204,7 @@ int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **me
 		close(fd);
 		return n < 0 ? (int)n : -EFBIG;
 	}
-	/* A ring (the one object mapped writable) whose pages all exist, as
-	 * libringlog's do (it maps them populated): its page tables are built
-	 * now, at registration, not in faults on the drain path as its pages
-	 * are first read (~5 us per 64 KiB of fault-around; with 1,000 writers
-	 * ~4 ns an event for as long as their rings had not wrapped once,
-	 * bench-scale). Never for one with holes: populating would allocate
-	 * them, in our name, for a writer that never wrote there. */
-	if (writable && whole)
-		populate = MAP_POPULATE;
-	m = mmap(NULL, (size_t)n, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-		 MAP_SHARED | populate, fd, 0);
+	m = mmap(NULL, (size_t)n, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return -errno;
@@ -229,6 +215,40 @@ int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **me
 void ctl_unmap(void *mem, size_t size)
 {
 	munmap(mem, size);
+}
+
+/* Build a ring's page tables now, once it is accepted, rather than in
+ * faults on the drain path as its pages are first read: ~5 us per 64 KiB
+ * of fault-around, with 1,000 writers ~4 ns an event for as long as their
+ * rings had not wrapped once (bench-scale). Only when every page is in
+ * memory already (libringlog maps its rings populated): populating a hole
+ * would allocate it, in our name, for a writer that never wrote there,
+ * and a swapped-out page would be read back at once. Up to
+ * PREFAULT_MAX: a bigger ring's first lap is short anyway, and its
+ * residency vector would be big. */
+#define PREFAULT_MAX (64u << 20)
+
+void ctl_prefault(void *mem, size_t size)
+{
+#ifdef MADV_POPULATE_READ
+	long page = sysconf(_SC_PAGESIZE);
+	size_t n = page > 0 ? (size + (size_t)page - 1) / (size_t)page : 0;
+	unsigned char *in;
+	size_t i;
+
+	if (!n || size > PREFAULT_MAX || !(in = malloc(n)))
+		return;
+	if (mincore(mem, size, in) == 0) {
+		for (i = 0; i < n && (in[i] & 1); i++)
+			;
+		if (i == n)
+			(void)madvise(mem, size, MADV_POPULATE_READ); /* a hint: EINVAL before 5.14 */
+	}
+	free(in);
+#else
+	(void)mem;
+	(void)size;
+#endif
 }
 
 static void read_some(struct client *c)
