@@ -394,7 +394,6 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	r = reg_ring_add(c, m.handle, m.tid, mem, size, &why);
 	if (r) {
 		bell_ring_added(r, m.bell);
-		ctl_prefault(mem, size);
 		r->clock_agrees = c->clock_agrees && r->clock == c->hello_clock;
 	}
 	if (!r && why) {

@@ -40,9 +40,6 @@ void ctl_drop_obj(struct client *c, d_obj_t o);
  * big), -errno. Writable or read-only. */
 int ctl_map(struct client *c, d_obj_t o, bool writable, uint64_t max, void **mem, size_t *size);
 void ctl_unmap(void *mem, size_t size);
-/* A hint, for an accepted ring: map its pages in now when that costs no
- * memory (unix/transport.c). */
-void ctl_prefault(void *mem, size_t size);
 extern const char ctl_obj_kind[]; /* what ctl_map() wants, for refusals */
 /* WELCOME, with the wake object when it can go along. */
 int ctl_send_welcome(struct client *c, const void *w, uint32_t len);

@@ -217,40 +217,6 @@ void ctl_unmap(void *mem, size_t size)
 	munmap(mem, size);
 }
 
-/* Build a ring's page tables now, once it is accepted, rather than in
- * faults on the drain path as its pages are first read: ~5 us per 64 KiB
- * of fault-around, with 1,000 writers ~4 ns an event for as long as their
- * rings had not wrapped once (bench-scale). Only when every page is in
- * memory already (libringlog maps its rings populated): populating a hole
- * would allocate it, in our name, for a writer that never wrote there,
- * and a swapped-out page would be read back at once. Up to
- * PREFAULT_MAX: a bigger ring's first lap is short anyway, and its
- * residency vector would be big. */
-#define PREFAULT_MAX (64u << 20)
-
-void ctl_prefault(void *mem, size_t size)
-{
-#ifdef MADV_POPULATE_READ
-	long page = sysconf(_SC_PAGESIZE);
-	size_t n = page > 0 ? (size + (size_t)page - 1) / (size_t)page : 0;
-	unsigned char *in;
-	size_t i;
-
-	if (!n || size > PREFAULT_MAX || !(in = malloc(n)))
-		return;
-	if (mincore(mem, size, in) == 0) {
-		for (i = 0; i < n && (in[i] & 1); i++)
-			;
-		if (i == n)
-			(void)madvise(mem, size, MADV_POPULATE_READ); /* a hint: EINVAL before 5.14 */
-	}
-	free(in);
-#else
-	(void)mem;
-	(void)size;
-#endif
-}
-
 static void read_some(struct client *c)
 {
 	union {

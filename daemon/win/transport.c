@@ -183,13 +183,6 @@ void ctl_unmap(void *mem, size_t size)
 	UnmapViewOfFile(mem);
 }
 
-/* The view's pages come in as the drain first reads them. */
-void ctl_prefault(void *mem, size_t size)
-{
-	(void)mem;
-	(void)size;
-}
-
 int ctl_send_welcome(struct client *c, const void *w, uint32_t len)
 {
 	uint8_t buf[sizeof(struct ringlog_ctl_welcome) + sizeof(uint64_t)];
