@@ -626,6 +626,25 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	live_cleanup(&e);
 }
 
+/* A daemon whose sweep of sleeping rings is put off for a minute, so that
+ * only bells bring a sleeping ring's events, and a `ringlog tail --json`
+ * attached to it (its lines in tail_out; a writer's output goes to out). */
+static pid_t sleeper_daemon(struct live *e, char out[400], char tail_out[400], pid_t *tail)
+{
+	const char *argv[] = { RINGLOG_CLI_PATH, "tail", "--json", NULL };
+	pid_t d;
+
+	live_init(e);
+	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
+	d = live_daemon(e, NULL);
+	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
+	snprintf(out, 400, "%s/w.out", e->dir);
+	snprintf(tail_out, 400, "%s/tail.out", e->dir);
+	*tail = live_spawn(argv, NULL, tail_out);
+	live_wait_tail_attached(0);
+	return d;
+}
+
 /* A ring goes back to sleep right after the visit that emptied it when
  * its newest event is two bell gaps old (pace.h: pace_bell_quiet_ts()),
  * not after 6 ms of visits finding nothing: 8 threads emit bursts of 100
@@ -644,18 +663,7 @@ Test(daemon, a_ring_emptied_of_a_burst_sleeps_at_once_and_loses_nothing)
 	pid_t d, w, tail;
 	double per;
 
-	live_init(&e);
-	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
-	d = live_daemon(&e, NULL);
-	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
-	snprintf(out, sizeof(out), "%s/w.out", e.dir);
-	snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
-	{
-		const char *argv[] = { RINGLOG_CLI_PATH, "tail", "--json", NULL };
-
-		tail = live_spawn(argv, NULL, tail_out);
-	}
-	live_wait_tail_attached(0);
+	d = sleeper_daemon(&e, out, tail_out, &tail);
 	v0 = drain_count("visits");
 	b0 = drain_count("bells");
 	snprintf(events, sizeof(events), "%d", bursts * per_burst);
@@ -722,22 +730,11 @@ Test(daemon, a_writer_whose_clock_is_behind_ours_is_not_put_to_sleep_by_it)
 			"unshare --time (a time namespace) to give a writer another clock\n");
 		cr_skip_test("no time namespace (root and util-linux unshare --time needed)");
 	}
-	live_init(&e);
-	setenv("RINGLOGD_TEST_BELL_SWEEP_MS", "60000", 1);
-	d = live_daemon(&e, NULL);
-	unsetenv("RINGLOGD_TEST_BELL_SWEEP_MS");
-	snprintf(out, sizeof(out), "%s/w.out", e.dir);
-	snprintf(tail_out, sizeof(tail_out), "%s/tail.out", e.dir);
-	{
-		const char *argv[] = { RINGLOG_CLI_PATH, "tail", "--json", NULL };
-
-		tail = live_spawn(argv, NULL, tail_out);
-	}
-	live_wait_tail_attached(0);
+	d = sleeper_daemon(&e, out, tail_out, &tail);
 	{
 		const char *argv[] = { "/usr/bin/unshare", "--time", "--monotonic=-1", "--fork",
-				       "--kill-child", EMITTER_PATH, "1", "2000", "--wait-daemon", "10", "--every-us", "500",
-				       "--hold", "30", NULL };
+				       "--kill-child", EMITTER_PATH, "1", "2000", "--wait-daemon",
+				       "10", "--every-us", "500", "--hold", "30", NULL };
 		const char *envv[] = { "RINGLOG_CLOCK=monotonic", NULL };
 
 		w = live_spawn(argv, envv, out);
