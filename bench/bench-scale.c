@@ -76,6 +76,15 @@ struct writer {
 	int idle; /* emit once, then sleep */
 };
 
+/* Events a burst: 10 ms worth at rate events/s, at least 50. Writers emit
+ * a burst, then sleep to the next one, as a service does: spinning to hold
+ * the pace, or waking for every event, would make 1,000 writers take both
+ * cores from the daemon they are measuring (1 M wake-ups/s on 2 cores). */
+static uint64_t burst_size(double rate)
+{
+	return rate / 100 < 50 ? 50 : (uint64_t)(rate / 100);
+}
+
 static pthread_barrier_t ready;
 static int idle_ready; /* idle threads whose ring the daemon has */
 
@@ -96,11 +105,7 @@ static void *writer_thread(void *arg)
 		nanosleep(&ts, NULL);
 		return NULL;
 	}
-	/* Bursts of 10 ms worth (at least 50 events), then sleep to the next
-	 * one, as a service does: spinning to hold the pace, or waking for
-	 * every event, would make 1,000 writers take both cores from the
-	 * daemon they are measuring (1 M wake-ups/s on 2 cores). */
-	burst = w->rate / 100 < 50 ? 50 : (uint64_t)(w->rate / 100);
+	burst = burst_size(w->rate);
 	start = mono_ns();
 	for (uint64_t k = 0; k < total; k++) {
 		uint64_t t;
@@ -355,6 +360,7 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	pid_t kids[128];
 	uint64_t c0, c1, s0, s1, m0, m1, bytes, *all;
 	struct drain_counts k0, k1;
+	double window; /* the steady state's length (s) */
 	size_t n;
 	char cmd[900], fds[64];
 	int done[2], go[2];
@@ -404,10 +410,11 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	s1 = c->cpu_ns(c);
 	m1 = mono_ns();
 	drain_counts(&k1);
-	r->passes = (double)(k1.passes - k0.passes) / ((double)(m1 - m0) / 1e9);
-	r->visits = (double)(k1.visits - k0.visits) / ((double)(m1 - m0) / 1e9);
-	r->bells = (double)(k1.bells - k0.bells) / ((double)(m1 - m0) / 1e9);
-	r->cpu_steady = (double)(s1 - s0) / ((double)(m1 - m0) / 1e9 * TOTAL_RATE);
+	window = (double)(m1 - m0) / 1e9;
+	r->passes = (double)(k1.passes - k0.passes) / window;
+	r->visits = (double)(k1.visits - k0.visits) / window;
+	r->bells = (double)(k1.bells - k0.bells) / window;
+	r->cpu_steady = (double)(s1 - s0) / (window * TOTAL_RATE);
 	/* EOF once every writer thread has ended; then the daemon drains
 	 * their last bursts and the tail prints them. The figure stops there:
 	 * not over the writers' own exit, nor the daemon's shutdown. */
@@ -617,11 +624,11 @@ int main(int argc, char **argv)
 	    "| writers | bursts/s | passes/s | visits/s | visits per burst | bells/s |\n"
 	    "|---|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < 4; i++) {
-		double per = TOTAL_RATE / (r[i].writers ? r[i].writers : 1);
-		double bursts = TOTAL_RATE / (per / 100 < 50 ? 50 : per / 100);
+		double bursts;
 
 		if (!r[i].writers)
 			continue;
+		bursts = TOTAL_RATE / (double)burst_size(TOTAL_RATE / r[i].writers);
 		bu_out("| %d | %.0f | %.0f | %.0f | %.2f | %.0f |\n", r[i].writers, bursts,
 		    r[i].passes, r[i].visits, r[i].visits / bursts, r[i].bells);
 	}

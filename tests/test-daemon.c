@@ -532,6 +532,18 @@ static long lines_of(const char *path)
 	return n;
 }
 
+/* The lines in path once it has want of them, or after tries x 50 ms. */
+static long lines_within(const char *path, long want, int tries)
+{
+	long got = lines_of(path);
+
+	while (got < want && tries-- > 0) {
+		sleep_ms(50);
+		got = lines_of(path);
+	}
+	return got;
+}
+
 /* The bell (proto/bell.h): a ring silent for a few ms sleeps, and no pass
  * visits it until its thread's next event rings. With a tail attached,
  * 100 idle rings cost next to nothing (the rule before bells: a visit
@@ -547,7 +559,7 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	uint64_t v0, v1, b0, b1;
 	struct timespec t0, t1;
 	double secs, per_ring;
-	long got = -1;
+	long got;
 	pid_t d, idle, sparse, tail;
 
 	live_init(&e);
@@ -591,12 +603,7 @@ Test(daemon, silent_rings_sleep_until_their_bell_rings_and_lose_nothing)
 	 * ring 30 s after its events): the idle threads' one each, and the
 	 * 20 of the ring that fell silent between them. Without the bells'
 	 * wake-up they would wait for the writer's exit or the sweep. */
-	for (int i = 0; i < 300; i++) {
-		got = lines_of(tail_out);
-		if (got >= 120)
-			break;
-		sleep_ms(50);
-	}
+	got = lines_within(tail_out, 120, 300);
 	cr_expect_eq(got, 120, "%ld events at the tail: 100 idle threads' and 20 sparse ones "
 		     "expected", got);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -659,7 +666,7 @@ Test(daemon, a_ring_emptied_of_a_burst_sleeps_at_once_and_loses_nothing)
 	struct live e;
 	char out[400], tail_out[400], events[32], pause[32];
 	uint64_t v0, v1, b0, b1;
-	long got = -1, want = threads * bursts * per_burst;
+	long got, want = threads * bursts * per_burst;
 	pid_t d, w, tail;
 	double per;
 
@@ -674,12 +681,7 @@ Test(daemon, a_ring_emptied_of_a_burst_sleeps_at_once_and_loses_nothing)
 
 		w = live_spawn(argv, NULL, out);
 	}
-	for (int i = 0; i < 400; i++) {
-		got = lines_of(tail_out);
-		if (got >= want)
-			break;
-		sleep_ms(50);
-	}
+	got = lines_within(tail_out, want, 400);
 	cr_expect_eq(got, want, "%ld events at the tail, %ld emitted: a ring slept with events "
 		     "in it, and no bell brought them", got, want);
 	v1 = drain_count("visits");
@@ -721,7 +723,7 @@ Test(daemon, a_writer_whose_clock_is_behind_ours_is_not_put_to_sleep_by_it)
 	const long want = 2000;
 	struct live e;
 	char out[400], tail_out[400], probe[512];
-	long got = -1;
+	long got;
 	pid_t d, w, tail;
 
 	snprintf(probe, sizeof(probe), "/usr/bin/unshare --time --monotonic=-1 --fork true 2>/dev/null");
@@ -739,12 +741,7 @@ Test(daemon, a_writer_whose_clock_is_behind_ours_is_not_put_to_sleep_by_it)
 
 		w = live_spawn(argv, envv, out);
 	}
-	for (int i = 0; i < 300; i++) {
-		got = lines_of(tail_out);
-		if (got >= want)
-			break;
-		sleep_ms(50);
-	}
+	got = lines_within(tail_out, want, 300);
 	cr_expect_eq(got, want, "%ld of %ld events at the tail: a ring slept by timestamps from "
 		     "a clock 1 s behind ours", got, want);
 	kill(w, SIGKILL);
