@@ -1,0 +1,222 @@
+/* tests/test-drain.c - when the drain lets a ring with a bell sleep, driven
+ * in process (store-harness.c: the real drain, the real store) with
+ * timestamps the test chooses, so that each case happens every run.
+ *
+ * The rule (daemon/ingest/pace.h: pace_bell_quiet_ts()) is unit-tested in
+ * test-pace.c; bench-scale and test-daemon.c show it end to end with real
+ * writers, whose timing a run cannot choose. Here: a ring sleeps after the
+ * visit that drains an old burst, a sleeping ring is not visited, its bell
+ * wakes it; a bell rung for an event not yet published keeps it awake; a
+ * writer whose clock was never shown to agree with ours is not put to
+ * sleep by its timestamps, only by the quiet time. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store-harness.h"
+#include "bell.h"
+#include "clock.h"
+#include "ingest/bells.h"
+#include "ingest/client.h"
+#include "ingest/drain.h"
+#include "ingest/pace.h"
+
+#define TICK_ID 1 /* the harness's "Tick" (store-harness.c EVENT_ID) */
+#define MS      1000000ull
+
+static struct harness h;
+static struct ringlog_bell_page *page;
+static uint64_t emitted;
+
+/* The harness's writer gets a bell page with the ring in slot 0 (as a
+ * BELL frame and the RING frame's slot would), sweeps put off for a
+ * minute, and the drain's timer, so that a pass is the timer's (awake
+ * rings only), not drain_all()'s. */
+static void setup(void)
+{
+	h_start(&h, NULL);
+	page = mmap(NULL, RINGLOG_BELL_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	cr_assert(page != MAP_FAILED);
+	h.c->bell = page;
+	bell_ring_added(h.r, 1);
+	cr_assert_eq(h.r->bell_slot, 1, "the ring took no bell slot");
+	h.d->bell_sweep_test_ms = 60000;
+	cr_assert_eq(uv_timer_init(h.loop, &h.d->drain_timer), 0);
+	emitted = 0;
+}
+
+static void teardown(void)
+{
+	uv_timer_stop(&h.d->drain_timer);
+	uv_close((uv_handle_t *)&h.d->drain_timer, NULL);
+	bell_client_free(h.c); /* unmaps the page */
+	h_cleanup(&h);
+}
+
+TestSuite(drain, .init = setup, .fini = teardown, .timeout = 60);
+
+static uint64_t now_ns(void)
+{
+	return d_now(CLOCK_MONOTONIC); /* the harness ring's clock */
+}
+
+/* n events stamped ts (published: the consumer sees them at once) */
+static void emit_at(uint64_t ts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t payload[2] = { ts, emitted };
+
+		cr_assert_eq(ringlog_prod_write(&h.p, RINGLOG_REC_EVENT, TICK_ID, payload,
+						sizeof(payload)),
+			     0, "the ring took no event");
+		emitted++;
+	}
+}
+
+/* what libringlog stores in the ring's slot on the first event after a
+ * silence (ringlog.h: ringlog__bell()) */
+static void ring_bell(uint64_t ts)
+{
+	__atomic_store_n(&page->slot[0], (uint32_t)ts, __ATOMIC_RELAXED);
+}
+
+/* One pass as the drain timer runs it (d->drain_visit_all false); returns
+ * the rings it visited. */
+static uint64_t timer_pass(void)
+{
+	uint64_t before = h.d->drain_visits;
+
+	drain_start(h.d); /* the timer at 0 */
+	uv_run(h.loop, UV_RUN_NOWAIT);
+	return h.d->drain_visits - before;
+}
+
+static bool asleep(void)
+{
+	return h.r->aw_pprev == NULL;
+}
+
+/* The writer's clock shown in step with ours, as a visit shows it: an
+ * event stamped now, drained within a gap (a preemption in between only
+ * means another try). */
+static void agree(void)
+{
+	for (int i = 0; i < 100 && !h.r->clock_agrees; i++) {
+		uint64_t t = now_ns();
+
+		emit_at(t, 1);
+		ring_bell(t);
+		timer_pass();
+	}
+	cr_assert(h.r->clock_agrees, "no visit showed the ring's clock in step with ours");
+}
+
+/* Everything emitted, in the segment files. */
+static void all_stored(void)
+{
+	h_flush(&h);
+	cr_assert_eq(h_read_disk(&h).events, emitted, "events stored: %llu of %llu",
+		     (unsigned long long)h_read_disk(&h).events, (unsigned long long)emitted);
+}
+
+Test(drain, a_ring_sleeps_after_the_visit_that_drains_a_burst_two_gaps_old)
+{
+	agree();
+	/* a burst that ended 20 ms ago (2 gaps: ~2.1 ms), its bell rung */
+	uint64_t t = now_ns() - 20 * MS;
+
+	emit_at(t, 50);
+	ring_bell(t);
+	cr_assert_eq(timer_pass(), 1, "the rung ring was not visited");
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0, "the burst was not drained");
+	cr_assert(asleep(), "a ring emptied of a burst 20 ms old stayed awake");
+
+	/* asleep: passes leave it alone, however many */
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(timer_pass(), 0, "a sleeping ring was visited");
+
+	/* its next event rings (more than a gap after the last): visited,
+	 * drained, asleep again */
+	t = now_ns() - 10 * MS;
+	emit_at(t, 7);
+	ring_bell(t);
+	cr_assert_eq(timer_pass(), 1, "a ring whose bell rang was not visited");
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0);
+	cr_assert(asleep());
+	all_stored();
+}
+
+Test(drain, a_ring_whose_newest_event_is_younger_than_two_gaps_stays_awake)
+{
+	agree();
+	/* stamped after our clock read: the writer may still be in its burst,
+	 * whose next events would not ring */
+	uint64_t t = now_ns() + 1000 * MS;
+
+	emit_at(t, 10);
+	ring_bell(t);
+	cr_assert_eq(timer_pass(), 1);
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0);
+	cr_assert_not(asleep(), "a ring whose newest event is not two gaps old was put to sleep");
+	/* and so is visited by the next pass, which finds what came meanwhile
+	 * without a bell (within the gap of the last) */
+	emit_at(t + 1, 5);
+	cr_assert_eq(timer_pass(), 1, "an awake ring was not visited");
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0,
+		     "an event that rang no bell was left in an awake ring");
+	all_stored();
+}
+
+Test(drain, a_bell_rung_for_an_event_not_yet_published_keeps_the_ring_awake)
+{
+	agree();
+	uint64_t t = now_ns() - 30 * MS;
+
+	emit_at(t, 20);
+	ring_bell(t);
+	timer_pass();
+	cr_assert(asleep());
+
+	/* A thread rings for its event, stamped t2, and is preempted before
+	 * publishing it: the pass sees the bell, the visit finds nothing new.
+	 * Were the ring put to sleep now, the event, whose bell is spent,
+	 * would wait for a sweep (a minute here). */
+	uint64_t t2 = now_ns() - 10 * MS;
+
+	ring_bell(t2);
+	cr_assert_eq(timer_pass(), 1, "the rung ring was not visited");
+	cr_assert_not(asleep(), "a ring was put to sleep before the event that rang was drained");
+
+	/* published now: the next pass finds it, and then the ring sleeps */
+	emit_at(t2, 1);
+	cr_assert_eq(timer_pass(), 1, "the awake ring was not visited");
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0, "the event that rang was not drained");
+	cr_assert(asleep(), "the ring stayed awake once the event that rang was drained");
+	all_stored();
+}
+
+Test(drain, a_writer_whose_clock_is_not_shown_in_step_sleeps_by_the_quiet_time_only)
+{
+	/* No agreement shown: its events come 20 ms older than our clock,
+	 * as a writer whose clock is 20 ms behind ours would stamp a burst
+	 * it is still writing. */
+	uint64_t t = now_ns() - 20 * MS;
+
+	emit_at(t, 50);
+	ring_bell(t);
+	cr_assert_eq(timer_pass(), 1);
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0);
+	cr_assert_not(h.r->clock_agrees, "a clock 20 ms behind ours was taken to agree with it");
+	cr_assert_not(asleep(), "a ring was put to sleep by timestamps of a clock not in step");
+
+	/* the quiet time, counted on our clock, still lets it sleep */
+	usleep((BELL_QUIET_MS + 4) * 1000);
+	cr_assert_eq(timer_pass(), 1, "the awake ring was not visited");
+	cr_assert(asleep(), "a ring quiet for %u ms stayed awake", BELL_QUIET_MS + 4);
+	all_stored();
+}
