@@ -37,8 +37,9 @@
  * data, drain.c), the ring's next event is more than the gap after the one
  * before it, so it rings. The one exception is an event reserved before
  * that moment and published after it (a thread preempted mid-record for
- * milliseconds): the daemon's sweep of sleeping rings finds it (pace.h:
- * every 100 ms with a tail attached, 500 ms without). A thread that ends
+ * milliseconds): the daemon's sweep finds it (pace.h: a sleeping ring
+ * that nothing visited for 100 ms with a tail attached, 500 ms without,
+ * is visited). A thread that ends
  * rings too, once its ring is marked finished, so that the daemon lets
  * the ring go without waiting for a sweep.
  *

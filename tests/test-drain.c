@@ -220,3 +220,66 @@ Test(drain, a_writer_whose_clock_is_not_shown_in_step_sleeps_by_the_quiet_time_o
 	cr_assert(asleep(), "a ring quiet for %u ms stayed awake", BELL_QUIET_MS + 4);
 	all_stored();
 }
+
+/* A pass as timer_pass(), and the loop's clock it ran at. */
+static uint64_t timed_pass(uint64_t *at)
+{
+	uint64_t n = timer_pass();
+
+	*at = uv_now(h.loop); /* the pass's (updated once per loop turn) */
+	return n;
+}
+
+Test(drain, a_ring_whose_bell_was_missed_is_swept_once_not_visited_for_the_interval)
+{
+	uint64_t every = h.d->bell_sweep_test_ms = 300, slept, at = 0;
+
+	agree();
+	uint64_t t = now_ns() - 20 * MS;
+
+	emit_at(t, 10);
+	ring_bell(t);
+	timer_pass();
+	cr_assert(asleep());
+	slept = h.r->last_visit_ms;
+
+	/* an event whose bell rang before the ring fell asleep (pace.h: a
+	 * thread preempted mid-record), published now: no bell will ring */
+	emit_at(now_ns() - 10 * MS, 1);
+	for (int i = 0; i < 200 && timed_pass(&at) == 0; i++)
+		usleep(10000);
+	cr_assert_eq(ringlog_cons_pending(&h.r->cons), 0,
+		     "an event the bell missed was not swept in 2 s (interval %llu ms)",
+		     (unsigned long long)every);
+	cr_assert_geq(at, slept + every, "swept %llu ms after its last visit, before the interval",
+		      (unsigned long long)(at - slept));
+	all_stored();
+}
+
+Test(drain, a_ring_its_bell_wakes_more_often_than_the_interval_is_never_swept)
+{
+	uint64_t every = h.d->bell_sweep_test_ms = 300, at;
+
+	agree();
+	/* a writer's bursts every 100 ms for 1.5 s, passes every 20 ms */
+	for (int burst = 0; burst < 15; burst++) {
+		uint64_t t = now_ns() - 10 * MS;
+
+		emit_at(t, 20);
+		ring_bell(t);
+		cr_assert_eq(timer_pass(), 1, "a rung ring was not visited");
+		cr_assert(asleep());
+		for (int i = 0; i < 5; i++) {
+			uint64_t last = h.r->last_visit_ms;
+
+			usleep(20000);
+			if (timed_pass(&at))
+				/* only a ring left alone for the interval (a test
+				 * thread held up that long) */
+				cr_assert_geq(at, last + every,
+					      "a ring visited %llu ms before was swept (interval %llu ms)",
+					      (unsigned long long)(at - last), (unsigned long long)every);
+		}
+	}
+	all_stored();
+}

@@ -19,12 +19,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Off c->asleep, if on it. */
+static void unqueue(struct ring *r)
+{
+	struct client *c = r->c;
+
+	if (!r->sl_pprev)
+		return;
+	*r->sl_pprev = r->sl_next;
+	if (r->sl_next)
+		r->sl_next->sl_pprev = r->sl_pprev;
+	else
+		c->asleep_tail = r->sl_pprev;
+	r->sl_next = NULL;
+	r->sl_pprev = NULL;
+}
+
+/* Off c->awake, if on it. */
+static void unwake(struct ring *r)
+{
+	if (!r->aw_pprev)
+		return;
+	*r->aw_pprev = r->aw_next;
+	if (r->aw_next)
+		r->aw_next->aw_pprev = r->aw_pprev;
+	r->aw_next = NULL;
+	r->aw_pprev = NULL;
+}
+
 void bell_wake(struct ring *r)
 {
 	struct client *c = r->c;
 
 	if (r->aw_pprev)
 		return; /* on the list */
+	unqueue(r);
 	r->aw_next = c->awake;
 	if (c->awake)
 		c->awake->aw_pprev = &r->aw_next;
@@ -32,15 +61,19 @@ void bell_wake(struct ring *r)
 	c->awake = r;
 }
 
+/* At the tail of c->asleep, again if it was on it: the queue stays in
+ * the order of r->last_visit_ms, which only grows. */
 void bell_sleep(struct ring *r)
 {
-	if (!r->aw_pprev)
-		return; /* off it */
-	*r->aw_pprev = r->aw_next;
-	if (r->aw_next)
-		r->aw_next->aw_pprev = r->aw_pprev;
-	r->aw_next = NULL;
-	r->aw_pprev = NULL;
+	struct client *c = r->c;
+
+	unwake(r);
+	unqueue(r);
+	if (!c->asleep_tail)
+		c->asleep_tail = &c->asleep;
+	r->sl_pprev = c->asleep_tail;
+	*c->asleep_tail = r;
+	c->asleep_tail = &r->sl_next;
 }
 
 static uint32_t load(const struct client *c, uint32_t s)
@@ -146,7 +179,8 @@ void bell_ring_released(struct ring *r)
 {
 	struct client *c = r->c;
 
-	bell_sleep(r); /* off c->awake */
+	unwake(r);
+	unqueue(r);
 	if (r->bell_slot && c->bell_ring && c->bell_ring[r->bell_slot - 1] == r)
 		c->bell_ring[r->bell_slot - 1] = NULL;
 	r->bell_slot = 0;

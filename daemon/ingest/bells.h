@@ -28,7 +28,8 @@ static inline bool bell_works(const struct client *c, const struct ring *r)
 {
 	return c->bell && r->bell_slot;
 }
-/* On and off c->awake (a ring made by hand, in a test, is off it until
+/* On c->awake, or asleep: at the tail of c->asleep, as visited at
+ * r->last_visit_ms (a ring made by hand, in a test, is on neither until
  * its first visit). */
 void bell_wake(struct ring *r);
 void bell_sleep(struct ring *r);

@@ -58,12 +58,14 @@ struct client {
 	 * looked at. */
 	struct ring *rings;
 	struct ring *awake;
+	/* its sleeping rings, the longest asleep first (ingest/bells.c):
+	 * a pass sweeps those asleep for a sweep interval, only them */
+	struct ring *asleep, **asleep_tail;
 	const struct ringlog_bell_page *bell;
 	uint32_t *bell_seen;
 	struct ring **bell_ring;
 	uint32_t bell_top;        /* slots in use are below it */
 	uint32_t ovl_npending;    /* reports not stored yet (overload.h) */
-	uint64_t bell_swept_ms;   /* when the drain last visited sleeping rings */
 	uint32_t nrings;
 	bool bell_warned;         /* a bad slot was logged */
 	uint32_t id;         /* writer id, daemon-unique */

@@ -101,10 +101,13 @@ static inline uint64_t pace_idle_wait(uint64_t idle_ms, bool tail)
  * blur: its next event then rings. Until then it is visited on every
  * pass, a steady writer's ring included, as with the rule above.
  *
- * The sweep visits a writer's sleeping rings every pace_bell_sweep() ms:
- * an event the bell misses (reserved before the ring fell asleep and
- * published after, by a thread preempted mid-record) waits at most that,
- * and 1,000 sleeping rings cost 1,000 visits per sweep, not per pass.
+ * The sweep visits a sleeping ring that nothing visited for
+ * pace_bell_sweep() ms (drain.c: sweep_due()): an event the bell misses
+ * (reserved before the ring fell asleep and published after, by a thread
+ * preempted mid-record) waits at most that, since any visit after it was
+ * published finds it; 1,000 rings asleep cost 1,000 visits per sweep
+ * interval, not per pass, and rings that bells wake more often than that
+ * cost none.
  * With a tail, that wait is what such an event is late; without, the
  * store's flush interval (1 s by default) bounds it, as for idle rings. */
 #define BELL_QUIET_MS 6

@@ -62,7 +62,8 @@ struct ring {
 	uint64_t last_data_ms, last_visit_ms;
 	/* The bell (ingest/bells.c): its slot + 1 (0: none; it never sleeps),
 	 * rung since the last pass, and its links on c->awake (aw_pprev NULL:
-	 * off it, asleep until it rings or a sweep). */
+	 * off it, asleep until it rings or a sweep) or on c->asleep (sl_pprev
+	 * NULL: off that; on it since last_visit_ms). */
 	uint32_t bell_slot;
 	bool bell_rung;
 	uint64_t last_ev_ts; /* the newest event drained, in the ring's clock
@@ -70,6 +71,7 @@ struct ring {
 	bool clock_agrees;   /* its clock and ours shown in step (pace.h), by
 	                      * its writer's HELLO or a visit */
 	struct ring *aw_next, **aw_pprev;
+	struct ring *sl_next, **sl_pprev;
 	uint8_t exit_levels_done; /* levels whose exit loss is stored (overload.c) */
 };
 
