@@ -36,6 +36,7 @@ struct tail;
 struct fwd;
 struct ctl_listener;
 struct io;
+struct drain_item;
 
 struct daemon {
 	uv_loop_t *loop;
@@ -58,6 +59,9 @@ struct daemon {
 	bool drain_visit_all;   /* this pass skips no idle ring */
 	bool drain_seal;        /* a ring finished in this pass: seal at its end */
 	bool drain_release_left; /* rings a pass left to release (drain.c) */
+	struct drain_item *drain_list; /* a pass's rings, gathered before the
+	                                * first is visited (drain.c) */
+	size_t drain_cap;
 	uint64_t wakeups;    /* times a producer woke us */
 	uint64_t drain_passes, drain_visits; /* of rings, by the drain */
 	uint64_t bells;      /* rings a bell woke (ingest/bells.c) */

@@ -423,6 +423,7 @@ void daemon_finish(struct daemon *d)
 	store_close(d->st);
 	d->st = NULL;
 	op_free(d);
+	drain_free(d);
 	while (d->providers) {
 		struct provider *p = d->providers;
 

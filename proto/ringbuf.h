@@ -283,6 +283,20 @@ static inline void ringlog_cons_prefetch(const struct ringlog_consumer *c)
 #endif
 }
 
+/* Load the lines a drain of c reads first (the producer's position, the
+ * first record after ours) and return what was read, for the caller to
+ * discard. A drain pass does this for all the rings it will visit before
+ * it visits the first: the loads do not depend on each other, so they are
+ * in flight together, where one drain after another waits for each in
+ * turn. No value read here is trusted or kept: the drain reads them
+ * again. */
+static inline uint64_t ringlog_cons_touch(const struct ringlog_consumer *c)
+{
+	return __atomic_load_n(&c->hdr->prod_pos, __ATOMIC_RELAXED) +
+	       __atomic_load_n((const uint64_t *)(const void *)(c->data + (c->pos & c->mask)),
+			       __ATOMIC_RELAXED);
+}
+
 /* True when the producer has finished and everything it wrote is consumed:
  * the ring can be released. */
 bool ringlog_cons_done(const struct ringlog_consumer *c);

@@ -13,5 +13,7 @@ uint64_t drain_all(struct daemon *d);
 void drain_start(struct daemon *d);
 /* A producer passed its high-water mark and woke us (n times). */
 void drain_woken(struct daemon *d, uint64_t n);
+/* At shutdown: what the passes kept. */
+void drain_free(struct daemon *d);
 
 #endif /* RINGLOG_DAEMON_DRAIN_H */
