@@ -262,22 +262,26 @@ void ringlog_cons_release(struct ringlog_consumer *c, uint64_t pos,
  * position is bogus; the next drain will report that). */
 uint64_t ringlog_cons_pending(const struct ringlog_consumer *c);
 
-/* Ask for the lines a drain of c reads first, ahead of it: the producer's
- * position and the first records after ours. Each was last written by the
- * producer's core, so each is a miss of a line transfer; asked for while
- * the caller drains another ring, they arrive in parallel with that work
- * instead of one after another. A hint only: no value is read, and a
- * prefetch never faults. */
+/* Ask for the lines of the records a drain of c would read now, ahead of
+ * it, up to RINGLOG_CONS_PREFETCH bytes: each was last written by the
+ * producer's core, so each is a miss; asked for while the caller drains
+ * another ring, they arrive in parallel with that work instead of one
+ * after another (a burst of 50 records is 44 lines, too few for the
+ * CPU's own prefetcher to catch up with). Reads the producer's position,
+ * which the caller should have loaded already (ringlog_cons_touch()). A
+ * hint only: the position is not trusted (a bogus one asks for at most
+ * the cap, inside the data area), and a prefetch never faults. */
+#define RINGLOG_CONS_PREFETCH 4096u
 static inline void ringlog_cons_prefetch(const struct ringlog_consumer *c)
 {
 #if defined(__GNUC__)
-	const uint8_t *p = c->data + (c->pos & c->mask);
+	uint64_t prod = __atomic_load_n(&c->hdr->prod_pos, __ATOMIC_RELAXED);
+	uint64_t n = prod - c->pos, at = c->pos & ~(uint64_t)63;
 
-	__builtin_prefetch(&c->hdr->prod_pos, 0, 3);
-	__builtin_prefetch(p, 0, 3);
-	__builtin_prefetch(p + 64, 0, 3);
-	__builtin_prefetch(p + 128, 0, 3);
-	__builtin_prefetch(p + 192, 0, 3);
+	if (n > RINGLOG_CONS_PREFETCH)
+		n = RINGLOG_CONS_PREFETCH;
+	for (; at < c->pos + n; at += 64)
+		__builtin_prefetch(c->data + (at & c->mask), 0, 3);
 #else
 	(void)c;
 #endif
