@@ -278,6 +278,7 @@ void h_stop(struct harness *h)
 	}
 	cr_assert_eq(uv_loop_close(h->loop), 0);
 	free(h->loop);
+	drain_free(d); /* what its passes kept */
 	free(d);
 	h->d = NULL;
 }

@@ -96,9 +96,13 @@ static uint64_t timer_pass(void)
 	return h.d->drain_visits - before;
 }
 
+/* off the awake list, on the sleep queue (bells.c) */
 static bool asleep(void)
 {
-	return h.r->aw_pprev == NULL;
+	bool queued = h.r->sl_pprev != NULL;
+
+	cr_assert_eq(h.r->aw_pprev == NULL, queued, "a ring on both lists or on neither");
+	return queued;
 }
 
 /* The writer's clock shown in step with ours, as a visit shows it: an
@@ -221,12 +225,13 @@ Test(drain, a_writer_whose_clock_is_not_shown_in_step_sleeps_by_the_quiet_time_o
 	all_stored();
 }
 
-/* A pass as timer_pass(), and the loop's clock it ran at. */
+/* A pass as timer_pass(), and, when it visited the ring, the pass's own
+ * clock (the ring's last visit). */
 static uint64_t timed_pass(uint64_t *at)
 {
 	uint64_t n = timer_pass();
 
-	*at = uv_now(h.loop); /* the pass's (updated once per loop turn) */
+	*at = h.r->last_visit_ms;
 	return n;
 }
 
