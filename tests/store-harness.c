@@ -99,6 +99,29 @@ static void add_writer(struct harness *h)
 	h->r = r;
 }
 
+void h_add_ring(struct harness *h, struct h_ring *x)
+{
+	struct ring *r = calloc(1, sizeof(*r));
+	size_t size = RINGLOG_RING_HEADER_SIZE + RING_DATA;
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert(r && mem != MAP_FAILED);
+	cr_assert_eq(ringlog_prod_init(&x->p, mem, RING_DATA, h->c->pid, (uint32_t)gettid() + 1,
+				       d_now(CLOCK_MONOTONIC)), 0);
+	cr_assert_eq(ringlog_cons_attach(&r->cons, mem, size), 0);
+	r->cons.defer = true;
+	r->c = h->c;
+	r->id = ++h->d->next_stream_id;
+	r->tid = (uint32_t)gettid() + 1;
+	r->ring_id = r->cons.hdr->created_ns;
+	r->mem = mem;
+	r->map_size = size;
+	r->next = h->c->rings;
+	h->c->rings = r;
+	h->c->nrings++;
+	x->r = r;
+}
+
 /* The store is opened as lifecycle.c opens it, with nothing of a daemon;
  * the daemon struct is only the drain's (its clients and their rings). */
 static void start_store(struct harness *h)
@@ -265,6 +288,16 @@ void h_stop(struct harness *h)
 	store_close(h->st);
 	h->st = NULL;
 	if (h->c) { /* else freed by the drain, gone */
+		/* h_add_ring()'s not released by the drain */
+		for (struct ring *r = h->c->rings, *n; r; r = n) {
+			n = r->next;
+			if (r == h->r)
+				continue;
+			free(r->store.pend);
+			if (r->mem)
+				munmap(r->mem, r->map_size);
+			free(r);
+		}
 		ringlog_meta_free(&h->c->meta);
 		free(h->c->store.route);
 		free(h->c->spent);

@@ -31,6 +31,16 @@ struct harness {
 	uint64_t next_value;   /* the u64 field of the next event */
 };
 
+/* Another ring of the harness's writer, with a producer of its own, at
+ * the head of the writer's list (a pass over every ring visits it
+ * first). The drain releases it once finished and drained; h_stop() frees
+ * it otherwise. */
+struct h_ring {
+	struct ring *r;
+	struct ringlog_producer p;
+};
+void h_add_ring(struct harness *h, struct h_ring *x);
+
 /* Defaults small enough for tests: max_disk 64 MiB, segments of 1 MiB,
  * sync_interval 10 ms (each loop turn of h_pump() and h_flush() asks for
  * the round),
