@@ -13,12 +13,14 @@
  *
  * and the daemon's CPU with 1,000 rings registered and idle (threads that
  * emitted once and sleep), as a share of one core: the drain must not cost
- * in proportion to rings that have nothing in them.
+ * in proportion to rings that have nothing in them. And what a thread that
+ * comes and goes costs the daemon (churn()).
  *
- * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] [--only WRITERS]
- *                    [--seconds S]
+ * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]
+ *                    [--only WRITERS | --only churn] [--seconds S]
  *   (--only: that one case, e.g. 1000, and no idle figure: for looking
- *    into one row; --seconds: each case's length, 5 by default)
+ *    into one row; --only churn: that figure alone; --seconds: each
+ *    case's length, 5 by default)
  *   (as a writer process, re-executed by itself:
  *    bench-scale --child THREADS RATE_PER_THREAD SECONDS SAMPLES_FILE TPN)
  */
@@ -275,6 +277,35 @@ static pid_t spawn_writer(int threads, double rate, double seconds, const char *
 	return p;
 }
 
+/* Spawns procs writer processes of per threads each with the case's two
+ * pipes (pipes_child()); *done reads EOF once all their threads ended, and
+ * closing *go lets them write their samples and exit. */
+static int spawn_writers(int procs, int per, double rate, double seconds, pid_t *kids, int *done,
+			 int *go)
+{
+	int d[2], g[2];
+	char fds[64];
+
+	if (pipe(d) < 0 || pipe(g) < 0) {
+		perror("bench-scale: pipe");
+		return -1;
+	}
+	snprintf(fds, sizeof(fds), "%d %d %d %d", d[0], d[1], g[0], g[1]);
+	setenv("BENCH_SCALE_PIPES", fds, 1);
+	for (int i = 0; i < procs; i++) {
+		char path[400];
+
+		snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
+		kids[i] = spawn_writer(per, rate, seconds, path);
+	}
+	unsetenv("BENCH_SCALE_PIPES");
+	close(d[1]);
+	close(g[0]);
+	*done = d[0];
+	*go = g[1];
+	return 0;
+}
+
 struct result {
 	int writers, procs;
 	double cpu_ns_per_ev, cpu_steady, emit_p99, warm_p99, cold_p50, tail_p99, tail_p50;
@@ -362,8 +393,8 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	struct drain_counts k0, k1;
 	double window; /* the steady state's length (s) */
 	size_t n;
-	char cmd[900], fds[64];
-	int done[2], go[2];
+	char cmd[900];
+	int done, go;
 
 	memset(r, 0, sizeof(*r));
 	r->writers = writers;
@@ -377,22 +408,9 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	t.p = popen(cmd, "r");
 	pthread_create(&t.th, NULL, tail_reader, &t);
 	usleep(300000); /* the tail is subscribed */
-	if (pipe(done) < 0 || pipe(go) < 0) {
-		perror("bench-scale: pipe");
-		exit(1);
-	}
-	snprintf(fds, sizeof(fds), "%d %d %d %d", done[0], done[1], go[0], go[1]);
-	setenv("BENCH_SCALE_PIPES", fds, 1);
 	c0 = c->cpu_ns(c);
-	for (int i = 0; i < procs; i++) {
-		char path[400];
-
-		snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
-		kids[i] = spawn_writer(per, rate, seconds, path);
-	}
-	unsetenv("BENCH_SCALE_PIPES");
-	close(done[1]);
-	close(go[0]);
+	if (spawn_writers(procs, per, rate, seconds, kids, &done, &go) < 0)
+		exit(1);
 	/* The steady state: from 1 s after the start to 1 s before the end,
 	 * when every ring is registered and none ends. The writers hold the
 	 * total rate (and the case is lossless: stored / emitted), so the
@@ -418,11 +436,11 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	/* EOF once every writer thread has ended; then the daemon drains
 	 * their last bursts and the tail prints them. The figure stops there:
 	 * not over the writers' own exit, nor the daemon's shutdown. */
-	wait_eof(done[0]);
-	close(done[0]);
+	wait_eof(done);
+	close(done);
 	usleep(200000);
 	c1 = c->cpu_ns(c);
-	close(go[1]);
+	close(go);
 	for (int i = 0; i < procs; i++)
 		waitpid(kids[i], NULL, 0);
 	c->stop(c); /* the tail ends with the daemon */
@@ -514,12 +532,60 @@ static double idle_rings(int writers, int procs, double seconds)
 	return 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
 }
 
+/* Threads that come and go: THREADS threads in PROCS processes, each
+ * emitting one burst of CHURN_EVENTS and ending, all at once; ROUNDS times.
+ * The daemon's CPU from their start until their rings are released (500 ms
+ * after the last thread ended; a pass releases 16 rings, and passes follow
+ * at once while any wait: drain.c), per thread: what one thread's ring costs the
+ * daemon to register, map, drain, unmap and forget, beside its processes'
+ * connections. The whole-run column of the 1,000-writer case holds this
+ * once per writer, spread over the case's events. */
+#define CHURN_EVENTS 50
+#define CHURN_ROUNDS 5 /* 5,000 threads: 10 ms ticks are 2 us of a thread */
+
+static double churn(int threads, int procs, int rounds)
+{
+	struct collector *c = &collector_ringlog;
+	pid_t kids[128];
+	uint64_t spent = 0, ev, by;
+
+	set_ring_size(threads);
+	if (c->start(c) < 0)
+		return -1;
+	usleep(300000); /* its own start (chunk buffers zeroed) is not counted */
+	for (int k = 0; k < rounds; k++) {
+		uint64_t c0 = c->cpu_ns(c);
+		int done, go;
+
+		/* CHURN_EVENTS a second for one second: one burst (burst_size()) */
+		if (spawn_writers(procs, threads / procs, CHURN_EVENTS, 1, kids, &done, &go) < 0)
+			exit(1);
+		wait_eof(done);
+		close(done);
+		usleep(500000);
+		spent += c->cpu_ns(c) - c0;
+		/* then the processes go: once per process, not per thread */
+		close(go);
+		for (int i = 0; i < procs; i++) {
+			char path[400];
+
+			waitpid(kids[i], NULL, 0);
+			snprintf(path, sizeof(path), "%s/samples-%d", workdir, i);
+			unlink(path);
+		}
+		usleep(200000);
+	}
+	c->stop(c);
+	c->count(c, &ev, &by);
+	return (double)spent / ((double)threads * rounds) / 1e3;
+}
+
 int main(int argc, char **argv)
 {
 	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
 	struct result r[4];
 	const char *out_dir = NULL;
-	double seconds = 5, idle_s = 10, idle_pct = 0;
+	double seconds = 5, idle_s = 10, idle_pct = 0, churn_us = 0;
 	int only = 0;
 	char why[300] = "", self_dir[2048];
 
@@ -531,7 +597,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] "
-			"[--only WRITERS] [--seconds S]\n");
+			"[--only WRITERS | --only churn] [--seconds S]\n");
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {
@@ -540,7 +606,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out_dir = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-			only = atoi(argv[++i]);
+			only = !strcmp(argv[i + 1], "churn") ? -1 : atoi(argv[i + 1]), i++;
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 	}
@@ -584,7 +650,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-scale: 1000 idle rings\n");
 		idle_pct = idle_rings(1000, 100, idle_s);
 	}
+	if (!only || only == -1) {
+		fprintf(stderr, "bench-scale: 1000 threads that come and go\n");
+		churn_us = churn(1000, 100, CHURN_ROUNDS);
+	}
 	rmdir(workdir);
+	if (only == -1) {
+		bu_out("| daemon CPU per thread that comes and goes (us) | %.1f |\n", churn_us);
+		bu_table_close();
+		return 0;
+	}
 
 	bu_out("## Scale: 1 to 1,000 writers at 1 M events/s in all (ringlog)\n\n");
 	bu_out("The 48-byte event (one in %d a Probe for the tail), %.0f s per case, rings of 16 MiB "
@@ -651,7 +726,11 @@ int main(int argc, char **argv)
 	if (!only) {
 		bu_out("\n| figure | ringlog | target |\n|---|---:|---|\n");
 		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
-		    "%.2f | <= 0.5 |\n\n", idle_s, idle_pct);
+		    "%.2f | <= 0.5 |\n", idle_s, idle_pct);
+		bu_out("| daemon CPU per thread that comes and goes: 1,000 threads (100 processes) "
+		    "start, emit %d events each into a 512 KiB ring and end, %d times (us per "
+		    "thread; their processes' connections included) | %.1f | |\n\n", CHURN_EVENTS,
+		    CHURN_ROUNDS, churn_us);
 	} else {
 		bu_out("\n(--only %d: the other cases and the idle figure were not run; the x 1 writer "
 		    "columns need the 1-writer case)\n\n", only);

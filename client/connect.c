@@ -99,6 +99,7 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		memcpy(&w, p, sizeof(w));
 		lib.daemon_overload = w.flags & RINGLOG_WELCOME_OVERLOAD;
 		lib.daemon_bell = w.flags & RINGLOG_WELCOME_BELL;
+		lib.daemon_released = w.flags & RINGLOG_WELCOME_RELEASED;
 		if (!lib.ring_size_from_env && w.ring_size >= RINGLOG_RING_MIN_DATA &&
 		    w.ring_size <= RINGLOG_RING_MAX_DATA)
 			lib.ring_size = w.ring_size;
@@ -132,6 +133,19 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 			 (int)(len - sizeof(r)), (const char *)p + sizeof(r));
 		break;
 	}
+	case RINGLOG_CTL_RELEASED:
+		for (uint32_t off = 0; off + sizeof(struct ringlog_ctl_released) <= len;
+		     off += sizeof(struct ringlog_ctl_released)) {
+			struct ringlog_ctl_released m;
+
+			memcpy(&m, p + off, sizeof(m));
+			for (struct lib_ring *x = lib.rings; x; x = x->next)
+				if (x->handle == m.handle && x->sent) {
+					x->released = true;
+					break;
+				}
+		}
+		break; /* freed by the next lib_rings_gc_locked() */
 	case RINGLOG_CTL_SYNC: {
 		uint64_t t;
 
@@ -193,9 +207,9 @@ static void disconnect(struct transport *t)
 	lib.connected = false;
 	/* The next daemon gets every ring still here and all the metadata. */
 	for (struct lib_ring *r = lib.rings; r; r = r->next)
-		r->sent = false;
+		r->sent = r->released = false;
 	lib.meta_dirty = true;
-	lib.bell_sent = lib.daemon_bell = false;
+	lib.bell_sent = lib.daemon_bell = lib.daemon_released = false;
 	pthread_cond_broadcast(&lib.cond);
 	pthread_mutex_unlock(&lib.lock);
 	tr_close(t);

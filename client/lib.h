@@ -44,6 +44,7 @@ struct lib_ring {
 	bool sent;      /* handed to the current daemon connection */
 	bool finished;  /* its thread exited (or the library closed) */
 	bool refused;   /* the daemon said no: events still go in, nobody reads */
+	bool released;  /* the current daemon unmapped it for good (RELEASED) */
 	unsigned limbo_parity; /* in lib.limbo: the trigger count it waits for */
 };
 
@@ -100,6 +101,7 @@ struct lib {
 	struct ringlog_stats stats; /* atomics for the counters bumped on emit */
 	struct ringlog_overload_stats ovl; /* atomics (overload.c) */
 	bool daemon_overload;       /* WELCOME said RINGLOG_WELCOME_OVERLOAD */
+	bool daemon_released;       /* WELCOME said RINGLOG_WELCOME_RELEASED */
 };
 
 extern struct lib lib LIB_HIDDEN;

@@ -59,6 +59,7 @@ struct daemon {
 	bool drain_visit_all;   /* this pass skips no idle ring */
 	bool drain_seal;        /* a ring finished in this pass: seal at its end */
 	bool drain_release_left; /* rings a pass left to release (drain.c) */
+	bool released_pending;  /* a client has RELEASED to be sent (registry.c) */
 	struct drain_item *drain_list; /* a pass's rings, gathered before the
 	                                * first is visited (drain.c) */
 	size_t drain_cap;

@@ -31,6 +31,15 @@
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
  *                whole client was refused (limits, bad seals, ...)
+ *   D->C RELEASED struct ringlog_ctl_released[n]: the daemon has drained
+ *                these finished rings for good and unmapped them, and will
+ *                never read them again (one frame for those a drain pass
+ *                released); from a daemon whose WELCOME flags say
+ *                RINGLOG_WELCOME_RELEASED. The library frees such a ring
+ *                only then, so that the last reference to its pages is the
+ *                program's and freeing them is the program's cost, as
+ *                allocating them was (the daemon's munmap() of a ring
+ *                whose file is still open is a fraction of it)
  *   D->C POLICY  struct ringlog_ctl_policy[n]: per event, its rate limit
  *                and wait (configuration "rate"/"burst"/"wait", `ringlog
  *                enable --rate`); sent for each event whose policy differs
@@ -117,6 +126,7 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_POLICY = 8,
 	RINGLOG_CTL_SUPPRESSED = 9,
 	RINGLOG_CTL_BELL = 10,
+	RINGLOG_CTL_RELEASED = 11,
 	RINGLOG_CTL_STATUS = 16,
 	RINGLOG_CTL_TAIL = 17,
 	RINGLOG_CTL_DATA = 18,
@@ -145,6 +155,7 @@ struct ringlog_ctl_hello {
  * (0 from a daemon before the field). */
 #define RINGLOG_WELCOME_OVERLOAD 0x1u /* SUPPRESSED frames */
 #define RINGLOG_WELCOME_BELL     0x2u /* BELL frames and ringlog_ctl_ring.bell */
+#define RINGLOG_WELCOME_RELEASED 0x4u /* RELEASED frames */
 
 struct ringlog_ctl_welcome {
 	uint32_t version;
@@ -196,6 +207,10 @@ struct ringlog_ctl_refuse {
 	uint64_t handle;     /* 0: the whole client */
 };
 
+struct ringlog_ctl_released {
+	uint64_t handle;     /* the ring's, from its RING frame */
+};
+
 static_assert(sizeof(struct ringlog_ctl_frame) == 8, "frame size");
 static_assert(offsetof(struct ringlog_ctl_frame, type) == 4, "frame type");
 static_assert(offsetof(struct ringlog_ctl_frame, flags) == 6, "frame flags");
@@ -212,6 +227,7 @@ static_assert(sizeof(struct ringlog_ctl_bell) == 8, "bell msg size");
 static_assert(sizeof(struct ringlog_ctl_enable) == 72, "enable size");
 static_assert(offsetof(struct ringlog_ctl_enable, kw) == 8, "enable kw");
 static_assert(sizeof(struct ringlog_ctl_refuse) == 8, "refuse size");
+static_assert(sizeof(struct ringlog_ctl_released) == 8, "released size");
 static_assert(sizeof(struct ringlog_ctl_policy) == 24, "policy size");
 static_assert(offsetof(struct ringlog_ctl_policy, wait_us) == 4, "policy wait_us");
 static_assert(offsetof(struct ringlog_ctl_policy, rate) == 8, "policy rate");

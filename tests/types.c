@@ -62,6 +62,33 @@ static int fd_count(void)
 	return n - 3; /* ., .., the DIR's own fd */
 }
 
+/* The rings the process pid has mapped (libringlog's memfds). */
+static int daemon_ring_maps(const char *pid)
+{
+	char path[64], line[512];
+	int maps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		maps += strstr(line, "memfd:ringlog-ring") != NULL;
+	fclose(f);
+	return maps;
+}
+
+static pthread_barrier_t released_go;
+
+static void *one_event(void *arg);
+
+static void *event_then_wait(void *arg)
+{
+	one_event(arg);
+	pthread_barrier_wait(&released_go);
+	return NULL;
+}
+
 static void *one_event(void *arg)
 {
 	RINGLOG_EVENT(types_provider, "Thread", RINGLOG_LEVEL_INFO, 0x1,
@@ -220,6 +247,40 @@ int main(int argc, char **argv)
 		printf("fds_before=%d fds_after=%d rings_created=%llu rings_live=%llu\n", fds0,
 		       fd_count(), (unsigned long long)st.rings_created,
 		       (unsigned long long)st.rings_live);
+		return 0;
+	}
+	if (!strcmp(mode, "released") && argc > 2) {
+		/* 200 threads' rings, finished at once: while the library frees
+		 * them, every ring the daemon (pid argv[2]) still has mapped
+		 * must still be ours. Sampled: our live rings first, then the
+		 * daemon's mappings (no ring is created in between), so a ring
+		 * the daemon maps at the second read was live at the first. */
+		enum { N = 200 };
+		pthread_t t[N];
+		int excess = 0, maps = 0;
+		unsigned long long live = 0;
+
+		one_event(NULL); /* the main thread's ring stays */
+		pthread_barrier_init(&released_go, NULL, N + 1);
+		for (int i = 0; i < N; i++)
+			if (pthread_create(&t[i], NULL, event_then_wait, NULL))
+				return 2;
+		pthread_barrier_wait(&released_go); /* all their rings exist */
+		for (int i = 0; i < N; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 2000; i++) {
+			ringlog_get_stats(&st);
+			live = st.rings_live;
+			if ((maps = daemon_ring_maps(argv[2])) < 0)
+				return 4;
+			if (maps - (int)live > excess)
+				excess = maps - (int)live;
+			if (live <= 1 && maps <= 1)
+				break;
+			usleep(2000);
+		}
+		printf("rings_freed=%llu rings_live=%llu daemon_ring_maps=%d excess=%d\n",
+		       (unsigned long long)st.rings_freed, live, maps, excess);
 		return 0;
 	}
 	if (!strcmp(mode, "fork")) {

@@ -99,6 +99,10 @@ struct client {
 	 * that arrives after the writer's threads ended goes to (overload.c;
 	 * its last report comes at exit, after they ended). */
 	struct ring *spent;
+	/* Handles of rings released and not yet said RELEASED: one frame per
+	 * pass (reg_send_released()), not one per ring. */
+	uint64_t *released;
+	uint32_t nreleased, released_cap;
 	uint64_t ring_bytes;
 	struct store_writer store; /* the store's (store/stream.h) */
 	uint64_t stored, lost_ring, lost_corrupt;

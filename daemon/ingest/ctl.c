@@ -157,6 +157,7 @@ void client_maybe_free(struct client *c)
 	free(c->pol_sent);
 	free(c->ovl_pending);
 	free(c->spent);
+	free(c->released);
 	free(c->exe);
 	free(c->tx.buf);
 	free(c);

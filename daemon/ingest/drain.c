@@ -287,12 +287,14 @@ static uint64_t pass(struct daemon *d, struct ring *r, long *records, uint64_t *
 	return r->cons.pos - before;
 }
 
-/* Releasing a ring unmaps it, and the last unmap of a ring frees its
- * pages: ~50 us for one of 512 KiB. A pool of 1,000 threads ending
- * together had one pass spend ~50 ms in munmap(), and the events that pass
- * drained reached a tail that much later (bench-scale's emit -> tail p99
- * went from 5 to 20 ms in one run in three). So a pass releases at most
- * RELEASE_PER_PASS rings, and the next pass comes at once while any wait. */
+/* Releasing a ring unmaps it: ~15 us for one of 512 KiB, and ~50 when
+ * ours was the last reference and the unmap freed its pages (a program
+ * gone; a live one frees them itself once told RELEASED: registry.c). A
+ * pool of 1,000 threads ending together had one pass spend ~50 ms in
+ * munmap(), and the events that pass drained reached a tail that much
+ * later (bench-scale's emit -> tail p99 went from 5 to 20 ms in one run in
+ * three). So a pass releases at most RELEASE_PER_PASS rings, and the next
+ * pass comes at once while any wait. */
 #define RELEASE_PER_PASS 16
 
 /* A ring drained for good or detached: its disk loss goes into its stream
@@ -549,6 +551,8 @@ static uint64_t drain_pass(struct daemon *d, uint64_t *records, unsigned *fill)
 		d->drain_seal = false;
 		store_seal(d->st);
 	}
+	if (d->released_pending)
+		reg_send_released(d);
 	if (d->sinks.wanting)
 		sink_publish_passed(&d->sinks);
 	return s.moved;

@@ -216,7 +216,8 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 {
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
-					 .flags = RINGLOG_WELCOME_OVERLOAD | RINGLOG_WELCOME_BELL,
+					 .flags = RINGLOG_WELCOME_OVERLOAD | RINGLOG_WELCOME_BELL |
+						  RINGLOG_WELCOME_RELEASED,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
 	d_obj_t keep;
@@ -415,6 +416,45 @@ drop:
 	return 0;
 }
 
+/* Queued for reg_send_released(); with no memory for that, sent now. */
+static void say_released(struct client *c, uint64_t handle)
+{
+	if (c->nreleased == c->released_cap) {
+		uint32_t cap = c->released_cap ? c->released_cap * 2 : 16;
+		uint64_t *h = cap <= RINGLOG_CTL_MAX / sizeof(*h)
+				      ? realloc(c->released, cap * sizeof(*h))
+				      : NULL;
+
+		if (!h) {
+			struct ringlog_ctl_released m = { .handle = handle };
+
+			client_send(c, RINGLOG_CTL_RELEASED, &m, sizeof(m));
+			return;
+		}
+		c->released = h;
+		c->released_cap = cap;
+	}
+	c->released[c->nreleased++] = handle;
+	c->d->released_pending = true;
+}
+
+/* At most this many a frame: the library reads frames of up to 64 KiB. */
+#define RELEASED_PER_FRAME 4096u
+
+void reg_send_released(struct daemon *d)
+{
+	for (struct client *c = d->clients; c; c = c->next) {
+		for (uint32_t i = 0, k; i < c->nreleased; i += k) {
+			k = c->nreleased - i < RELEASED_PER_FRAME ? c->nreleased - i
+								   : RELEASED_PER_FRAME;
+			client_send(c, RINGLOG_CTL_RELEASED, c->released + i,
+				    k * (uint32_t)sizeof(*c->released));
+		}
+		c->nreleased = 0;
+	}
+	d->released_pending = false;
+}
+
 void reg_ring_release(struct ring *r)
 {
 	struct client *c = r->c;
@@ -428,8 +468,16 @@ void reg_ring_release(struct ring *r)
 	c->nrings--;
 	c->ring_bytes -= r->map_size;
 	fdstore_forget_ring(r);
-	if (r->mem)
+	if (r->mem) {
 		ctl_unmap(r->mem, r->map_size);
+		/* Unmapped first: the program's close of the ring is then the
+		 * last reference and frees its pages, ~50 us for 512 KiB that
+		 * were ours to spend when it had closed first (proto/ctl.h).
+		 * A writer gone (or adopted from the fd store) has nobody to
+		 * tell. */
+		if (!c->gone)
+			say_released(c, r->handle);
+	}
 	free(r->store.pend);
 	/* No chunk holds it (retire()): what it may still be given is a
 	 * LOSS record, which takes no ring space. */

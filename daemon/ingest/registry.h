@@ -90,6 +90,9 @@ void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* A ring drained for good (or a client going): unmap and free it. */
 void reg_ring_release(struct ring *r);
+/* The RELEASED frames of the rings released since the last call, one per
+ * client (drain.c, at the end of a pass). */
+void reg_send_released(struct daemon *d);
 /* Configuration, tails or tracers changed: enablement again, everywhere. */
 void reg_enable_recompute(struct daemon *d);
 struct provider *reg_provider(struct daemon *d, const char *name);
