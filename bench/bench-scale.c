@@ -536,9 +536,9 @@ static double idle_rings(int writers, int procs, double seconds)
  * emitting one burst of CHURN_EVENTS and ending, all at once; ROUNDS times.
  * The daemon's CPU from their start until their rings are released (500 ms
  * after the last thread ended; a pass releases 16 rings, and passes follow
- * at once while any wait: drain.c), per thread: what one thread's ring costs the
- * daemon to register, map, drain, unmap and forget, beside its processes'
- * connections. The whole-run column of the 1,000-writer case holds this
+ * at once while any wait: drain.c), per thread: what one thread's ring
+ * costs the daemon to register, map, drain, unmap and forget, beside its
+ * processes' connections. The whole-run column of the 1,000-writer case holds this
  * once per writer, spread over the case's events. */
 #define CHURN_EVENTS 50
 #define CHURN_ROUNDS 5 /* 5,000 threads: 10 ms ticks are 2 us of a thread */
@@ -605,8 +605,10 @@ int main(int argc, char **argv)
 			seconds = 2, idle_s = 4;
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			out_dir = argv[++i];
-		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-			only = !strcmp(argv[i + 1], "churn") ? -1 : atoi(argv[i + 1]), i++;
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			i++;
+			only = !strcmp(argv[i], "churn") ? -1 : atoi(argv[i]);
+		}
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 	}

@@ -78,21 +78,19 @@ static int daemon_ring_maps(const char *pid)
 	return maps;
 }
 
-static pthread_barrier_t released_go;
+static void *one_event(void *arg)
+{
+	RINGLOG_EVENT(types_provider, "Thread", RINGLOG_LEVEL_INFO, 0x1,
+		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
+	return NULL;
+}
 
-static void *one_event(void *arg);
+static pthread_barrier_t released_go;
 
 static void *event_then_wait(void *arg)
 {
 	one_event(arg);
 	pthread_barrier_wait(&released_go);
-	return NULL;
-}
-
-static void *one_event(void *arg)
-{
-	RINGLOG_EVENT(types_provider, "Thread", RINGLOG_LEVEL_INFO, 0x1,
-		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
 	return NULL;
 }
 

@@ -421,9 +421,7 @@ static void say_released(struct client *c, uint64_t handle)
 {
 	if (c->nreleased == c->released_cap) {
 		uint32_t cap = c->released_cap ? c->released_cap * 2 : 16;
-		uint64_t *h = cap <= RINGLOG_CTL_MAX / sizeof(*h)
-				      ? realloc(c->released, cap * sizeof(*h))
-				      : NULL;
+		uint64_t *h = realloc(c->released, cap * sizeof(*h));
 
 		if (!h) {
 			struct ringlog_ctl_released m = { .handle = handle };
