@@ -30,11 +30,15 @@
  *   C->D META    no payload: the metadata region grew, read it
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
- *                whole client was refused (limits, bad seals, ...)
+ *                whole client was refused (limits, bad seals, ...); once
+ *                the whole client is, each later RING frame is refused by
+ *                its handle too, so that the library frees such a ring
+ *                without waiting for a RELEASED that cannot come
  *   D->C RELEASED struct ringlog_ctl_released[n]: the daemon has drained
  *                these finished rings for good and unmapped them, and will
  *                never read them again (one frame for those a drain pass
- *                released); from a daemon whose WELCOME flags say
+ *                released; one its queue cannot take then goes at a later
+ *                pass); from a daemon whose WELCOME flags say
  *                RINGLOG_WELCOME_RELEASED. The library frees such a ring
  *                only then, so that the last reference to its pages is the
  *                program's and freeing them is the program's cost, as

@@ -302,6 +302,8 @@ void h_stop(struct harness *h)
 		free(h->c->store.route);
 		free(h->c->spent);
 		free(h->c->ovl_pending);
+		free(h->c->released);
+		free(h->c->tx.buf); /* frames for a writer with no connection */
 		free(h->c);
 	}
 	if (h->r) { /* else released by the drain (h_finish_ring()) */

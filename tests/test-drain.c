@@ -20,6 +20,7 @@
 #include "store-harness.h"
 #include "bell.h"
 #include "clock.h"
+#include "ctl.h"
 #include "ingest/bells.h"
 #include "ingest/client.h"
 #include "ingest/drain.h"
@@ -330,6 +331,62 @@ Test(drain, a_pass_goes_on_to_the_rings_gathered_after_one_it_releases)
 		usleep(500);
 	}
 	cr_assert_not(on_list(b.r), "the finished ring was not released in 1 s");
+	all_stored();
+}
+
+/* The handles in RELEASED frames queued for the harness's writer (it has
+ * no connection: what client_send() queues stays in its tx buffer). */
+static unsigned released_frames(uint64_t handle)
+{
+	const struct txbuf *t = &h.c->tx;
+	unsigned found = 0;
+
+	for (size_t off = 0; off + sizeof(struct ringlog_ctl_frame) <= t->len;) {
+		struct ringlog_ctl_frame f;
+
+		memcpy(&f, t->buf + t->head + off, sizeof(f));
+		off += sizeof(f);
+		cr_assert_leq(f.len, t->len - off, "a frame runs past the queue");
+		for (uint32_t i = 0; f.type == RINGLOG_CTL_RELEASED && i + 8 <= f.len; i += 8) {
+			uint64_t x;
+
+			memcpy(&x, t->buf + t->head + off + i, 8);
+			found += x == handle;
+		}
+		off += f.len;
+	}
+	return found;
+}
+
+/* RELEASED is what lets the program free a finished ring: one its queue
+ * cannot take now (replies unread up to the limit, no memory) is kept and
+ * sent at a later pass, not lost. */
+Test(drain, a_release_the_writer_cannot_be_told_of_now_is_told_at_a_later_pass)
+{
+	const uint64_t handle = 0x5eed;
+	struct h_ring b;
+
+	h_add_ring(&h, &b);
+	b.r->handle = handle;
+	emit_into(&b, now_ns(), 30);
+	ringlog_prod_finish(&b.p);
+	h.c->tx.limit = 1; /* every frame is over it: client_send() says -ENOBUFS */
+	for (int i = 0; i < 2000 && on_list(b.r); i++) {
+		drain_all(h.d);
+		uv_run(h.loop, UV_RUN_NOWAIT);
+		usleep(500);
+	}
+	cr_assert_not(on_list(b.r), "the finished ring was not released in 1 s");
+	cr_assert_eq(released_frames(handle), 0, "a frame went past the queue's limit");
+	cr_assert_eq(h.c->nreleased, 1, "the release the writer could not be told of was "
+		     "dropped (%u kept)", h.c->nreleased);
+	cr_assert(h.d->released_pending, "nothing asks a later pass to try again");
+	drain_all(h.d); /* still full: kept again */
+	cr_assert_eq(h.c->nreleased, 1, "a second refusal dropped it");
+	h.c->tx.limit = 0; /* the program read its replies */
+	drain_all(h.d);
+	cr_expect_eq(released_frames(handle), 1, "the later pass did not say RELEASED once");
+	cr_expect_eq(h.c->nreleased, 0, "told, and still kept");
 	all_stored();
 }
 

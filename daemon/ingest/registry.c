@@ -360,6 +360,11 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	}
 	memcpy(&m, p, sizeof(m));
 	if (c->refused) {
+		/* Said per ring, not dropped in silence: the program frees a
+		 * finished ring we mapped only after RELEASED, and one we
+		 * refused at once (lib collectable()). */
+		reg_refuse(c, m.handle, "this process's registration was refused (see the first "
+			   "refusal): its rings are not read");
 		ctl_drop_obj(c, o);
 		return 0;
 	}
@@ -438,19 +443,50 @@ static void say_released(struct client *c, uint64_t handle)
 
 /* At most this many a frame: the library reads frames of up to 64 KiB. */
 #define RELEASED_PER_FRAME 4096u
+/* Handles kept for a writer that reads none of its replies: 512 KiB. */
+#define RELEASED_KEPT_MAX (16u * RELEASED_PER_FRAME)
+
+/* One writer's queue. What its queue cannot take now (no memory, or
+ * replies it has not read up to client.c's limit) stays for the next
+ * pass: a handle lost would keep a finished ring in the program until it
+ * reconnects. A writer that reads nothing while its threads come and go
+ * would grow the list without bound: past RELEASED_KEPT_MAX it is
+ * disconnected, which ends the program's wait for all of them at once. */
+static void send_released(struct client *c)
+{
+	uint32_t i = 0, k;
+	int err = 0;
+
+	for (; i < c->nreleased && !c->gone; i += k) {
+		k = c->nreleased - i < RELEASED_PER_FRAME ? c->nreleased - i : RELEASED_PER_FRAME;
+		if ((err = client_send(c, RINGLOG_CTL_RELEASED, c->released + i,
+				       k * (uint32_t)sizeof(*c->released))) < 0)
+			break;
+	}
+	if (c->gone) {
+		c->nreleased = 0; /* nobody to tell */
+		return;
+	}
+	memmove(c->released, c->released + i, (c->nreleased - i) * sizeof(*c->released));
+	c->nreleased -= i;
+	if (c->nreleased) {
+		c->d->released_pending = true;
+		if (err == -ENOBUFS && c->nreleased > RELEASED_KEPT_MAX) {
+			d_log(LOG_WARNING, "client pid %u (%s): %u released rings not yet told, its "
+			      "replies unread: disconnected (its rings are still drained)", c->pid,
+			      c->comm, c->nreleased);
+			client_close(c);
+			c->nreleased = 0;
+		}
+	}
+}
 
 void reg_send_released(struct daemon *d)
 {
-	for (struct client *c = d->clients; c; c = c->next) {
-		for (uint32_t i = 0, k; i < c->nreleased; i += k) {
-			k = c->nreleased - i < RELEASED_PER_FRAME ? c->nreleased - i
-								   : RELEASED_PER_FRAME;
-			client_send(c, RINGLOG_CTL_RELEASED, c->released + i,
-				    k * (uint32_t)sizeof(*c->released));
-		}
-		c->nreleased = 0;
-	}
 	d->released_pending = false;
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->nreleased)
+			send_released(c);
 }
 
 void reg_ring_release(struct ring *r)
