@@ -84,6 +84,41 @@ static void apply_enable(const struct ringlog_ctl_enable *e)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A RELEASED frame's handles against our rings, under lib.lock, which a
+ * thread's first event waits for: sorted, one pass over the rings with a
+ * binary search each, not handles x rings (a frame holds up to 4,096, and a
+ * process up to limits.rings_per_process rings). */
+static void mark_released_locked(const uint8_t *p, uint32_t len)
+{
+	size_t n = len / sizeof(struct ringlog_ctl_released);
+	uint64_t *h = n ? malloc(n * sizeof(*h)) : NULL;
+
+	if (!h) {
+		for (size_t i = 0; i < n; i++) { /* no memory: the slow way */
+			uint64_t one;
+
+			memcpy(&one, p + i * sizeof(one), sizeof(one));
+			for (struct lib_ring *x = lib.rings; x; x = x->next)
+				if (x->handle == one && x->sent)
+					x->released = true;
+		}
+		return;
+	}
+	memcpy(h, p, n * sizeof(*h));
+	qsort(h, n, sizeof(*h), cmp_u64);
+	for (struct lib_ring *x = lib.rings; x; x = x->next)
+		if (x->sent && bsearch(&x->handle, h, n, sizeof(*h), cmp_u64))
+			x->released = true;
+	free(h);
+}
+
 static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, lib_obj_t *obj)
 {
 	switch (type) {
@@ -134,17 +169,7 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		break;
 	}
 	case RINGLOG_CTL_RELEASED:
-		for (uint32_t off = 0; off + sizeof(struct ringlog_ctl_released) <= len;
-		     off += sizeof(struct ringlog_ctl_released)) {
-			struct ringlog_ctl_released m;
-
-			memcpy(&m, p + off, sizeof(m));
-			for (struct lib_ring *x = lib.rings; x; x = x->next)
-				if (x->handle == m.handle && x->sent) {
-					x->released = true;
-					break;
-				}
-		}
+		mark_released_locked(p, len);
 		break; /* freed by the next lib_rings_gc_locked() */
 	case RINGLOG_CTL_SYNC: {
 		uint64_t t;
