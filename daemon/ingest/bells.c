@@ -69,6 +69,8 @@ void bell_sleep(struct ring *r)
 
 	unwake(r);
 	unqueue(r);
+	if (!c->asleep) /* else the head's is older: the bound holds */
+		c->asleep_since_ms = r->last_visit_ms;
 	if (!c->asleep_tail)
 		c->asleep_tail = &c->asleep;
 	r->sl_pprev = c->asleep_tail;

@@ -61,6 +61,10 @@ struct client {
 	/* its sleeping rings, the longest asleep first (ingest/bells.c):
 	 * a pass sweeps those asleep for a sweep interval, only them */
 	struct ring *asleep, **asleep_tail;
+	/* at most the last_visit_ms of c->asleep's head, the queue's oldest:
+	 * sweep_due() reads that ring (not otherwise touched, its line cold)
+	 * only once this is a sweep interval old */
+	uint64_t asleep_since_ms;
 	const struct ringlog_bell_page *bell;
 	uint32_t *bell_seen;
 	struct ring **bell_ring;

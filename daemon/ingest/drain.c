@@ -471,6 +471,16 @@ static void sweep_due(struct daemon *d, struct client *c, uint64_t now, size_t *
 {
 	uint64_t every = bell_sweep(d);
 
+	/* Without reading the head, most passes: 1,000 writers in 100
+	 * processes, a cache miss a writer a pass was ~2 % of the daemon's
+	 * CPU (bench-scale, perf). Leaving the queue only makes its oldest
+	 * younger, so the bound is refreshed here, from the head itself. */
+	if (now - c->asleep_since_ms < every || !c->asleep)
+		return;
+	if (now - c->asleep->last_visit_ms < every) {
+		c->asleep_since_ms = c->asleep->last_visit_ms;
+		return;
+	}
 	for (struct ring *r = c->asleep, *rn; r && now - r->last_visit_ms >= every; r = rn) {
 		rn = r->sl_next;
 		if (!gather(d, n, r, true))
@@ -492,6 +502,7 @@ static size_t gather_pass(struct daemon *d, uint64_t now, struct pass_sum *s)
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
+		__builtin_prefetch(cn); /* its fields, while this one's bells are read */
 		if (__builtin_expect(c->ovl_npending != 0, 0)) {
 			ovl_retry(d, c);
 			/* a writer gone was kept for its reports only */
