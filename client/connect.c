@@ -164,11 +164,8 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		for (struct lib_ring *x = lib.rings; x; x = x->next)
 			if (x->handle == r.handle)
 				x->refused = true;
-		/* Once the whole process is refused, each later ring is
-		 * refused too (proto/ctl.h): said once, not once a thread. */
-		if (!r.handle || !lib.refused_all)
-			lib_diag("ringlogd refused %s: %.*s", r.handle ? "a ring" : "this process",
-				 (int)(len - sizeof(r)), (const char *)p + sizeof(r));
+		lib_diag("ringlogd refused %s: %.*s", r.handle ? "a ring" : "this process",
+			 (int)(len - sizeof(r)), (const char *)p + sizeof(r));
 		break;
 	}
 	case RINGLOG_CTL_RELEASED:

@@ -175,7 +175,9 @@ void lib_ring_free(struct lib_ring *r)
  * unmapped it too: our close is then the last reference, and the pages are
  * freed here, where they were allocated, not in its munmap() (~50 us of
  * its time for 512 KiB: bench-scale's threads that come and go). A daemon
- * that dies first drops the connection, and with it the wait. */
+ * that dies first drops the connection, and with it the wait; one that
+ * refused the whole process drops the RING frames that follow, and will
+ * say RELEASED for none of them. */
 static bool collectable(struct lib_ring *r)
 {
 	uint64_t prod, cons;
@@ -189,7 +191,8 @@ static bool collectable(struct lib_ring *r)
 	cons = __atomic_load_n(&r->prod.hdr->cons_pos, __ATOMIC_ACQUIRE);
 	if (cons != prod)
 		return false;
-	return r->released || !(r->sent && lib.connected && lib.daemon_released);
+	return r->released ||
+	       !(r->sent && lib.connected && lib.daemon_released && !lib.refused_all);
 }
 
 /* Events in r that no daemon has stored yet: the records between the

@@ -30,10 +30,8 @@
  *   C->D META    no payload: the metadata region grew, read it
  *   D->C ENABLE  struct ringlog_ctl_enable[n]: keyword mask per level
  *   D->C REFUSE  struct ringlog_ctl_refuse + UTF-8 message: a ring or the
- *                whole client was refused (limits, bad seals, ...); once
- *                the whole client is, each later RING frame is refused by
- *                its handle too, so that the library frees such a ring
- *                without waiting for a RELEASED that cannot come
+ *                whole client was refused (limits, bad seals, ...); the
+ *                library then waits for no RELEASED until it reconnects
  *   D->C RELEASED struct ringlog_ctl_released[n]: the daemon has drained
  *                these finished rings for good and unmapped them, and will
  *                never read them again (one frame for those a drain pass

@@ -6,8 +6,6 @@
  *   unsealed-meta   a metadata memfd that can still shrink
  *   meta-lies       metadata whose header claims more than the region holds,
  *                   then entries whose lengths run past it
- *   ring-after-refusal  metadata refused after WELCOME, then a valid ring: the
- *                   ring is refused by its handle, not dropped in silence
  *   garbage-ring    a valid ring header, random bytes as records
  *   ring-flood      10,000 RING frames on one connection
  *   connect-flood   10,000 connections, each a HELLO, most left open
@@ -348,18 +346,6 @@ int main(int argc, char **argv)
 		}
 		hello(fd, meta);
 		send_frame(fd, RINGLOG_CTL_META, NULL, 0, -1);
-	} else if (!strcmp(mode, "ring-after-refusal")) {
-		int meta = make_meta(1, &mh);
-
-		hello(fd, meta);
-		collect(fd, 300); /* WELCOME; then the region turns bad */
-		__atomic_store_n(&mh->used, 1u << 30, __ATOMIC_RELEASE);
-		send_frame(fd, RINGLOG_CTL_META, NULL, 0, -1);
-		collect(fd, 300);
-		if (refused != 1) {
-			printf("the metadata was not refused (%d refusals)\n", refused);
-			return 1;
-		}
 	} else {
 		hello(fd, make_meta(1, &mh));
 	}
@@ -450,14 +436,6 @@ int main(int argc, char **argv)
 		pthread_join(th, NULL);
 		printf("bells: %d refused, %d of 5 rings drained\n", refused, drained);
 		return 0;
-	} else if (!strcmp(mode, "ring-after-refusal")) {
-		struct ringlog_producer p;
-		int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);
-
-		ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
-		send_ring(fd, 11, rfd);
-		collect(fd, 1000);
-		return refused == 2 ? 0 : 1;
 	} else if (!strcmp(mode, "ring-flood")) {
 		for (int i = 0; i < 10000; i++) {
 			struct ringlog_producer p;

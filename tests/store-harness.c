@@ -65,6 +65,14 @@ static void add_meta(struct client *c)
 	cr_assert_gt(ringlog_meta_add(&c->meta, e, len, &why), 0, "event entry: %s", why);
 }
 
+/* Room for its rings' RELEASED handles, as reg_ring_add() makes it. */
+static void reserve_released(struct client *c)
+{
+	c->released_cap = c->nrings + 16;
+	c->released = realloc(c->released, c->released_cap * sizeof(*c->released));
+	cr_assert(c->released);
+}
+
 static void add_writer(struct harness *h)
 {
 	struct client *c = calloc(1, sizeof(*c));
@@ -93,6 +101,7 @@ static void add_writer(struct harness *h)
 	r->map_size = h->mem_size;
 	c->rings = r;
 	c->nrings = 1;
+	reserve_released(c);
 	h->d->clients = c;
 	h->d->nclients = 1;
 	h->c = c;
@@ -119,6 +128,7 @@ void h_add_ring(struct harness *h, struct h_ring *x)
 	r->next = h->c->rings;
 	h->c->rings = r;
 	h->c->nrings++;
+	reserve_released(h->c);
 	x->r = r;
 }
 

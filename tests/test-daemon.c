@@ -910,7 +910,6 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 		{ "unsealed-ring", "refused: ring is not a memfd sealed against shrinking" },
 		{ "unsealed-meta", "refused: metadata region is not a memfd sealed" },
 		{ "meta-lies", "refused: metadata region: used=" },
-		{ "ring-after-refusal", "refused: this process's registration was refused" },
 		{ "garbage-ring", "refused: ring corrupt" },
 		{ "ring-flood", "refused: limits.rings_per_process (1024) reached" },
 		{ "frame-lies", "refused: connection closed" },

@@ -25,6 +25,7 @@
 #include "ingest/client.h"
 #include "ingest/drain.h"
 #include "ingest/pace.h"
+#include "ingest/registry.h"
 
 #define TICK_ID 1 /* the harness's "Tick" (store-harness.c EVENT_ID) */
 #define MS      1000000ull
@@ -388,6 +389,50 @@ Test(drain, a_release_the_writer_cannot_be_told_of_now_is_told_at_a_later_pass)
 	cr_expect_eq(released_frames(handle), 1, "the later pass did not say RELEASED once");
 	cr_expect_eq(h.c->nreleased, 0, "told, and still kept");
 	all_stored();
+}
+
+/* n handles 1..n queued for the harness's writer, as releases leave them */
+static void queue_handles(uint32_t n)
+{
+	free(h.c->released);
+	h.c->released = malloc(n * sizeof(uint64_t));
+	cr_assert(h.c->released);
+	for (uint32_t i = 0; i < n; i++)
+		h.c->released[i] = i + 1;
+	h.c->nreleased = h.c->released_cap = n;
+	h.d->released_pending = true;
+}
+
+Test(drain, handles_a_full_queue_cannot_take_are_kept_in_order_and_bounded)
+{
+	const size_t frame = sizeof(struct ringlog_ctl_frame) + 4096 * sizeof(uint64_t);
+
+	/* room for one frame of 4,096: the other 904 wait, oldest first */
+	queue_handles(5000);
+	h.c->tx.limit = h.c->tx.len + frame;
+	reg_send_released(h.d);
+	cr_assert_eq(h.c->nreleased, 904, "%u kept of the 904 not sent", h.c->nreleased);
+	cr_assert_eq(h.c->released[0], 4097);
+	cr_assert_eq(h.c->released[903], 5000);
+	cr_assert(h.d->released_pending);
+	cr_assert_eq(released_frames(1) + released_frames(4096), 2);
+	cr_assert_eq(released_frames(4097), 0, "a frame past the limit");
+	h.c->tx.limit = 0;
+	reg_send_released(h.d);
+	cr_assert_eq(h.c->nreleased, 0);
+	cr_assert_not(h.d->released_pending, "the next pass is asked to send nothing");
+	for (uint64_t x = 1; x <= 5000; x += 7)
+		cr_assert_eq(released_frames(x), 1, "handle %llu told %u times",
+			     (unsigned long long)x, released_frames(x));
+	cr_assert_eq(released_frames(5000), 1);
+
+	/* a writer that reads nothing: the list stops at the bound */
+	queue_handles(REG_RELEASED_KEPT_MAX + 10);
+	h.c->tx.limit = 1;
+	reg_send_released(h.d);
+	cr_assert_eq(h.c->nreleased, REG_RELEASED_KEPT_MAX);
+	cr_assert_eq(h.c->released[0], 1, "the oldest handles were the ones let go");
+	h.c->nreleased = 0;
 }
 
 Test(drain, the_sweep_takes_the_rings_due_and_leaves_those_visited_since)

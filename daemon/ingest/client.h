@@ -5,6 +5,7 @@
 #ifndef RINGLOG_DAEMON_CLIENT_H
 #define RINGLOG_DAEMON_CLIENT_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,24 +44,19 @@ struct txbuf {
 struct tail;
 
 struct client {
+	/* What each drain pass reads of every writer, first and together,
+	 * in the 80 bytes drain.c's gather_pass() prefetches (two lines
+	 * however calloc() aligns it): its rings; those it visits on every
+	 * pass, all but the ones that sleep until their bell rings; the bell
+	 * page (ingest/bells.c, proto/bell.h), or NULL: then no ring of this
+	 * writer sleeps; by slot, the counter's value when last looked at and
+	 * the ring that has it. */
 	struct client *next;
-	struct daemon *d;
-	/* the connection: the transport's own (unix/transport.c,
-	 * win/transport.c); NULL for a writer adopted from the fd store */
-	struct ctl_conn *conn;
-	bool tr_open;        /* the loop still holds the connection's handle */
-	bool gone;           /* connection closed; rings may still hold data */
-	/* What each drain pass reads of every writer, together (drain.c):
-	 * its rings; those it visits on every pass, all but the ones that
-	 * sleep until their bell rings; the bell page (ingest/bells.c,
-	 * proto/bell.h), or NULL: then no ring of this writer sleeps; by
-	 * slot, the ring that has it and the counter's value when last
-	 * looked at. */
 	struct ring *rings;
 	struct ring *awake;
 	/* its sleeping rings, the longest asleep first (ingest/bells.c):
 	 * a pass sweeps those asleep for a sweep interval, only them */
-	struct ring *asleep, **asleep_tail;
+	struct ring *asleep;
 	/* at most the last_visit_ms of c->asleep's head, the queue's oldest:
 	 * sweep_due() reads that ring (not otherwise touched, its line cold)
 	 * only once this is a sweep interval old */
@@ -70,6 +66,17 @@ struct client {
 	struct ring **bell_ring;
 	uint32_t bell_top;        /* slots in use are below it */
 	uint32_t ovl_npending;    /* reports not stored yet (overload.h) */
+	/* Handles of rings released and not yet said RELEASED (released[]):
+	 * one frame per pass (reg_send_released()), not one per ring */
+	uint32_t nreleased;
+	bool gone;           /* connection closed; rings may still hold data */
+	bool tr_open;        /* the loop still holds the connection's handle */
+
+	struct daemon *d;
+	/* the connection: the transport's own (unix/transport.c,
+	 * win/transport.c); NULL for a writer adopted from the fd store */
+	struct ctl_conn *conn;
+	struct ring **asleep_tail;
 	uint32_t nrings;
 	bool bell_warned;         /* a bad slot was logged */
 	uint32_t id;         /* writer id, daemon-unique */
@@ -103,10 +110,9 @@ struct client {
 	 * that arrives after the writer's threads ended goes to (overload.c;
 	 * its last report comes at exit, after they ended). */
 	struct ring *spent;
-	/* Handles of rings released and not yet said RELEASED: one frame per
-	 * pass (reg_send_released()), not one per ring. */
-	uint64_t *released;
-	uint32_t nreleased, released_cap;
+	uint64_t *released;       /* nreleased of released_cap (above) */
+	uint32_t released_cap;    /* >= nrings + nreleased: see say_released() */
+	bool released_warned;     /* handles over REG_RELEASED_KEPT_MAX logged */
 	uint64_t ring_bytes;
 	struct store_writer store; /* the store's (store/stream.h) */
 	uint64_t stored, lost_ring, lost_corrupt;
@@ -130,6 +136,9 @@ struct client {
 	uint32_t nfwd_ev;
 	uint32_t fwd_next;   /* event ids below it were offered */
 };
+
+/* The pass's fields within the prefetched 80 bytes (see the top). */
+static_assert(offsetof(struct client, tr_open) < 80, "client: pass fields past 80 bytes");
 
 /* ctl.c: frames, replies and the life of a connection. client_send()
  * returns 0, -EPIPE (the peer is gone) or -ENOBUFS (its queue is over its

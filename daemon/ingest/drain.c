@@ -502,7 +502,11 @@ static size_t gather_pass(struct daemon *d, uint64_t now, struct pass_sum *s)
 
 	for (struct client *c = d->clients, *cn; c; c = cn) {
 		cn = c->next;
-		__builtin_prefetch(cn); /* its fields, while this one's bells are read */
+		/* its fields (client.h), while this one's bells are read */
+		if (cn) {
+			__builtin_prefetch(cn);
+			__builtin_prefetch((const char *)cn + 64);
+		}
 		if (__builtin_expect(c->ovl_npending != 0, 0)) {
 			ovl_retry(d, c);
 			/* a writer gone was kept for its reports only */

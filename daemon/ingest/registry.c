@@ -281,6 +281,27 @@ static uint64_t uid_ring_bytes(struct daemon *d, uint32_t uid)
 	return sum;
 }
 
+/* Room in c->released for every ring c has and every handle not yet
+ * told, this one's included: made here, where a failure refuses a ring
+ * that holds nothing yet, so that a release never needs memory and never
+ * loses the handle that lets the program free the ring. */
+static int reserve_released(struct client *c)
+{
+	uint64_t need = (uint64_t)c->nrings + c->nreleased + 1;
+	uint32_t cap = c->released_cap ? c->released_cap : 16;
+	uint64_t *h;
+
+	if (need <= c->released_cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (!(h = realloc(c->released, cap * sizeof(*h))))
+		return -ENOMEM;
+	c->released = h;
+	c->released_cap = cap;
+	return 0;
+}
+
 struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void *mem, size_t size,
 			  const char **why)
 {
@@ -288,8 +309,10 @@ struct ring *reg_ring_add(struct client *c, uint64_t handle, uint32_t tid, void 
 	struct ring *r = calloc(1, sizeof(*r));
 
 	*why = NULL;
-	if (!r)
+	if (!r || reserve_released(c) < 0) {
+		free(r);
 		return NULL;
+	}
 	if (ringlog_cons_attach(&r->cons, mem, (uint64_t)size) < 0) {
 		*why = r->cons.why;
 		free(r);
@@ -360,11 +383,9 @@ int reg_ring(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	}
 	memcpy(&m, p, sizeof(m));
 	if (c->refused) {
-		/* Said per ring, not dropped in silence: the program frees a
-		 * finished ring we mapped only after RELEASED, and one we
-		 * refused at once (lib collectable()). */
-		reg_refuse(c, m.handle, "this process's registration was refused (see the first "
-			   "refusal): its rings are not read");
+		/* Not refused by its handle: a refused ring is never offered
+		 * again, and this one goes to the next daemon (or this one after
+		 * the program reconnects) like every ring it has. */
 		ctl_drop_obj(c, o);
 		return 0;
 	}
@@ -421,46 +442,33 @@ drop:
 	return 0;
 }
 
-/* Queued for reg_send_released(); with no memory for that, sent now. */
+/* Queued for reg_send_released(), in the room reserve_released() made. */
 static void say_released(struct client *c, uint64_t handle)
 {
-	if (c->nreleased == c->released_cap) {
-		uint32_t cap = c->released_cap ? c->released_cap * 2 : 16;
-		uint64_t *h = realloc(c->released, cap * sizeof(*h));
-
-		if (!h) {
-			struct ringlog_ctl_released m = { .handle = handle };
-
-			client_send(c, RINGLOG_CTL_RELEASED, &m, sizeof(m));
-			return;
-		}
-		c->released = h;
-		c->released_cap = cap;
+	if (c->nreleased < c->released_cap) {
+		c->released[c->nreleased++] = handle;
+		c->d->released_pending = true;
 	}
-	c->released[c->nreleased++] = handle;
-	c->d->released_pending = true;
 }
 
 /* At most this many a frame: the library reads frames of up to 64 KiB. */
 #define RELEASED_PER_FRAME 4096u
-/* Handles kept for a writer that reads none of its replies: 512 KiB. */
-#define RELEASED_KEPT_MAX (16u * RELEASED_PER_FRAME)
 
-/* One writer's queue. What its queue cannot take now (no memory, or
- * replies it has not read up to client.c's limit) stays for the next
- * pass: a handle lost would keep a finished ring in the program until it
- * reconnects. A writer that reads nothing while its threads come and go
- * would grow the list without bound: past RELEASED_KEPT_MAX it is
- * disconnected, which ends the program's wait for all of them at once. */
+/* One writer's queue. What its queue cannot take now (replies it has not
+ * read up to client.c's limit, no memory) stays for the next pass: a
+ * handle lost keeps a finished ring in the program until it reconnects.
+ * Past REG_RELEASED_KEPT_MAX the newest are let go, with a warning: a
+ * writer that reads nothing while its threads come and go must not grow
+ * the list without bound. It is not disconnected: this runs inside a pass,
+ * which a frame being handled may have started (sync.c). */
 static void send_released(struct client *c)
 {
 	uint32_t i = 0, k;
-	int err = 0;
 
-	for (; i < c->nreleased && !c->gone; i += k) {
+	for (; i < c->nreleased; i += k) {
 		k = c->nreleased - i < RELEASED_PER_FRAME ? c->nreleased - i : RELEASED_PER_FRAME;
-		if ((err = client_send(c, RINGLOG_CTL_RELEASED, c->released + i,
-				       k * (uint32_t)sizeof(*c->released))) < 0)
+		if (client_send(c, RINGLOG_CTL_RELEASED, c->released + i,
+				k * (uint32_t)sizeof(*c->released)) < 0)
 			break;
 	}
 	if (c->gone) {
@@ -469,16 +477,16 @@ static void send_released(struct client *c)
 	}
 	memmove(c->released, c->released + i, (c->nreleased - i) * sizeof(*c->released));
 	c->nreleased -= i;
-	if (c->nreleased) {
-		c->d->released_pending = true;
-		if (err == -ENOBUFS && c->nreleased > RELEASED_KEPT_MAX) {
-			d_log(LOG_WARNING, "client pid %u (%s): %u released rings not yet told, its "
-			      "replies unread: disconnected (its rings are still drained)", c->pid,
-			      c->comm, c->nreleased);
-			client_close(c);
-			c->nreleased = 0;
-		}
+	if (c->nreleased > REG_RELEASED_KEPT_MAX) {
+		if (!c->released_warned)
+			d_log(LOG_WARNING, "client pid %u (%s): reads none of its replies; %u ended threads' "
+			      "rings it was not told it may free stay in it until it reconnects "
+			      "(logged once)", c->pid, c->comm, c->nreleased - REG_RELEASED_KEPT_MAX);
+		c->released_warned = true;
+		c->nreleased = REG_RELEASED_KEPT_MAX;
 	}
+	if (c->nreleased)
+		c->d->released_pending = true;
 }
 
 void reg_send_released(struct daemon *d)

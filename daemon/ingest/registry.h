@@ -91,8 +91,10 @@ void reg_refuse(struct client *c, uint64_t handle, const char *fmt, ...)
 /* A ring drained for good (or a client going): unmap and free it. */
 void reg_ring_release(struct ring *r);
 /* The RELEASED frames of the rings released since the last call, one per
- * client (drain.c, at the end of a pass). */
+ * client (drain.c, at the end of a pass); those a client's queue cannot
+ * take now are kept for the next, up to REG_RELEASED_KEPT_MAX (512 KiB). */
 void reg_send_released(struct daemon *d);
+#define REG_RELEASED_KEPT_MAX 65536u
 /* Configuration, tails or tracers changed: enablement again, everywhere. */
 void reg_enable_recompute(struct daemon *d);
 struct provider *reg_provider(struct daemon *d, const char *name);
