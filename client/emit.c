@@ -69,9 +69,20 @@ static void finish_ring(struct lib_ring *r)
 
 /* At thread exit the key's value is the ring. Not thread_ring(): the
  * thread's own TLS may already be gone (emulated TLS, as on Windows, frees
- * its block in a destructor of its own that can run first). */
+ * its block in a destructor of its own that can run first).
+ *
+ * Where TLS outlives the keys' destructors (native TLS: glibc, musl), the
+ * thread forgets the ring here: another key's destructor may still emit
+ * after this one, and the ring is ours to free once finished (a thread
+ * that wrote into it then wrote into freed memory). Such an event makes a
+ * new ring, and its setspecific() another round of destructors, which
+ * finishes it. */
 static void on_thread_exit(void *arg)
 {
+#ifndef _WIN32
+	if (ringlog__thread_v2.hot == (struct ringlog__hot *)&((struct lib_ring *)arg)->prod)
+		ringlog__thread_v2.hot = NULL;
+#endif
 	finish_ring(arg);
 }
 

@@ -245,6 +245,43 @@ Test(client, a_finished_ring_is_freed_by_the_program_after_the_daemon_let_it_go)
 	live_cleanup(&e);
 }
 
+static int count_dtor(void *ctx, const struct ringlog_dec_event *ev)
+{
+	unsigned *n = ctx;
+
+	n[0]++;
+	n[1] += !strcmp(ev->desc->name, "Dtor");
+	return 0;
+}
+
+/* Another pthread key's destructor may emit after the library's own has
+ * finished the thread's ring, even after the library freed it: the
+ * thread must not write into it then (it did: heap corruption, SIGSEGV,
+ * or the event silently gone). Each such event is stored, and its new
+ * ring freed too. */
+Test(client, an_event_from_a_thread_exit_destructor_is_stored_and_corrupts_nothing)
+{
+	struct live e;
+	unsigned n[2] = { 0, 0 };
+	struct live_read rd = { .ctx = n, .on_event = count_dtor };
+	unsigned long long created = 0, live = 0, full = 0, other = 0;
+	char out[4096];
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	run_ok(TYPES_PATH " key-dtor", out, sizeof(out));
+	live_daemon_stop(d);
+	cr_assert_eq(sscanf(out, "rings_created=%llu rings_live=%llu dropped_full=%llu "
+			    "dropped_other=%llu", &created, &live, &full, &other), 4, "%s", out);
+	cr_expect_eq(live, 1, "%s: rings of ended threads stayed", out);
+	cr_expect_eq(full + other, 0, "%s", out);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(n[1], 20, "%u of the 20 destructors' events stored", n[1]);
+	cr_expect_geq(n[0], 61, "%u events stored of the 61 emitted", n[0]);
+	live_cleanup(&e);
+}
+
 Test(client, fork_gives_the_child_its_own_ring_and_exec_leaks_no_fd)
 {
 	struct live e;

@@ -23,6 +23,10 @@
  *   signal     the main thread emits 300,000 events while a 20 us timer's
  *              handler emits on the same thread, often between the inline
  *              reserve and publish; prints what was emitted and dropped
+ *   key-dtor   20 threads at once, each 2 events, and a third from a
+ *              pthread key's destructor, made after the library's (so it
+ *              runs after it), 300 ms after the thread ended: by then its
+ *              first ring is finished, drained and freed; prints the stats
  */
 #define _GNU_SOURCE
 #include <ringlog.h>
@@ -91,6 +95,24 @@ static void *event_then_wait(void *arg)
 {
 	one_event(arg);
 	pthread_barrier_wait(&released_go);
+	return NULL;
+}
+
+static pthread_key_t late_key;
+
+/* key-dtor: runs after the library's own destructor finished the ring */
+static void late_dtor(void *arg)
+{
+	usleep(300000);
+	RINGLOG_EVENT(types_provider, "Dtor", RINGLOG_LEVEL_INFO, 0x1,
+		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
+}
+
+static void *two_events_and_a_late_one(void *arg)
+{
+	pthread_setspecific(late_key, arg);
+	one_event(arg);
+	one_event(arg);
 	return NULL;
 }
 
@@ -279,6 +301,33 @@ int main(int argc, char **argv)
 		}
 		printf("rings_freed=%llu rings_live=%llu daemon_ring_maps=%d excess=%d\n",
 		       (unsigned long long)st.rings_freed, live, maps, excess);
+		return 0;
+	}
+	if (!strcmp(mode, "key-dtor")) {
+		enum { N = 20 };
+		pthread_t t[N];
+
+		one_event(NULL); /* the library's key first */
+		if (pthread_key_create(&late_key, late_dtor))
+			return 2;
+		for (int i = 0; i < N; i++)
+			if (pthread_create(&t[i], NULL, two_events_and_a_late_one,
+					   (void *)(uintptr_t)(i + 1)))
+				return 2;
+		for (int i = 0; i < N; i++)
+			pthread_join(t[i], NULL);
+		ringlog_flush(5000);
+		for (int i = 0; i < 500; i++) { /* ended threads' rings freed */
+			one_event(NULL);
+			ringlog_flush(5000);
+			ringlog_get_stats(&st);
+			if (st.rings_live <= 1)
+				break;
+			usleep(10000);
+		}
+		printf("rings_created=%llu rings_live=%llu dropped_full=%llu dropped_other=%llu\n",
+		       (unsigned long long)st.rings_created, (unsigned long long)st.rings_live,
+		       (unsigned long long)st.dropped_full, (unsigned long long)st.dropped_other);
 		return 0;
 	}
 	if (!strcmp(mode, "fork")) {
