@@ -30,6 +30,30 @@ static int send_hello(struct transport *t)
 	return tr_send(t, RINGLOG_CTL_HELLO, &h, sizeof(h), lib.meta_obj);
 }
 
+static int send_ring(struct transport *t, struct lib_ring *r, bool now)
+{
+	struct ringlog_ctl_ring m = { .handle = r->handle, .tid = r->tid, .bell = r->bell_slot };
+
+	return now ? tr_try_send(t, RINGLOG_CTL_RING, &m, sizeof(m), r->obj)
+		   : tr_send(t, RINGLOG_CTL_RING, &m, sizeof(m), r->obj);
+}
+
+/* On the thread's first event, which made r: a process that dies right
+ * after it (abort(), SIGKILL) must not take its events with it because
+ * this thread had not yet woken the library's. A descriptor in flight on
+ * the socket outlives the process; the daemon maps it, drains the ring
+ * and stores them (an outsider's test lost 1-3 new threads' events in
+ * 1-10 % of such runs). Not while the daemon cannot use it yet (a bell
+ * page it was not sent), nor when the socket cannot take it at once. */
+void lib_ring_offer_locked(struct lib_ring *r)
+{
+	if (!lib.connected || !lib.conn || lib.access_refused || r->sent ||
+	    (r->bell_slot && !lib.bell_sent))
+		return;
+	if (send_ring(lib.conn, r, true) == 0)
+		r->sent = true;
+}
+
 /* Send what the daemon does not have yet: metadata news, new rings, a sync
  * request. Called with lib.lock held; tr_send() is bounded by a send
  * timeout, and emitters never take this lock on their fast path. */
@@ -50,12 +74,9 @@ static int send_pending_locked(struct transport *t)
 		lib.bell_sent = true;
 	}
 	for (struct lib_ring *r = lib.rings; r; r = r->next) {
-		struct ringlog_ctl_ring m = { .handle = r->handle, .tid = r->tid,
-					      .bell = r->bell_slot };
-
 		if (r->sent || r->refused)
 			continue;
-		if ((err = tr_send(t, RINGLOG_CTL_RING, &m, sizeof(m), r->obj)) < 0)
+		if ((err = send_ring(t, r, false)) < 0)
 			return err;
 		r->sent = true;
 	}

@@ -187,5 +187,8 @@ void lib_wake_daemon(void) LIB_HIDDEN;
 int lib_thread_start_locked(void) LIB_HIDDEN;
 void lib_thread_stop(void) LIB_HIDDEN;
 void lib_wake(void) LIB_HIDDEN;
+/* A new ring to the daemon from the thread that made it, if that can be
+ * done now without waiting (connect.c); else the library's thread does. */
+void lib_ring_offer_locked(struct lib_ring *r) LIB_HIDDEN;
 
 #endif /* RINGLOG_CLIENT_LIB_H */

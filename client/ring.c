@@ -91,8 +91,9 @@ struct lib_ring *lib_ring_create(void)
 	__atomic_store_n(&lib_trigger_hdr, r->prod.hdr, __ATOMIC_SEQ_CST);
 	lib.stats.rings_created++;
 	lib.stats.rings_live++;
+	lib_ring_offer_locked(r);
 	pthread_mutex_unlock(&lib.lock);
-	lib_wake();
+	lib_wake(); /* the metadata it may have added */
 	return r;
 }
 

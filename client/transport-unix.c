@@ -85,6 +85,33 @@ int tr_send(struct transport *t, uint16_t type, const void *payload, uint32_t le
 	return (size_t)n == sizeof(struct ringlog_ctl_frame) + len ? 0 : -EPIPE;
 }
 
+/* A frame this small is one skb: a Unix stream socket queues all of it or
+ * nothing (unix_stream_sendmsg() with MSG_DONTWAIT). */
+#define TRY_SEND_MAX 256
+
+int tr_try_send(struct transport *t, uint16_t type, const void *payload, uint32_t len,
+		lib_obj_t obj)
+{
+	long n;
+
+	if (len > TRY_SEND_MAX)
+		return -EOPNOTSUPP;
+	do
+		n = ringlog_ctl_send(t->fd, type, payload, len, obj, MSG_DONTWAIT);
+	while (n == -EINTR);
+	if (n == -EWOULDBLOCK)
+		return -EAGAIN;
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n != sizeof(struct ringlog_ctl_frame) + len) {
+		/* Never seen: the stream is mid-frame now, so end it (the
+		 * library's thread reconnects and sends everything again). */
+		shutdown(t->fd, SHUT_RDWR);
+		return -EPIPE;
+	}
+	return 0;
+}
+
 long tr_recv(struct transport *t, uint8_t *buf, size_t cap, lib_obj_t *obj)
 {
 	union {

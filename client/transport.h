@@ -30,6 +30,12 @@ void tr_close(struct transport *t);
  * that does not read is a broken link. 0 or -errno. */
 int tr_send(struct transport *t, uint16_t type, const void *payload, uint32_t len, lib_obj_t obj);
 
+/* The same from an emitting thread, never waiting: all of the frame or
+ * none of it, -EAGAIN when it cannot go at once (the library's thread
+ * sends it later); -EOPNOTSUPP where the link cannot promise that. */
+int tr_try_send(struct transport *t, uint16_t type, const void *payload, uint32_t len,
+		lib_obj_t obj);
+
 /* Read what has arrived into buf (cap bytes free), without blocking.
  * Returns the bytes read (0: nothing yet) or -errno (-EPIPE: closed). An
  * object that came with the bytes (the daemon's wake object, with

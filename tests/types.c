@@ -23,6 +23,9 @@
  *   signal     the main thread emits 300,000 events while a 20 us timer's
  *              handler emits on the same thread, often between the inline
  *              reserve and publish; prints what was emitted and dropped
+ *   abort-fresh  one event and a flush (connected), then 100 threads, each
+ *              5 events, and abort() as soon as the last has emitted: their
+ *              rings are new, and the library's thread may not have run
  *   key-dtor   20 threads at once, each 2 events, and a third from a
  *              pthread key's destructor, made after the library's (so it
  *              runs after it), 300 ms after the thread ended: by then its
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,6 +99,17 @@ static void *event_then_wait(void *arg)
 {
 	one_event(arg);
 	pthread_barrier_wait(&released_go);
+	return NULL;
+}
+
+static atomic_int fresh_done;
+
+static void *five_events(void *arg)
+{
+	for (int i = 0; i < 5; i++)
+		one_event(arg);
+	atomic_fetch_add(&fresh_done, 1);
+	pause();
 	return NULL;
 }
 
@@ -302,6 +317,20 @@ int main(int argc, char **argv)
 		printf("rings_freed=%llu rings_live=%llu daemon_ring_maps=%d excess=%d\n",
 		       (unsigned long long)st.rings_freed, live, maps, excess);
 		return 0;
+	}
+	if (!strcmp(mode, "abort-fresh")) {
+		enum { N = 100 };
+		pthread_t t;
+
+		one_event(NULL);
+		if (ringlog_flush(5000) < 0)
+			return 3;
+		for (int i = 0; i < N; i++)
+			if (pthread_create(&t, NULL, five_events, (void *)(uintptr_t)(i + 1)))
+				return 2;
+		while (atomic_load(&fresh_done) < N)
+			;
+		abort();
 	}
 	if (!strcmp(mode, "key-dtor")) {
 		enum { N = 20 };

@@ -20,7 +20,9 @@
  * levels 1..4 with all keywords are enabled.
  *
  * Emitting never blocks, never allocates and makes no system call, except
- * on a thread's first enabled event, which creates the thread's ring. When
+ * on a thread's first enabled event, which creates the thread's ring and
+ * hands it to the daemon when that can be done without waiting (so that a
+ * crash right after it does not take its events along). When
  * the ring is full the event is dropped and the loss is counted in the
  * stream; once it is fuller than the daemon's ring_reserve, events less
  * important than its shed_level go first. Only RINGLOG_EVENT_WAIT and a
