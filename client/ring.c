@@ -45,6 +45,8 @@ static struct lib_ring *ring_alloc(void)
 #endif
 }
 
+static int create_err; /* the last ring creation's failure, or 0 */
+
 struct lib_ring *lib_ring_create(void)
 {
 	struct lib_ring *r = ring_alloc();
@@ -65,11 +67,16 @@ struct lib_ring *lib_ring_create(void)
 	 * as LTTng's buffers are. */
 	err = lib_shm_create("ringlog-ring", r->map_size, true, &r->obj, &r->mem);
 	if (err < 0) {
-		lib_diag("cannot create a %llu-byte ring: %s", (unsigned long long)r->map_size,
-			 strerror(-err));
+		/* Once per cause until a ring is made again, not once an
+		 * event: each event of a thread without a ring comes here. */
+		if (__atomic_exchange_n(&create_err, err, __ATOMIC_RELAXED) != err)
+			lib_diag("cannot create a %llu-byte ring: %s (said once until one can be "
+				 "made; the events are counted in dropped_other)",
+				 (unsigned long long)r->map_size, strerror(-err));
 		free(r);
 		return NULL;
 	}
+	__atomic_store_n(&create_err, 0, __ATOMIC_RELAXED);
 	err = ringlog_prod_init(&r->prod, r->mem, size, lib_pid(), r->tid,
 				lib_now_ns(CLOCK_REALTIME));
 	if (err < 0) {

@@ -23,6 +23,27 @@ struct transport {
 
 static int wake_fd = -1;
 
+/* An unconnected socket held for the next attempt. While the daemon is
+ * away, the rings of threads that ended wait in the process, a descriptor
+ * each, and may fill its table (RLIMIT_NOFILE): without a socket made
+ * before that, the library could never connect again, and those rings,
+ * which a connection would free, would stay for good. A Unix socket whose
+ * connect() failed may try again, so an attempt that finds no daemon
+ * keeps it; a connection makes the next one. */
+static int spare_sock = -1;
+
+static int new_socket(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 2 };
+
+	/* Frames are small and the socket is blocking with this timeout: a
+	 * short write means the daemon is not reading; the link is dropped. */
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
 static const char *socket_path(void)
 {
 	const char *s = getenv("RINGLOG_SOCKET");
@@ -34,7 +55,6 @@ struct transport *tr_connect(int *err)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	const char *path = socket_path();
-	struct timeval tv = { .tv_sec = 2 };
 	struct transport *t;
 	int fd;
 
@@ -43,20 +63,26 @@ struct transport *tr_connect(int *err)
 		return NULL;
 	}
 	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (spare_sock < 0)
+		spare_sock = new_socket();
+	fd = spare_sock;
+	spare_sock = -1;
 	if (fd < 0) {
 		*err = -errno;
 		return NULL;
 	}
-	/* Frames are small and the socket is blocking with this timeout: a
-	 * short write means the daemon is not reading; the link is dropped. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || !(t = malloc(sizeof(*t)))) {
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		*err = -errno;
+		spare_sock = fd; /* for the next attempt */
+		return NULL;
+	}
+	if (!(t = malloc(sizeof(*t)))) {
+		*err = -ENOMEM;
 		close(fd);
 		return NULL;
 	}
 	t->fd = fd;
+	spare_sock = new_socket(); /* for the next connection (may fail: later) */
 	return t;
 }
 
@@ -234,4 +260,8 @@ void tr_wake_reset_after_fork(void)
 	if (wake_fd >= 0)
 		close(wake_fd);
 	wake_fd = -1;
+	/* the parent's: connected by one of us, it would be both's link */
+	if (spare_sock >= 0)
+		close(spare_sock);
+	spare_sock = -1;
 }

@@ -337,6 +337,62 @@ Test(client, events_of_threads_just_started_survive_an_abort, .timeout = 120)
 	live_cleanup(&e);
 }
 
+/* While the daemon is away, ended threads' rings wait in the process, a
+ * descriptor each. When they fill its table the library must still
+ * connect once the daemon comes (it could not: socket() said EMFILE, for
+ * good), hand them over, and free them. */
+Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_and_freed,
+     .timeout = 120)
+{
+	struct live e;
+	struct live_read rd = { 0 };
+	char out_path[400], out[4096] = "";
+	const char *argv[] = { TYPES_PATH, "fd-full", NULL };
+	unsigned threads = 0, emitted = 0;
+	unsigned long long live = 0, other = 0, full_live = 0;
+	int flush = -99, fds = -1;
+	pid_t p, d;
+
+	live_init(&e);
+	snprintf(out_path, sizeof(out_path), "%s/fd-full.out", e.dir);
+	p = live_spawn(argv, NULL, out_path);
+	for (int i = 0; i < 600 && !strstr(out, "full"); i++) {
+		FILE *f = fopen(out_path, "r");
+
+		usleep(50000);
+		if (f) {
+			size_t n = fread(out, 1, sizeof(out) - 1, f);
+
+			out[n] = 0;
+			fclose(f);
+		}
+	}
+	cr_assert(sscanf(out, "full threads=%u rings_live=%llu", &threads, &full_live) == 2,
+		  "the program did not fill its fd table: %s", out);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(p, "test-types fd-full");
+	{
+		FILE *f = fopen(out_path, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+
+		out[n] = 0;
+		if (f)
+			fclose(f);
+	}
+	live_daemon_stop(d);
+	cr_assert(strstr(out, "flush="), "%s", out);
+	cr_assert_eq(sscanf(strstr(out, "flush="), "flush=%d emitted=%u dropped_other=%llu "
+			    "rings_live=%llu fds=%d", &flush, &emitted, &other, &live, &fds), 5, "%s", out);
+	cr_expect_gt(full_live, 40, "%s: too few rings waited to fill the table", out);
+	cr_log_info("%s", out);
+	cr_expect_eq(flush, 0, "%s: never connected, or not everything stored", out);
+	cr_expect_leq(live, 1, "%s: the waiting rings were not freed", out);
+	live_read_store(e.store, &rd);
+	cr_expect_eq(rd.events, emitted - other, "%s: %llu stored", out,
+		     (unsigned long long)rd.events);
+	live_cleanup(&e);
+}
+
 Test(client, fork_gives_the_child_its_own_ring_and_exec_leaks_no_fd)
 {
 	struct live e;

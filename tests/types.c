@@ -26,6 +26,11 @@
  *   abort-fresh  one event and a flush (connected), then 100 threads, each
  *              5 events, and abort() as soon as the last has emitted: their
  *              rings are new, and the library's thread may not have run
+ *   fd-full    (started with no daemon) RLIMIT_NOFILE 96; threads, one
+ *              event each, until the rings of those ended (a descriptor
+ *              each, waiting for a daemon) fill the table and a ring cannot
+ *              be made; prints "full", then waits up to 30 s for a daemon to
+ *              take them, and prints what it had, flushed and freed
  *   key-dtor   20 threads at once, each 2 events, and a third from a
  *              pthread key's destructor, made after the library's (so it
  *              runs after it), 300 ms after the thread ended: by then its
@@ -35,6 +40,7 @@
 #include <ringlog.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,6 +48,7 @@
 #include <string.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,8 +93,11 @@ static int daemon_ring_maps(const char *pid)
 	return maps;
 }
 
+static atomic_uint events_emitted; /* by one_event() */
+
 static void *one_event(void *arg)
 {
+	atomic_fetch_add(&events_emitted, 1);
 	RINGLOG_EVENT(types_provider, "Thread", RINGLOG_LEVEL_INFO, 0x1,
 		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
 	return NULL;
@@ -331,6 +341,44 @@ int main(int argc, char **argv)
 		while (atomic_load(&fresh_done) < N)
 			;
 		abort();
+	}
+	if (!strcmp(mode, "fd-full")) {
+		struct rlimit rl = { 96, 96 };
+		unsigned threads = 0;
+		int flush = -1;
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 2;
+		one_event(NULL);
+		do {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, one_event, (void *)(uintptr_t)++threads))
+				return 2;
+			pthread_join(t, NULL);
+			ringlog_get_stats(&st);
+		} while (!st.dropped_other && threads < 1000);
+		printf("full threads=%u rings_live=%llu\n", threads,
+		       (unsigned long long)st.rings_live);
+		fflush(stdout);
+		for (int i = 0; i < 300 && flush < 0; i++) {
+			flush = ringlog_flush(100);
+			if (flush == -ENOTCONN || flush == -ETIMEDOUT)
+				flush = -1;
+		}
+		for (int i = 0; i < 100 && flush == 0; i++) { /* ended threads' rings freed */
+			ringlog_get_stats(&st);
+			if (st.rings_live <= 1)
+				break;
+			one_event(NULL);
+			ringlog_flush(100);
+			usleep(10000);
+		}
+		ringlog_get_stats(&st);
+		printf("flush=%d emitted=%u dropped_other=%llu rings_live=%llu fds=%d\n", flush,
+		       atomic_load(&events_emitted), (unsigned long long)st.dropped_other,
+		       (unsigned long long)st.rings_live, fd_count());
+		return 0;
 	}
 	if (!strcmp(mode, "key-dtor")) {
 		enum { N = 20 };
