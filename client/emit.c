@@ -174,6 +174,7 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 		r = slow_ring(e);
 		if (!r) {
 			drop(&lib.stats.dropped_other);
+			drop(&lib.no_ring); /* for the daemon's count (overload.c) */
 			goto fail;
 		}
 		id = e->id;

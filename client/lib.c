@@ -178,6 +178,7 @@ static void after_fork_child(void)
 	}
 	lib.rings = NULL;
 	memset(&lib.stats, 0, sizeof(lib.stats));
+	lib.no_ring = lib.no_ring_reported = 0; /* the parent's to report */
 	lib_meta_reopen_after_fork();
 	lib_bell_forget_after_fork();
 	lib.meta_dirty = true;

@@ -100,6 +100,9 @@ struct lib {
 
 	struct ringlog_stats stats; /* atomics for the counters bumped on emit */
 	struct ringlog_overload_stats ovl; /* atomics (overload.c) */
+	/* events that found no ring and none could be made (an atomic), and
+	 * how many of them the daemon was told (SUPPRESSED, event 0) */
+	uint64_t no_ring, no_ring_reported;
 	bool daemon_overload;       /* WELCOME said RINGLOG_WELCOME_OVERLOAD */
 	bool daemon_released;       /* WELCOME said RINGLOG_WELCOME_RELEASED */
 };

@@ -130,6 +130,23 @@ int lib_policy_send_locked(struct transport *t)
 			}
 		}
 	}
+	/* Events no ring could take (emit.c), as event 0: the daemon stores
+	 * the loss in another of our streams. */
+	{
+		uint64_t total = __atomic_load_n(&lib.no_ring, __ATOMIC_RELAXED);
+
+		if (total != lib.no_ring_reported) {
+			if (n == 64) {
+				if ((err = tr_send(t, RINGLOG_CTL_SUPPRESSED, batch, sizeof(batch),
+						   LIB_OBJ_NONE)) < 0)
+					return err;
+				n = 0;
+			}
+			batch[n++] = (struct ringlog_ctl_suppressed){
+				.event = 0, .count = total - lib.no_ring_reported };
+			lib.no_ring_reported = total;
+		}
+	}
 	if (n && (err = tr_send(t, RINGLOG_CTL_SUPPRESSED, batch, n * sizeof(batch[0]),
 				LIB_OBJ_NONE)) < 0)
 		return err;

@@ -95,6 +95,7 @@ struct daemon {
 
 	/* counters */
 	uint64_t lost_ring, lost_corrupt, lost_reader; /* the store counts its own */
+	uint64_t lost_no_ring; /* programs' events no ring could take (overload.c) */
 	struct ovl_counts ovl;         /* ingest/overload.c */
 	uint64_t rate_events, rate_bytes;     /* per second, smoothed */
 	uint64_t rate_prev_events, rate_prev_bytes, rate_prev_ns;

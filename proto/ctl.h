@@ -47,7 +47,11 @@
  *                enable --rate`); sent for each event whose policy differs
  *                from what the program was last sent (the default: none)
  *   C->D SUPPRESSED struct ringlog_ctl_suppressed[n]: per event, how many
- *                its rate limit suppressed since the last report; only to a daemon whose
+ *                its rate limit suppressed since the last report; event 0:
+ *                how many events since the last report the library could
+ *                put in no ring (none could be made for their thread),
+ *                which a daemon from before ignores (stored as
+ *                RINGLOG_LOSS_NO_RING, segment.h); only to a daemon whose
  *                WELCOME flags say RINGLOG_WELCOME_OVERLOAD (an older one
  *                closes the connection on a frame it does not know)
  *   C->D SYNC    u64 token; D->C SYNC echoes it once every earlier message

@@ -222,6 +222,12 @@ enum ringlog_loss_reason {
 	 * for a shipped message's not_shipped count (proto/ship.h), by its
 	 * reason: RINGLOG_LOSS_SHIP + enum ringlog_ship_loss - 1 */
 	RINGLOG_LOSS_SHIP = 8,
+	/* 8..15 are for the ship reasons. The library made no ring for the
+	 * event's thread (out of descriptors or memory, metadata region
+	 * full): counted by the program, said over the control link
+	 * (proto/ctl.h SUPPRESSED, event 0), stored in another of its
+	 * streams. */
+	RINGLOG_LOSS_NO_RING = 16,
 };
 
 /* A snapshot's own part of the segment header (compat flag SNAPSHOT), at

@@ -4,6 +4,7 @@
  * the header works from C++17. Real daemon, real client processes. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "helpers.h"
 #include "live.h"
+#include "segment.h"
 
 TestSuite(client, .fini = th_check_leaks, .timeout = 300);
 
@@ -337,6 +339,12 @@ Test(client, events_of_threads_just_started_survive_an_abort, .timeout = 120)
 	live_cleanup(&e);
 }
 
+static void sum_no_ring(void *ctx, const struct ringlog_dec_loss *l)
+{
+	if (l->reason == RINGLOG_LOSS_NO_RING)
+		*(uint64_t *)ctx += l->records;
+}
+
 /* While the daemon is away, ended threads' rings wait in the process, a
  * descriptor each. When they fill its table the library must still
  * connect once the daemon comes (it could not: socket() said EMFILE, for
@@ -345,9 +353,11 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
      .timeout = 120)
 {
 	struct live e;
-	struct live_read rd = { 0 };
+	uint64_t no_ring = 0;
+	struct live_read rd = { .ctx = &no_ring, .on_loss = sum_no_ring };
 	char out_path[400], out[4096] = "";
 	const char *argv[] = { TYPES_PATH, "fd-full", NULL };
+	json_t *st;
 	unsigned threads = 0, emitted = 0;
 	unsigned long long live = 0, other = 0, full_live = 0;
 	int flush = -99, fds = -1;
@@ -379,6 +389,12 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
 		if (f)
 			fclose(f);
 	}
+	st = live_status_json();
+	cr_assert(st, "no status");
+	/* the events that found no ring: the program said how many */
+	cr_expect_gt(json_integer_value(json_object_get(json_object_get(st, "lost"), "no_ring")), 0,
+		     "status counts no event that found no ring");
+	json_decref(st);
 	live_daemon_stop(d);
 	cr_assert(strstr(out, "flush="), "%s", out);
 	cr_assert_eq(sscanf(strstr(out, "flush="), "flush=%d emitted=%u dropped_other=%llu "
@@ -390,6 +406,8 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
 	live_read_store(e.store, &rd);
 	cr_expect_eq(rd.events, emitted - other, "%s: %llu stored", out,
 		     (unsigned long long)rd.events);
+	cr_expect_eq(no_ring, other, "%s: %llu stored as lost for want of a ring", out,
+		     (unsigned long long)no_ring);
 	live_cleanup(&e);
 }
 

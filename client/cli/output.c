@@ -550,6 +550,11 @@ const char *out_loss_why(unsigned reason, const char **cause)
 	static const char *const key[] = { "?", "ring", "disk", "reader", "corrupt", "exit",
 					   "overwritten", "rate", "ship_retention", "ship_backlog" };
 
+	if (reason == RINGLOG_LOSS_NO_RING) {
+		if (cause)
+			*cause = "no_ring";
+		return "no ring could be made for the program's thread";
+	}
 	if (cause)
 		*cause = reason <= 9 ? key[reason] : "?";
 	return reason <= 9 ? why[reason] : "?";

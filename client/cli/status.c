@@ -318,11 +318,11 @@ static void print_human(json_t *j, bool down)
 		v = json_object_get(j, "lost");
 		/* The daemon's counters start at 0 with it: say so, and since when. */
 		printf("%-22s %llu since ringlogd started %s (%s): ring overflow %llu, disk %llu, "
-		       "corrupt rings %llu; slow tail readers %llu\n",
+		       "corrupt rings %llu, no ring %llu; slow tail readers %llu\n",
 		       "events lost", (unsigned long long)I(v, "total"), when(I(v, "since_ns"), a, sizeof(a)),
 		       ago(I(v, "since_ns"), now, b, sizeof(b)), (unsigned long long)I(v, "ring"),
 		       (unsigned long long)I(v, "disk"), (unsigned long long)I(v, "corrupt"),
-		       (unsigned long long)I(v, "reader"));
+		       (unsigned long long)I(v, "no_ring"), (unsigned long long)I(v, "reader"));
 		print_overload(j);
 		if (I(v, "deleted"))
 			printf("%-22s %llu events stored, then deleted with storage_dir (not by the budget)\n",

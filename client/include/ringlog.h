@@ -296,7 +296,8 @@ struct ringlog_stats {
 	uint64_t rings_freed;
 	uint64_t rings_live;
 	uint64_t dropped_full;      /* events dropped because a ring was full */
-	uint64_t dropped_other;     /* no memory for a ring, reentrancy, ... */
+	uint64_t dropped_other;     /* no ring could be made (also counted by the daemon:
+	                             * loss cause no_ring), reentrancy from a handler */
 	uint64_t connects;          /* successful connections to the daemon */
 	int connected;
 	uint64_t daemon_wakeups;    /* system calls made to wake a sleeping daemon

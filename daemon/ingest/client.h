@@ -116,6 +116,7 @@ struct client {
 	uint64_t ring_bytes;
 	struct store_writer store; /* the store's (store/stream.h) */
 	uint64_t stored, lost_ring, lost_corrupt;
+	uint64_t lost_no_ring;    /* its events no ring could take (overload.c) */
 	struct ovl_counts ovl;    /* ingest/overload.c */
 	struct ovl_pending *ovl_pending; /* reports not stored yet (overload.h) */
 	bool ovl_unsealed;        /* a report stored in a chunk not sealed yet */

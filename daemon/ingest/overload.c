@@ -180,6 +180,19 @@ static int store_suppressed(struct daemon *d, struct ring *r, const struct ringl
 	return err;
 }
 
+/* Events the program could put in no ring (SUPPRESSED, event 0): a loss
+ * in one of its streams, with no provider (the library counts them all
+ * together). */
+static int store_no_ring(struct daemon *d, struct ring *r, uint64_t count)
+{
+	struct ringlog_seg_loss sl = { .records = count, .reason = RINGLOG_LOSS_NO_RING };
+	int err = store_loss_rec(d->st, r, &sl);
+
+	if (!err)
+		r->c->ovl_unsealed = true;
+	return err;
+}
+
 /* Keep a report for ovl_retry(), added to one of the same event. Out of
  * memory, the count stays in status only. */
 static void pend(struct client *c, uint16_t event, uint64_t count)
@@ -211,6 +224,15 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		struct provider *pv;
 
 		memcpy(&m, p + off, sizeof(m));
+		if (m.event == 0) {
+			if (!m.count)
+				continue;
+			d->lost_no_ring += m.count;
+			c->lost_no_ring += m.count;
+			if (!r || store_no_ring(d, r, m.count) != 0)
+				pend(c, 0, m.count);
+			continue;
+		}
 		e = ringlog_meta_event(&c->meta, m.event);
 		if (!e) {
 			reg_meta_sync(c);
@@ -241,11 +263,11 @@ void ovl_retry(struct daemon *d, struct client *c)
 	uint32_t i = 0;
 
 	for (; r && i < c->ovl_npending; i++) {
-		const struct ringlog_event_desc *e =
-			ringlog_meta_event(&c->meta, c->ovl_pending[i].event);
+		const struct ovl_pending *x = &c->ovl_pending[i];
+		const struct ringlog_event_desc *e = ringlog_meta_event(&c->meta, x->event);
 
-		if (e && store_suppressed(d, r, e, c->ovl_pending[i].event,
-					  c->ovl_pending[i].count) != 0)
+		if (!x->event ? store_no_ring(d, r, x->count) != 0
+			      : e && store_suppressed(d, r, e, x->event, x->count) != 0)
 			break;
 	}
 	memmove(c->ovl_pending, c->ovl_pending + i, (c->ovl_npending - i) * sizeof(*c->ovl_pending));

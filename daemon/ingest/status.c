@@ -123,6 +123,8 @@ int status_reply(struct client *c, bool detail)
 			"stored", (json_int_t)x->stored, "lost_ring", (json_int_t)x->lost_ring,
 			"lost_disk", (json_int_t)x->store.lost_disk,
 			"lost_corrupt", (json_int_t)x->lost_corrupt));
+		json_object_set_new(json_array_get(clients, json_array_size(clients) - 1),
+				    "lost_no_ring", json_integer((json_int_t)x->lost_no_ring));
 	}
 	for (struct provider *p = d->providers; p; p = p->next) {
 		unsigned lvl = 0;
@@ -183,8 +185,12 @@ int status_reply(struct client *c, bool detail)
 	json_object_set_new(j, "chunk_bytes", json_integer((json_int_t)d->st->budget.chunk_size));
 	/* Stored, then deleted under the daemon (storage_dir removed). */
 	json_object_set_new(json_object_get(j, "lost"), "deleted", json_integer((json_int_t)d->st->lost_deleted));
+	/* Events the programs could put in no ring (they said how many). */
+	json_object_set_new(json_object_get(j, "lost"), "no_ring",
+			    json_integer((json_int_t)d->lost_no_ring));
 	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
-		d->lost_ring + d->st->lost_disk + d->lost_corrupt + d->st->lost_deleted)));
+		d->lost_ring + d->st->lost_disk + d->lost_corrupt + d->st->lost_deleted +
+		d->lost_no_ring)));
 	/* These counters start at 0 with each daemon: say since when. Ring
 	 * overflow the programs did not attribute to one provider (older
 	 * libraries, gaps mixing providers) is in no provider's row. */
