@@ -3,8 +3,10 @@
  * a restart, and release rings the daemon has finished with. The link
  * itself is transport.h's (a Unix socket, or a named pipe on Windows).
  *
- * Nothing here is on an emitting thread's path: emitters only signal the
- * thread's wake object when they create a ring or register metadata.
+ * Nothing here is on an emitting thread's fast path. A thread's first
+ * event hands its new ring over itself when the socket takes it at once
+ * (lib_ring_offer_locked()), else signals this thread's wake object, as
+ * registering metadata does.
  */
 #define _GNU_SOURCE
 #include "lib.h"

@@ -67,23 +67,56 @@ static void finish_ring(struct lib_ring *r)
 	lib_wake();
 }
 
+#ifndef PTHREAD_DESTRUCTOR_ITERATIONS
+#define PTHREAD_DESTRUCTOR_ITERATIONS 4
+#endif
+
+#ifndef _WIN32
+/* Rounds of key destructors this thread's ring has waited (below), and
+ * whether it is finished: a ring made after that would never be. */
+static __thread unsigned exit_rounds;
+static __thread bool exit_done;
+#endif
+
+/* Finish the thread's ring r with the thread claimed (busy): a signal
+ * handler that emits meanwhile is dropped as reentrant (dropped_other),
+ * rather than make a ring under the lib.lock this thread holds. */
+static void finish_claimed(struct lib_ring *r)
+{
+	ringlog__thread_v2.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (ringlog__thread_v2.hot == (struct ringlog__hot *)&r->prod)
+		ringlog__thread_v2.hot = NULL;
+	finish_ring(r);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ringlog__thread_v2.busy = 0;
+}
+
 /* At thread exit the key's value is the ring. Not thread_ring(): the
  * thread's own TLS may already be gone (emulated TLS, as on Windows, frees
- * its block in a destructor of its own that can run first).
+ * its block in a destructor of its own that can run first); there the ring
+ * is finished at once, and another key's destructor that emits after this
+ * one writes into a ring that is finished (and may be freed).
  *
  * Where TLS outlives the keys' destructors (native TLS: glibc, musl), the
- * thread forgets the ring here: another key's destructor may still emit
- * after this one, and the ring is ours to free once finished (a thread
- * that wrote into it then wrote into freed memory). Such an event makes a
- * new ring, and its setspecific() another round of destructors, which
- * finishes it. */
+ * ring stays the thread's until the last round of destructors: each round
+ * sets the key again, so that another key's destructor, which may run
+ * after this one and emit, writes into it (a thread that wrote into it
+ * once it was finished wrote into memory the library may have freed). In
+ * the last round it is finished and forgotten; an event after that finds
+ * no ring and is counted (no_ring). */
 static void on_thread_exit(void *arg)
 {
 #ifndef _WIN32
-	if (ringlog__thread_v2.hot == (struct ringlog__hot *)&((struct lib_ring *)arg)->prod)
-		ringlog__thread_v2.hot = NULL;
-#endif
+	struct lib_ring *r = arg;
+
+	if (++exit_rounds < PTHREAD_DESTRUCTOR_ITERATIONS && pthread_setspecific(exit_key, r) == 0)
+		return;
+	exit_done = true;
+	finish_claimed(r);
+#else
 	finish_ring(arg);
+#endif
 }
 
 static void make_key(void)
@@ -97,12 +130,11 @@ void lib_thread_ring_finish(void)
 
 	if (!r)
 		return;
-	ringlog__thread_v2.hot = NULL;
 	/* finished now: the exit destructor must not see it again, by when
 	 * the library may have freed it */
 	if (exit_key_made)
 		pthread_setspecific(exit_key, NULL);
-	finish_ring(r);
+	finish_claimed(r);
 }
 
 /* After fork() in the child: the parent's rings are not ours. */
@@ -137,6 +169,10 @@ static struct lib_ring *slow_ring(struct ringlog_event *e)
 		return NULL;
 	if ((r = thread_ring()))
 		return r;
+#ifndef _WIN32
+	if (exit_done)
+		return NULL; /* past the thread's last round of destructors */
+#endif
 	pthread_once(&exit_once, make_key);
 	r = lib_ring_create();
 	if (!r)
@@ -171,7 +207,10 @@ void *ringlog__begin(struct ringlog_event *e, uint32_t len,
 	id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(!r || !id, 0)) {
+		int saved = errno; /* the program's, which a failed call it made set */
+
 		r = slow_ring(e);
+		errno = saved;
 		if (!r) {
 			drop(&lib.stats.dropped_other);
 			drop(&lib.no_ring); /* for the daemon's count (overload.c) */

@@ -136,12 +136,7 @@ int lib_policy_send_locked(struct transport *t)
 		uint64_t total = __atomic_load_n(&lib.no_ring, __ATOMIC_RELAXED);
 
 		if (total != lib.no_ring_reported) {
-			if (n == 64) {
-				if ((err = tr_send(t, RINGLOG_CTL_SUPPRESSED, batch, sizeof(batch),
-						   LIB_OBJ_NONE)) < 0)
-					return err;
-				n = 0;
-			}
+			/* n < 64: the loop above sends a full batch at once */
 			batch[n++] = (struct ringlog_ctl_suppressed){
 				.event = 0, .count = total - lib.no_ring_reported };
 			lib.no_ring_reported = total;

@@ -73,7 +73,14 @@ struct transport *tr_connect(int *err)
 	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		*err = -errno;
-		spare_sock = fd; /* for the next attempt */
+		/* No daemon, or not allowed, or its backlog full: the socket
+		 * stays unconnected, for the next attempt. Anything else (it
+		 * was closed under us) makes a new one next time. */
+		if (errno == ENOENT || errno == ECONNREFUSED || errno == EACCES || errno == EPERM ||
+		    errno == EAGAIN || errno == ETIMEDOUT)
+			spare_sock = fd;
+		else
+			close(fd);
 		return NULL;
 	}
 	if (!(t = malloc(sizeof(*t)))) {
@@ -108,7 +115,13 @@ int tr_send(struct transport *t, uint16_t type, const void *payload, uint32_t le
 	while (n == -EINTR);
 	if (n < 0)
 		return (int)n;
-	return (size_t)n == sizeof(struct ringlog_ctl_frame) + len ? 0 : -EPIPE;
+	if ((size_t)n != sizeof(struct ringlog_ctl_frame) + len) {
+		/* the send timeout cut it: the stream is mid-frame, so end it
+		 * before an emitting thread's tr_try_send() follows it */
+		shutdown(t->fd, SHUT_RDWR);
+		return -EPIPE;
+	}
+	return 0;
 }
 
 /* A frame this small is one skb: a Unix stream socket queues all of it or
@@ -232,6 +245,9 @@ int tr_wake_init(void)
 {
 	if (wake_fd < 0 && (wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return -errno;
+	/* at start, before the program's own descriptors can fill the table */
+	if (spare_sock < 0)
+		spare_sock = new_socket();
 	return 0;
 }
 

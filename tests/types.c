@@ -31,10 +31,11 @@
  *              each, waiting for a daemon) fill the table and a ring cannot
  *              be made; prints "full", then waits up to 30 s for a daemon to
  *              take them, and prints what it had, flushed and freed
- *   key-dtor   20 threads at once, each 2 events, and a third from a
- *              pthread key's destructor, made after the library's (so it
- *              runs after it), 300 ms after the thread ended: by then its
- *              first ring is finished, drained and freed; prints the stats
+ *   key-dtor   20 threads at once, each 2 events, and one from a pthread
+ *              key's destructor in each round of destructors (4 in glibc),
+ *              made after the library's key (so it runs after it), the
+ *              first once the rings of all 20 are freed or 1 s passed;
+ *              prints the stats
  */
 #define _GNU_SOURCE
 #include <ringlog.h>
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -125,12 +127,28 @@ static void *five_events(void *arg)
 
 static pthread_key_t late_key;
 
-/* key-dtor: runs after the library's own destructor finished the ring */
+/* key-dtor: runs after the library's own destructor (in the first round
+ * of destructors). A library that finished the ring there let it be
+ * drained, released and freed: wait for that (1 s at most), so that its
+ * bug shows every run, then emit. */
+static __thread unsigned late_calls;
+
 static void late_dtor(void *arg)
 {
-	usleep(300000);
+	struct ringlog_stats st;
+
+	for (int i = 0; i < 100 && !late_calls; i++) {
+		ringlog_get_stats(&st);
+		if (st.rings_freed >= 20)
+			break;
+		usleep(10000);
+	}
 	RINGLOG_EVENT(types_provider, "Dtor", RINGLOG_LEVEL_INFO, 0x1,
 		      RINGLOG_U64("i", (uint64_t)(uintptr_t)arg));
+	/* again in every round there is: the last round's comes after the
+	 * library's last (it made its key first), and finds no ring */
+	if (++late_calls < 8)
+		pthread_setspecific(late_key, arg);
 }
 
 static void *two_events_and_a_late_one(void *arg)
@@ -339,7 +357,9 @@ int main(int argc, char **argv)
 			if (pthread_create(&t, NULL, five_events, (void *)(uintptr_t)(i + 1)))
 				return 2;
 		while (atomic_load(&fresh_done) < N)
-			;
+			sched_yield();
+		/* no core: the rings' memfds would be dumped, 1 MiB each */
+		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
 		abort();
 	}
 	if (!strcmp(mode, "fd-full")) {
@@ -350,6 +370,7 @@ int main(int argc, char **argv)
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			return 2;
 		one_event(NULL);
+		ringlog_flush(100); /* (no daemon) the library's thread has run */
 		do {
 			pthread_t t;
 

@@ -553,7 +553,8 @@ const char *out_loss_why(unsigned reason, const char **cause)
 	if (reason == RINGLOG_LOSS_NO_RING) {
 		if (cause)
 			*cause = "no_ring";
-		return "no ring could be made for the program's thread";
+		return "no ring could take it in the program (none could be made, or the event "
+		       "could not be registered)";
 	}
 	if (cause)
 		*cause = reason <= 9 ? key[reason] : "?";

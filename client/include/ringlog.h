@@ -32,12 +32,13 @@
  * ringlogd (socket from $RINGLOG_SOCKET or /run/ringlog/ringlog.sock),
  * hands it the rings and reconnects after a daemon restart.
  *
- * A thread's ring ends with the thread (a pthread key's destructor). On
- * Linux a destructor that runs after it (another key's, made later) may
- * still emit: such an event goes into a new ring, which ends in the next
- * round of destructors. Each ring is a memfd of ring_size (1 MiB by
- * default): one descriptor and its memory per thread, kept after the
- * thread ends until the daemon has stored what it holds.
+ * A thread's ring ends with the thread (a pthread key's destructor, in the
+ * last of the rounds of destructors). On Linux another key's destructor
+ * may still emit until then; an event after it is counted lost (cause
+ * no_ring). On Windows the ring ends in the first round. Each ring is a
+ * memfd of ring_size (1 MiB by default): one descriptor and its memory per
+ * thread, kept after the thread ends until the daemon has stored what it
+ * holds.
  *
  * Field macros (name is a string literal):
  *   RINGLOG_I8/I16/I32/I64(name, v)   RINGLOG_U8/U16/U32/U64(name, v)

@@ -180,6 +180,16 @@ static int store_suppressed(struct daemon *d, struct ring *r, const struct ringl
 	return err;
 }
 
+/* A count a writer reported, added without wrapping: status shows them
+ * as signed JSON integers, so at most INT64_MAX (a lying writer gets a
+ * large number, not a negative one for everybody). */
+static void add_sat(uint64_t *to, uint64_t n)
+{
+	*to = *to > (uint64_t)INT64_MAX - (n < (uint64_t)INT64_MAX ? n : (uint64_t)INT64_MAX)
+		      ? (uint64_t)INT64_MAX
+		      : *to + n;
+}
+
 /* Events the program could put in no ring (SUPPRESSED, event 0): a loss
  * in one of its streams, with no provider (the library counts them all
  * together). */
@@ -227,8 +237,8 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		if (m.event == 0) {
 			if (!m.count)
 				continue;
-			d->lost_no_ring += m.count;
-			c->lost_no_ring += m.count;
+			add_sat(&d->lost_no_ring, m.count);
+			add_sat(&c->lost_no_ring, m.count);
 			if (!r || store_no_ring(d, r, m.count) != 0)
 				pend(c, 0, m.count);
 			continue;
@@ -241,10 +251,10 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		if (!e || !m.count)
 			continue; /* an id it never defined: not trusted, not counted */
 		pv = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-		d->ovl.suppressed += m.count;
-		c->ovl.suppressed += m.count;
+		add_sat(&d->ovl.suppressed, m.count);
+		add_sat(&c->ovl.suppressed, m.count);
 		if (pv)
-			pv->ovl.suppressed += m.count;
+			add_sat(&pv->ovl.suppressed, m.count);
 		/* In a stream of the writer, so that readers name the program
 		 * and the event. Kept for later while the store has no room,
 		 * or the writer no stream yet (a ring refused, or not yet

@@ -115,16 +115,19 @@ int status_reply(struct client *c, bool detail)
 	for (struct client *x = detail ? d->clients : NULL; x; x = x->next) {
 		if (!x->writer)
 			continue;
-		json_array_append_new(clients, json_pack(
+		json_t *o = json_pack(
 			"{s:I,s:s,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I}",
 			"pid", (json_int_t)x->pid, "comm", x->comm, "exe", x->exe ? x->exe : "",
 			"uid", (json_int_t)x->uid, "rings", (json_int_t)x->nrings,
 			"connected", !x->gone,
 			"stored", (json_int_t)x->stored, "lost_ring", (json_int_t)x->lost_ring,
 			"lost_disk", (json_int_t)x->store.lost_disk,
-			"lost_corrupt", (json_int_t)x->lost_corrupt));
-		json_object_set_new(json_array_get(clients, json_array_size(clients) - 1),
-				    "lost_no_ring", json_integer((json_int_t)x->lost_no_ring));
+			"lost_corrupt", (json_int_t)x->lost_corrupt);
+
+		if (!o)
+			continue; /* (a comm that is not UTF-8) */
+		json_object_set_new(o, "lost_no_ring", json_integer((json_int_t)x->lost_no_ring));
+		json_array_append_new(clients, o);
 	}
 	for (struct provider *p = d->providers; p; p = p->next) {
 		unsigned lvl = 0;
