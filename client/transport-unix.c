@@ -193,6 +193,11 @@ int tr_wait(struct transport *t, int ms)
 	};
 	int r = 0;
 
+	/* A connection made with the spare when the table was full could
+	 * not make the next one: try again between waits, so that the next
+	 * reconnection has one too. */
+	if (spare_sock < 0)
+		spare_sock = new_socket();
 	if (poll(pf, t ? 2 : 1, ms) <= 0)
 		return 0;
 	if (pf[0].revents)
