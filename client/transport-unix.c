@@ -106,49 +106,42 @@ void tr_close(struct transport *t)
 	free(t);
 }
 
-int tr_send(struct transport *t, uint16_t type, const void *payload, uint32_t len, lib_obj_t obj)
+/* One frame, all of it: a short write (the send timeout, or a full socket
+ * under MSG_DONTWAIT) leaves the stream mid-frame, so it is ended before
+ * another frame can follow the cut one; the library's thread reconnects
+ * and sends everything again. */
+static int send_whole(struct transport *t, uint16_t type, const void *payload, uint32_t len,
+		      lib_obj_t obj, int flags)
 {
 	long n;
 
 	do
-		n = ringlog_ctl_send(t->fd, type, payload, len, obj, 0);
+		n = ringlog_ctl_send(t->fd, type, payload, len, obj, flags);
 	while (n == -EINTR);
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n != sizeof(struct ringlog_ctl_frame) + len) {
-		/* the send timeout cut it: the stream is mid-frame, so end it
-		 * before an emitting thread's tr_try_send() follows it */
 		shutdown(t->fd, SHUT_RDWR);
 		return -EPIPE;
 	}
 	return 0;
 }
 
+int tr_send(struct transport *t, uint16_t type, const void *payload, uint32_t len, lib_obj_t obj)
+{
+	return send_whole(t, type, payload, len, obj, 0);
+}
+
 /* A frame this small is one skb: a Unix stream socket queues all of it or
- * nothing (unix_stream_sendmsg() with MSG_DONTWAIT). */
+ * nothing (unix_stream_sendmsg() with MSG_DONTWAIT), -EAGAIN when full. */
 #define TRY_SEND_MAX 256
 
 int tr_try_send(struct transport *t, uint16_t type, const void *payload, uint32_t len,
 		lib_obj_t obj)
 {
-	long n;
-
 	if (len > TRY_SEND_MAX)
 		return -EOPNOTSUPP;
-	do
-		n = ringlog_ctl_send(t->fd, type, payload, len, obj, MSG_DONTWAIT);
-	while (n == -EINTR);
-	if (n == -EWOULDBLOCK)
-		return -EAGAIN;
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n != sizeof(struct ringlog_ctl_frame) + len) {
-		/* Never seen: the stream is mid-frame now, so end it (the
-		 * library's thread reconnects and sends everything again). */
-		shutdown(t->fd, SHUT_RDWR);
-		return -EPIPE;
-	}
-	return 0;
+	return send_whole(t, type, payload, len, obj, MSG_DONTWAIT);
 }
 
 long tr_recv(struct transport *t, uint8_t *buf, size_t cap, lib_obj_t *obj)

@@ -182,12 +182,11 @@ static int store_suppressed(struct daemon *d, struct ring *r, const struct ringl
 
 /* A count a writer reported, added without wrapping: status shows them
  * as signed JSON integers, so at most INT64_MAX (a lying writer gets a
- * large number, not a negative one for everybody). */
+ * large number, not a negative one for everybody). Only this adds to
+ * them, so *to is never past INT64_MAX. */
 static void add_sat(uint64_t *to, uint64_t n)
 {
-	*to = *to > (uint64_t)INT64_MAX - (n < (uint64_t)INT64_MAX ? n : (uint64_t)INT64_MAX)
-		      ? (uint64_t)INT64_MAX
-		      : *to + n;
+	*to = n > (uint64_t)INT64_MAX - *to ? (uint64_t)INT64_MAX : *to + n;
 }
 
 /* Events the program could put in no ring (SUPPRESSED, event 0): a loss
