@@ -1,5 +1,6 @@
 /* proto/seg-summary.c - see seg-summary.h. */
 #include "seg-summary.h"
+#include "count.h"
 
 #include <string.h>
 
@@ -10,8 +11,8 @@ void ringlog_seg_summarize(struct ringlog_seg_file *f, struct ringlog_seg_summar
 	if (f->hdr_ok && f->hdr.state == RINGLOG_SEG_CLOSED) {
 		s->first_real_ns = f->hdr.first_real_ns;
 		s->last_real_ns = f->hdr.last_real_ns;
-		s->events = f->hdr.events;
-		s->lost = f->hdr.lost;
+		s->events = ringlog_count_sum(f->hdr.events, 0); /* a file's say */
+		s->lost = ringlog_count_sum(f->hdr.lost, 0);
 		s->chunks = f->hdr.chunks;
 		s->end = f->hdr.end;
 		s->from_header = true;
@@ -25,8 +26,8 @@ void ringlog_seg_summarize(struct ringlog_seg_file *f, struct ringlog_seg_summar
 			if (f->chunk.last_real_ns > s->last_real_ns)
 				s->last_real_ns = f->chunk.last_real_ns;
 		}
-		s->events += f->chunk.events;
-		s->lost += f->chunk.lost;
+		ringlog_count_add(&s->events, f->chunk.events);
+		ringlog_count_add(&s->lost, f->chunk.lost);
 		s->chunks++;
 	}
 }

@@ -22,6 +22,9 @@
  *                   S more seconds
  *   half-frames N   N connections, each sending half of a 1 MiB frame and
  *                   waiting 2 s: prints "held K of N" likewise
+ *   loss-lies       well-formed LOSS records and ring totals claiming counts
+ *                   whose sum wraps 64 bits; prints "loss-lies: drained"
+ *                   once the daemon took them
  *
  * It prints every REFUSE message it gets, one per line ("refused: ..."),
  * and exits 0 when it got at least one (or, for connect-flood, when it
@@ -435,6 +438,36 @@ int main(int argc, char **argv)
 		sc.stop = 1;
 		pthread_join(th, NULL);
 		printf("bells: %d refused, %d of 5 rings drained\n", refused, drained);
+		return 0;
+	} else if (!strcmp(mode, "loss-lies")) {
+		/* Well-formed LOSS records that claim absurd counts: three of
+		 * 2^63 - 5 records each (their sum wraps 64 bits), then a
+		 * header whose totals claim more, and the ring finished. The
+		 * daemon must count them without wrapping or going negative. */
+		struct ringlog_producer p;
+		int rfd = make_memfd(RINGLOG_RING_HEADER_SIZE + 65536, 1, &mem);
+		const uint64_t big = (1ull << 63) - 5;
+		struct ringlog_rec_loss l[3] = {
+			{ .records = big, .bytes = 1, .total_records = big, .total_bytes = 1 },
+			{ .records = big, .bytes = 1, .total_records = 2 * big, .total_bytes = 2 },
+			{ .records = big, .bytes = 1, .total_records = UINT64_MAX - 1, .total_bytes = 3 },
+		};
+		int drained = 0;
+
+		ringlog_prod_init(&p, mem, 65536, (uint32_t)getpid(), (uint32_t)getpid(), 1);
+		for (unsigned i = 0; i < 3; i++)
+			if (ringlog_prod_write(&p, RINGLOG_REC_LOSS, 0, &l[i], sizeof(l[i])) < 0)
+				return 2;
+		__atomic_store_n(&p.hdr->lost_records_total, UINT64_MAX, __ATOMIC_RELEASE);
+		__atomic_store_n(&p.hdr->lost_bytes_total, UINT64_MAX, __ATOMIC_RELEASE);
+		ringlog_prod_finish(&p);
+		send_ring(fd, 11, rfd);
+		for (int i = 0; i < 50 && !drained; i++) {
+			collect(fd, 100);
+			drained = __atomic_load_n(&p.hdr->cons_pos, __ATOMIC_ACQUIRE) ==
+				  __atomic_load_n(&p.hdr->prod_pos, __ATOMIC_ACQUIRE);
+		}
+		printf("loss-lies: %s, %d refused\n", drained ? "drained" : "not drained", refused);
 		return 0;
 	} else if (!strcmp(mode, "ring-flood")) {
 		for (int i = 0; i < 10000; i++) {

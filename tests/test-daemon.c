@@ -992,6 +992,57 @@ Test(daemon, hostile_clients_are_refused_or_detached_and_harm_no_one)
 	live_cleanup(&e);
 }
 
+/* A writer may claim any 64-bit loss count (LOSS records, its ring's
+ * totals): three claims of 2^63 - 5 records wrap 64 bits, and anything past
+ * INT64_MAX turned every total in `ringlog status --json` negative. The
+ * counts stop at INT64_MAX instead (proto/count.h), everywhere they are
+ * added: the daemon's, the writer's and the store's. */
+Test(daemon, loss_counts_a_writer_inflates_stop_at_int64_max_and_never_go_negative)
+{
+	struct live e;
+	char out[4096];
+	json_t *st, *lost, *cl;
+	json_int_t v;
+	pid_t d;
+	int rc;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	rc = live_run(HOSTILE_PATH " loss-lies 2>&1", out, sizeof(out));
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+	cr_assert(strstr(out, "loss-lies: drained, 0 refused"), "%s", out);
+	/* the ring is finished: its exit loss is counted before it goes */
+	for (int i = 0; i < 50; i++) {
+		cr_assert((st = live_status_json()));
+		lost = json_object_get(st, "lost");
+		if (json_integer_value(json_object_get(lost, "ring")) == INT64_MAX)
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(100);
+	}
+	cr_assert(st, "lost.ring never reached INT64_MAX");
+	cr_expect_eq(json_integer_value(json_object_get(lost, "total")), INT64_MAX);
+	cr_expect_geq(json_integer_value(json_object_get(lost, "ring_unattributed")), 0);
+	v = json_integer_value(json_object_get(json_object_get(st, "store"), "lost"));
+	cr_expect_eq(v, INT64_MAX, "store.lost %lld", (long long)v);
+	/* the writer's row, while the daemon keeps it (it has gone) */
+	cl = json_object_get(st, "clients");
+	for (size_t i = 0; i < json_array_size(cl); i++) {
+		v = json_integer_value(json_object_get(json_array_get(cl, i), "lost_ring"));
+		cr_expect_eq(v, INT64_MAX, "the writer's lost_ring %lld", (long long)v);
+	}
+	json_decref(st);
+	/* and the human form says so, with no minus sign anywhere */
+	rc = live_run(RINGLOG_CLI_PATH " status 2>&1", out, sizeof(out));
+	cr_expect_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, "9223372036854775807"), "%s", out);
+	for (const char *m = out; (m = strstr(m, " -")); m++)
+		cr_expect(!(m[2] >= '0' && m[2] <= '9'), "a negative count: %s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 /* The daemon's own log is rate-limited per message: a client that triggers
  * the same warning in a loop costs a few lines, and the log says how many
  * were held back. */

@@ -68,6 +68,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "count.h"
 #include "export.h"
 #include "meta.h"
 #include "output.h"
@@ -1203,7 +1204,7 @@ static int pf_loss(struct export_writer *w, const struct ringlog_dec_loss *l)
 		p = put_counter(p, s, s->first_ts < ts ? s->first_ts : ts, s->lost);
 		s->counter_live = true;
 	}
-	s->lost += l->records;
+	ringlog_count_add(&s->lost, l->records);
 	p = put_counter(p, s, ts, s->lost);
 	w->len = (size_t)(p - w->buf);
 	return w->err;

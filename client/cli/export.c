@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "count.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 	if (x->err || !sel_match_loss(&x->q->sel, l))
 		return;
 	x->err = x->ops->loss(x->w, l);
-	x->lost += l->records;
+	ringlog_count_add(&x->lost, l->records);
 }
 
 static void on_rec_damage(void *ctx, const char *what)

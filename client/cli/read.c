@@ -2,6 +2,7 @@
  * order, robust to damage (reported on stderr, exit code 4). */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "count.h"
 
 #include <dirent.h>
 #ifdef _WIN32
@@ -306,7 +307,7 @@ static uint64_t read_file_last(struct rd *r, const char *path)
 				first = ix[i].first < first ? ix[i].first : first;
 				last = ix[i].last > last ? ix[i].last : last;
 			}
-			lost += ix[i].lost;
+			ringlog_count_add(&lost, ix[i].lost);
 		}
 		if ((r->limit && r->n >= r->limit && last < r->threshold) ||
 		    (!lost && (last == 0 || !sel_time_overlaps(&r->q->sel, first, last)))) {

@@ -2,6 +2,7 @@
  * daemon, or from the storage directory when the daemon is down. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "count.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -398,7 +399,7 @@ static json_t *offline(const char *dir)
 					"first_ns", (json_int_t)first, "last_ns", (json_int_t)last, "current", 0));
 				used += f.size;
 				all_events += events;
-				all_lost += lost;
+				ringlog_count_add(&all_lost, lost);
 				n++;
 				if (events && (!oldest || first < oldest))
 					oldest = first;

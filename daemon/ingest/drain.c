@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
+#include "count.h"
 #include "ingest/bells.h"
 #include "ingest/drain.h"
 #include "ingest/pace.h"
@@ -158,10 +159,10 @@ static int on_record(void *arg, uint16_t type, uint16_t aux, const uint8_t *payl
 	/* STORE_FULL: no room now, the record stays in the ring */
 	if ((err = store_ring_loss(x->st, r, aux, &l->l, len, &sl)) != 0)
 		return err;
-	c->lost_ring += l->l.records;
-	x->d->lost_ring += l->l.records;
+	ringlog_count_add(&c->lost_ring, l->l.records);
+	ringlog_count_add(&x->d->lost_ring, l->l.records);
 	if (p)
-		p->lost_ring += l->l.records;
+		ringlog_count_add(&p->lost_ring, l->l.records);
 	ovl_count_levels(x->d, r, p, ll.by_level);
 	return 0;
 }
@@ -237,8 +238,8 @@ static bool finish(struct daemon *d, struct ring *r)
 	if (l.records && ovl_exit_loss(d, r, &l) == STORE_FULL)
 		return false;
 	if (l.records) {
-		r->c->lost_ring += l.records;
-		d->lost_ring += l.records;
+		ringlog_count_add(&r->c->lost_ring, l.records);
+		ringlog_count_add(&d->lost_ring, l.records);
 	}
 	/* Seal at the end of this pass rather than hold a dead thread's ring
 	 * for a flush interval; once per pass, not once per ring: a pool of

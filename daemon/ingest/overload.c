@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "ctl.h"
+#include "count.h"
 #include "ingest/overload.h"
 #include "ingest/registry.h"
 #include "ingest/operate.h"
@@ -122,22 +123,25 @@ void ovl_count_levels(struct daemon *d, struct ring *r, struct provider *p,
 		      const uint64_t by_level[RINGLOG_LOSS_LEVELS])
 {
 	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++) {
-		d->ovl.lost_level[i] += by_level[i];
-		r->c->ovl.lost_level[i] += by_level[i];
+		ringlog_count_add(&d->ovl.lost_level[i], by_level[i]);
+		ringlog_count_add(&r->c->ovl.lost_level[i], by_level[i]);
 		if (p)
-			p->ovl.lost_level[i] += by_level[i];
+			ringlog_count_add(&p->ovl.lost_level[i], by_level[i]);
 	}
 }
 
 int ovl_exit_loss(struct daemon *d, struct ring *r, const struct ringlog_rec_loss *l)
 {
 	uint64_t lv[RINGLOG_LOSS_LEVELS], sum = 0;
+	bool wrapped = false;
 	int err;
 
 	ringlog_cons_pending_levels(&r->cons, lv);
 	for (unsigned i = 0; i < RINGLOG_LOSS_LEVELS; i++)
-		sum += lv[i];
-	if (sum != l->records) /* not kept, or not all seen: one record */
+		wrapped |= __builtin_add_overflow(sum, lv[i], &sum);
+	/* not kept, or not all seen, or a header's levels that only add up
+	 * by wrapping: one record */
+	if (wrapped || sum != l->records)
 		return store_loss(d->st, r, l->records, l->bytes, RINGLOG_LOSS_EXIT);
 	/* One record a level; a level already stored by an earlier try (the
 	 * store was full for a later one) is not stored twice. */
@@ -178,15 +182,6 @@ static int store_suppressed(struct daemon *d, struct ring *r, const struct ringl
 	if (!err)
 		r->c->ovl_unsealed = true; /* a flush waits for its chunk */
 	return err;
-}
-
-/* A count a writer reported, added without wrapping: status shows them
- * as signed JSON integers, so at most INT64_MAX (a lying writer gets a
- * large number, not a negative one for everybody). Only this adds to
- * them, so *to is never past INT64_MAX. */
-static void add_sat(uint64_t *to, uint64_t n)
-{
-	*to = n > (uint64_t)INT64_MAX - *to ? (uint64_t)INT64_MAX : *to + n;
 }
 
 /* Events the program could put in no ring (SUPPRESSED, event 0): a loss
@@ -236,8 +231,8 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		if (m.event == 0) {
 			if (!m.count)
 				continue;
-			add_sat(&d->lost_no_ring, m.count);
-			add_sat(&c->lost_no_ring, m.count);
+			ringlog_count_add(&d->lost_no_ring, m.count);
+			ringlog_count_add(&c->lost_no_ring, m.count);
 			if (!r || store_no_ring(d, r, m.count) != 0)
 				pend(c, 0, m.count);
 			continue;
@@ -250,10 +245,10 @@ int ovl_suppressed(struct client *c, const uint8_t *p, uint32_t len)
 		if (!e || !m.count)
 			continue; /* an id it never defined: not trusted, not counted */
 		pv = e->provider < c->nprov ? c->prov[e->provider] : NULL;
-		add_sat(&d->ovl.suppressed, m.count);
-		add_sat(&c->ovl.suppressed, m.count);
+		ringlog_count_add(&d->ovl.suppressed, m.count);
+		ringlog_count_add(&c->ovl.suppressed, m.count);
 		if (pv)
-			add_sat(&pv->ovl.suppressed, m.count);
+			ringlog_count_add(&pv->ovl.suppressed, m.count);
 		/* In a stream of the writer, so that readers name the program
 		 * and the event. Kept for later while the store has no room,
 		 * or the writer no stream yet (a ring refused, or not yet

@@ -5,6 +5,7 @@
 #include "daemon.h"
 #include "ingest/operate.h"
 #include "clock.h"
+#include "count.h"
 #include "ingest/status.h"
 #include "ingest/registry.h"
 #include "ingest/overload.h"
@@ -82,11 +83,12 @@ static json_t *segments(struct daemon *d, uint64_t *oldest, uint64_t *newest, un
 	for (struct segfile *s = d->st->segs; s; s = s->next) {
 		json_array_append_new(a, json_pack("{s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
 			"seq", (json_int_t)s->seq, "path", s->path, "bytes", (json_int_t)s->bytes,
-			"events", (json_int_t)s->events, "lost", (json_int_t)s->lost,
+			"events", (json_int_t)ringlog_count_sum(s->events, 0),
+			"lost", (json_int_t)ringlog_count_sum(s->lost, 0),
 			"first_ns", (json_int_t)s->first_real_ns, "last_ns", (json_int_t)s->last_real_ns,
 			"current", s->current, "class", lane_name(d->st, s->lane)));
-		events += s->events;
-		lost += s->lost;
+		ringlog_count_add(&events, s->events);
+		ringlog_count_add(&lost, s->lost);
 		if (s->events && (!*oldest || s->first_real_ns < *oldest))
 			*oldest = s->first_real_ns;
 		if (s->last_real_ns > *newest)
@@ -138,7 +140,7 @@ int status_reply(struct client *c, bool detail)
 		json_array_append_new(providers, json_pack("{s:s,s:I,s:I,s:i}", "name", p->name,
 			"stored", (json_int_t)p->stored, "lost_ring", (json_int_t)p->lost_ring,
 			"enabled_level", (int)lvl));
-		attributed += p->lost_ring;
+		ringlog_count_add(&attributed, p->lost_ring);
 	}
 	/* Until the oldest data goes: what the budget still holds over the
 	 * write rate, plus the time the oldest segment took to fill. */
@@ -177,7 +179,8 @@ int status_reply(struct client *c, bool detail)
 		"forwarding", fwd_status(d),
 		"lost", "ring", (json_int_t)d->lost_ring, "disk", (json_int_t)d->st->lost_disk,
 		"reader", (json_int_t)tail_lost_total(d), "corrupt", (json_int_t)d->lost_corrupt,
-		"total", (json_int_t)(d->lost_ring + d->st->lost_disk + d->lost_corrupt),
+		"total", (json_int_t)ringlog_count_sum(ringlog_count_sum(d->lost_ring, d->st->lost_disk),
+							d->lost_corrupt),
 		"clients", clients, "providers", providers,
 		"disk_blocked", d->st->disk_blocked, "disk_error", d->st->disk_error);
 	if (!j)
@@ -191,16 +194,25 @@ int status_reply(struct client *c, bool detail)
 	/* Events the programs could put in no ring (they said how many). */
 	json_object_set_new(json_object_get(j, "lost"), "no_ring",
 			    json_integer((json_int_t)d->lost_no_ring));
-	json_object_set_new(json_object_get(j, "lost"), "total", json_integer((json_int_t)(
-		d->lost_ring + d->st->lost_disk + d->lost_corrupt + d->st->lost_deleted +
-		d->lost_no_ring)));
+	{
+		uint64_t total = 0;
+
+		ringlog_count_add(&total, d->lost_ring);
+		ringlog_count_add(&total, d->st->lost_disk);
+		ringlog_count_add(&total, d->lost_corrupt);
+		ringlog_count_add(&total, d->st->lost_deleted);
+		ringlog_count_add(&total, d->lost_no_ring);
+		json_object_set_new(json_object_get(j, "lost"), "total",
+				    json_integer((json_int_t)total));
+	}
 	/* These counters start at 0 with each daemon: say since when. Ring
 	 * overflow the programs did not attribute to one provider (older
 	 * libraries, gaps mixing providers) is in no provider's row. */
 	json_object_set_new(json_object_get(j, "lost"), "since_ns",
 			    json_integer((json_int_t)d->start_real_ns));
 	json_object_set_new(json_object_get(j, "lost"), "ring_unattributed",
-			    json_integer((json_int_t)(d->lost_ring - attributed)));
+			    json_integer((json_int_t)(d->lost_ring > attributed ? d->lost_ring - attributed
+										: 0)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
 	/* What a power loss may take (store/durable.c). */
 	json_object_set_new(j, "durability", json_pack("{s:I,s:I,s:I,s:I,s:s}",

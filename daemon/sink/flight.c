@@ -24,6 +24,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "clock.h"
+#include "count.h"
 #include "ingest/client.h"
 #include "ingest/registry.h"
 #include "sink/flight.h"
@@ -419,7 +420,7 @@ static void fl_loss(struct sink *s, struct ring *r, const struct ringlog_seg_los
 		f->dropped_since += l->records;
 		return;
 	}
-	f->lost += l->records;
+	ringlog_count_add(&f->lost, l->records);
 }
 
 /* The buffer keeps what disk does not: flight_level past level. */

@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "log.h"
 #include "clock.h"
+#include "count.h"
 #include "ingest/registry.h"
 #include "store/io-ops.h"
 #include "store/file.h"
@@ -847,7 +848,7 @@ int store_ring_loss(struct store *st, struct ring *r, uint16_t aux,
 				      len, &run.prev_ts);
 	run_commit(st, &run);
 	who_add(st->open, r, 0, r->cons.rec_end, l->total_records, l->total_bytes);
-	st->open->lost += l->records;
+	ringlog_count_add(&st->open->lost, l->records);
 	if (st->sinks->wanting)
 		sink_publish_loss(st->sinks, r, sl);
 	return 0;
@@ -873,7 +874,7 @@ int store_loss_rec(struct store *st, struct ring *r, const struct ringlog_seg_lo
 	if ((err = describe(st, r)) || (err = put_rec(st, RINGLOG_SEG_REC_LOSS, r->id, &l, sizeof(l),
 						     NULL, 0)))
 		return err == -EAGAIN ? STORE_FULL : err;
-	st->open->lost += records;
+	ringlog_count_add(&st->open->lost, records);
 	return 0;
 }
 
@@ -1127,7 +1128,7 @@ static void seal_active(struct store *st)
 			st->cur->last_real_ns = c->last_real_ns;
 	}
 	st->cur->events += c->events;
-	st->cur->lost += c->lost;
+	ringlog_count_add(&st->cur->lost, c->lost);
 	st->stored += c->events;
 	st->stored_bytes += total;
 	st->open = NULL;
