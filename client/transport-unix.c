@@ -32,6 +32,18 @@ static int wake_fd = -1;
  * keeps it; a connection makes the next one. */
 static int spare_sock = -1;
 
+/* The socket connecting or connected (the transport's), -1: none. A
+ * fork() while the library's thread is inside connect() (up to the send
+ * timeout when the daemon's backlog is full), or between a connection and
+ * its session, gave the child that socket, which nothing of the child
+ * knew: a descriptor leaked, and the parent's link held open by it.
+ *
+ * Both sockets change hands only under lib.lock, which fork() takes
+ * (lib.c: before_fork()), so the child sees each one either ours or
+ * closed, never a number closed and perhaps reused, and closes them
+ * (tr_wake_reset_after_fork()). connect() itself runs unlocked. */
+static int held_sock = -1;
+
 static int new_socket(void)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -42,6 +54,15 @@ static int new_socket(void)
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return fd;
+}
+
+/* A new spare if there is none: under lib.lock (see held_sock). */
+static void spare_make(void)
+{
+	pthread_mutex_lock(&lib.lock);
+	if (spare_sock < 0)
+		spare_sock = new_socket();
+	pthread_mutex_unlock(&lib.lock);
 }
 
 static const char *socket_path(void)
@@ -63,16 +84,20 @@ struct transport *tr_connect(int *err)
 		return NULL;
 	}
 	strcpy(a.sun_path, path);
+	pthread_mutex_lock(&lib.lock);
 	if (spare_sock < 0)
 		spare_sock = new_socket();
-	fd = spare_sock;
+	fd = held_sock = spare_sock;
 	spare_sock = -1;
-	if (fd < 0) {
+	if (fd < 0)
 		*err = -errno;
+	pthread_mutex_unlock(&lib.lock);
+	if (fd < 0)
 		return NULL;
-	}
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		*err = -errno;
+		pthread_mutex_lock(&lib.lock);
+		held_sock = -1;
 		/* No daemon, or not allowed, or its backlog full: the socket
 		 * stays unconnected, for the next attempt. Anything else (it
 		 * was closed under us) makes a new one next time. */
@@ -81,15 +106,19 @@ struct transport *tr_connect(int *err)
 			spare_sock = fd;
 		else
 			close(fd);
+		pthread_mutex_unlock(&lib.lock);
 		return NULL;
 	}
 	if (!(t = malloc(sizeof(*t)))) {
 		*err = -ENOMEM;
+		pthread_mutex_lock(&lib.lock);
+		held_sock = -1;
 		close(fd);
+		pthread_mutex_unlock(&lib.lock);
 		return NULL;
 	}
 	t->fd = fd;
-	spare_sock = new_socket(); /* for the next connection (may fail: later) */
+	spare_make(); /* for the next connection (may fail: later) */
 	return t;
 }
 
@@ -98,11 +127,16 @@ void tr_refusal(char *buf, size_t len)
 	ringlog_ctl_refusal(socket_path(), buf, len);
 }
 
+/* Not with lib.lock held (it takes it: see held_sock). */
 void tr_close(struct transport *t)
 {
 	if (!t)
 		return;
+	pthread_mutex_lock(&lib.lock);
+	if (held_sock == t->fd)
+		held_sock = -1;
 	close(t->fd);
+	pthread_mutex_unlock(&lib.lock);
 	free(t);
 }
 
@@ -190,7 +224,7 @@ int tr_wait(struct transport *t, int ms)
 	 * not make the next one: try again between waits, so that the next
 	 * reconnection has one too. */
 	if (spare_sock < 0)
-		spare_sock = new_socket();
+		spare_make();
 	if (poll(pf, t ? 2 : 1, ms) <= 0)
 		return 0;
 	if (pf[0].revents)
@@ -274,8 +308,13 @@ void tr_wake_reset_after_fork(void)
 	if (wake_fd >= 0)
 		close(wake_fd);
 	wake_fd = -1;
-	/* the parent's: connected by one of us, it would be both's link */
+	/* the parent's: connected by one of us, it would be both's link; and
+	 * the one its thread was connecting (lib.c closed the connection's
+	 * first, if it had one) */
 	if (spare_sock >= 0)
 		close(spare_sock);
 	spare_sock = -1;
+	if (held_sock >= 0)
+		close(held_sock);
+	held_sock = -1;
 }

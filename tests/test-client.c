@@ -443,6 +443,24 @@ Test(client, fork_gives_the_child_its_own_ring_and_exec_leaks_no_fd)
 	live_cleanup(&e);
 }
 
+/* A fork() while the library's thread waits in connect() (the daemon's
+ * backlog full: up to the 2 s send timeout) gave the child the socket
+ * being connected, which nothing in the child knew to close. */
+Test(client, a_fork_while_the_library_connects_leaves_the_child_no_socket)
+{
+	char out[4096];
+	int n = -1;
+	const char *at;
+
+	for (int i = 0; i < 3; i++) {
+		run_ok(TYPES_PATH " fork-connecting", out, sizeof(out));
+		at = strstr(out, "child sockets=");
+		cr_assert(at, "%s", out);
+		n = atoi(at + strlen("child sockets="));
+		cr_expect_eq(n, 0, "run %d: the child holds %d of the library's sockets", i, n);
+	}
+}
+
 struct reentry {
 	uint64_t main_next, sig_next, main, sig, bad;
 };

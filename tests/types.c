@@ -31,6 +31,11 @@
  *              each, waiting for a daemon) fill the table and a ring cannot
  *              be made; prints "full", then waits up to 30 s for a daemon to
  *              take them, and prints what it had, flushed and freed
+ *   fork-connecting  a listening socket whose backlog is full (RINGLOG_SOCKET
+ *              names it), so that the library's thread waits in connect();
+ *              then fork(): the child prints "child sockets=N", N the
+ *              sockets it holds besides the two this mode made (0 unless
+ *              the connecting one came along)
  *   key-dtor   20 threads at once, each 2 events, and one from a pthread
  *              key's destructor in each round of destructors (4 in glibc),
  *              made after the library's key (so it runs after it), the
@@ -51,13 +56,39 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 RINGLOG_PROVIDER_DEFINE(types_provider, "Test.Types");
 
 static volatile sig_atomic_t sig_n;
+
+/* The sockets among this process's descriptors. */
+static int count_sockets(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], to[64];
+	int n = 0;
+
+	if (!d)
+		return -1000;
+	while ((e = readdir(d))) {
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, to, sizeof(to) - 1);
+		if (k > 0) {
+			to[k] = 0;
+			n += !strncmp(to, "socket:", 7);
+		}
+	}
+	closedir(d);
+	return n;
+}
 
 static void on_alarm(int sig)
 {
@@ -427,6 +458,37 @@ int main(int argc, char **argv)
 		       (unsigned long long)st.rings_created, (unsigned long long)st.rings_live,
 		       (unsigned long long)st.dropped_full, (unsigned long long)st.dropped_other);
 		return 0;
+	}
+	if (!strcmp(mode, "fork-connecting")) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		pid_t pid;
+		int status;
+
+		snprintf(a.sun_path, sizeof(a.sun_path), "/tmp/ringlog-fork-%d.sock", (int)getpid());
+		unlink(a.sun_path);
+		/* backlog 0: the first connection fills it, and nobody accepts */
+		if (lfd < 0 || cfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    listen(lfd, 0) < 0 || connect(cfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			perror("fork-connecting: listener");
+			return 2;
+		}
+		setenv("RINGLOG_SOCKET", a.sun_path, 1);
+		RINGLOG_EVENT(types_provider, "Parent", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
+		usleep(300000); /* its thread is in connect(), for 2 s */
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			int n = count_sockets() - 2;
+
+			printf("child sockets=%d\n", n);
+			fflush(stdout);
+			_exit(0);
+		}
+		waitpid(pid, &status, 0);
+		unlink(a.sun_path);
+		return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : 3;
 	}
 	if (!strcmp(mode, "fork")) {
 		pid_t pid;
