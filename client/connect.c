@@ -85,6 +85,12 @@ static int send_pending_locked(struct transport *t)
 	/* Before SYNC, so that a flush covers what was suppressed. */
 	if ((err = lib_policy_send_locked(t)) < 0)
 		return err;
+	if (lib.wake_wanted && !lib.wake_asked &&
+	    lib_now_ns(CLOCK_MONOTONIC) >= lib.wake_retry_ns) {
+		if ((err = tr_send(t, RINGLOG_CTL_WAKE, NULL, 0, LIB_OBJ_NONE)) < 0)
+			return err;
+		lib.wake_asked = true;
+	}
 	if (lib.sync_want > lib.sync_acked) {
 		uint64_t token = lib.sync_want;
 
@@ -150,11 +156,14 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 
 		if (len < sizeof(w))
 			return;
+		lib_obj_t wake = tr_frame_obj(p, len, sizeof(w), *obj);
+
 		lib.access_refused = false;
 		lib.ever_connected = true;
-		tr_take_daemon_wake(tr_frame_obj(p, len, sizeof(w), *obj));
-		*obj = LIB_OBJ_NONE;
 		memcpy(&w, p, sizeof(w));
+		lib.wake_wanted = wake == LIB_OBJ_NONE && (w.flags & RINGLOG_WELCOME_WAKE);
+		tr_take_daemon_wake(wake);
+		*obj = LIB_OBJ_NONE;
 		lib.daemon_overload = w.flags & RINGLOG_WELCOME_OVERLOAD;
 		lib.daemon_bell = w.flags & RINGLOG_WELCOME_BELL;
 		lib.daemon_released = w.flags & RINGLOG_WELCOME_RELEASED;
@@ -189,6 +198,20 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 				x->refused = true;
 		lib_diag("ringlogd refused %s: %.*s", r.handle ? "a ring" : "this process",
 			 (int)(len - sizeof(r)), (const char *)p + sizeof(r));
+		break;
+	}
+	case RINGLOG_CTL_WAKE: {
+		lib_obj_t wake = tr_frame_obj(p, len, 0, *obj);
+
+		*obj = LIB_OBJ_NONE;
+		lib.wake_asked = false;
+		if (wake != LIB_OBJ_NONE) {
+			tr_take_daemon_wake(wake);
+			lib.wake_wanted = false;
+		} else {
+			/* still no room for it: a second from now */
+			lib.wake_retry_ns = lib_now_ns(CLOCK_MONOTONIC) + 1000000000u;
+		}
 		break;
 	}
 	case RINGLOG_CTL_RELEASED:
@@ -258,6 +281,8 @@ static void disconnect(struct transport *t)
 		r->sent = r->released = false;
 	lib.meta_dirty = true;
 	lib.bell_sent = lib.daemon_bell = lib.daemon_released = false;
+	lib.wake_wanted = lib.wake_asked = false;
+	lib.wake_retry_ns = 0;
 	pthread_cond_broadcast(&lib.cond);
 	pthread_mutex_unlock(&lib.lock);
 	tr_close(t);

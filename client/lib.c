@@ -190,6 +190,8 @@ static void after_fork_child(void)
 	lib.thread_running = false;
 	lib.stop = false;
 	lib.sync_want = lib.sync_acked = 0;
+	lib.wake_wanted = lib.wake_asked = false;
+	lib.wake_retry_ns = 0;
 	lib.pid = lib_pid();
 	__atomic_store_n(&lib.started, false, __ATOMIC_RELEASE);
 }

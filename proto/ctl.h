@@ -23,6 +23,12 @@
  *   C->D HELLO   struct ringlog_ctl_hello + fd: the metadata region (event.h)
  *   D->C WELCOME struct ringlog_ctl_welcome [+ fd: the daemon's eventfd, which a
  *                producer past its ring's high-water mark signals (ring.h)]
+ *   C->D WAKE    no payload: WELCOME came without the eventfd (the program's
+ *                descriptor table was full: MSG_CTRUNC; or the daemon's
+ *                queue to it was not empty), send it again; only to a
+ *                daemon whose WELCOME flags say RINGLOG_WELCOME_WAKE
+ *   D->C WAKE    no payload [+ fd: the same eventfd; without it when it
+ *                could not go now, and the program may ask again later]
  *   C->D RING    struct ringlog_ctl_ring + fd: one ring (ring.h)
  *   C->D BELL    struct ringlog_ctl_bell + fd: the process's bell page
  *                (bell.h), once per connection; only to a daemon whose
@@ -133,6 +139,7 @@ enum ringlog_ctl_type {
 	RINGLOG_CTL_SUPPRESSED = 9,
 	RINGLOG_CTL_BELL = 10,
 	RINGLOG_CTL_RELEASED = 11,
+	RINGLOG_CTL_WAKE = 12,
 	RINGLOG_CTL_STATUS = 16,
 	RINGLOG_CTL_TAIL = 17,
 	RINGLOG_CTL_DATA = 18,
@@ -162,6 +169,7 @@ struct ringlog_ctl_hello {
 #define RINGLOG_WELCOME_OVERLOAD 0x1u /* SUPPRESSED frames */
 #define RINGLOG_WELCOME_BELL     0x2u /* BELL frames and ringlog_ctl_ring.bell */
 #define RINGLOG_WELCOME_RELEASED 0x4u /* RELEASED frames */
+#define RINGLOG_WELCOME_WAKE     0x8u /* WAKE frames */
 
 struct ringlog_ctl_welcome {
 	uint32_t version;

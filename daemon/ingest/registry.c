@@ -217,7 +217,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
 					 .flags = RINGLOG_WELCOME_OVERLOAD | RINGLOG_WELCOME_BELL |
-						  RINGLOG_WELCOME_RELEASED,
+						  RINGLOG_WELCOME_RELEASED | RINGLOG_WELCOME_WAKE,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
 	d_obj_t keep;

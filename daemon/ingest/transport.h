@@ -43,5 +43,8 @@ void ctl_unmap(void *mem, size_t size);
 extern const char ctl_obj_kind[]; /* what ctl_map() wants, for refusals */
 /* WELCOME, with the wake object when it can go along. */
 int ctl_send_welcome(struct client *c, const void *w, uint32_t len);
+/* A WAKE frame: the daemon's wake object again, for a program whose
+ * WELCOME came without it (proto/ctl.h). */
+int ctl_send_wake(struct client *c);
 
 #endif /* RINGLOG_DAEMON_TRANSPORT_H */

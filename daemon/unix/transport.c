@@ -91,12 +91,11 @@ void ctl_flush(struct client *c)
 }
 
 /* The eventfd rides on the frame when it can go out at once (the queue is
- * empty); otherwise the frame goes without it, and the program drains on
- * the daemon's timer only. */
-int ctl_send_welcome(struct client *c, const void *payload, uint32_t len)
+ * empty); otherwise the frame goes without it, and the program asks again
+ * (WAKE) or drains on the daemon's timer only. */
+static int send_with_wake(struct client *c, uint16_t type, const void *payload, uint32_t len)
 {
-	struct ringlog_ctl_frame f = { .len = len, .type = RINGLOG_CTL_WELCOME };
-	const uint16_t type = RINGLOG_CTL_WELCOME;
+	struct ringlog_ctl_frame f = { .len = len, .type = type };
 	int fd = c->d->lis ? c->d->lis->wake_efd : -1;
 	size_t n;
 	long sent;
@@ -118,6 +117,16 @@ int ctl_send_welcome(struct client *c, const void *payload, uint32_t len)
 		return 0;
 	ctl_flush(c);
 	return err;
+}
+
+int ctl_send_welcome(struct client *c, const void *payload, uint32_t len)
+{
+	return send_with_wake(c, RINGLOG_CTL_WELCOME, payload, len);
+}
+
+int ctl_send_wake(struct client *c)
+{
+	return send_with_wake(c, RINGLOG_CTL_WAKE, NULL, 0);
 }
 
 static void on_closed(uv_handle_t *h)

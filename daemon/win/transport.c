@@ -199,6 +199,16 @@ int ctl_send_welcome(struct client *c, const void *w, uint32_t len)
 	return client_send(c, RINGLOG_CTL_WELCOME, buf, len + (uint32_t)sizeof(remote));
 }
 
+int ctl_send_wake(struct client *c)
+{
+	uint64_t remote = 0;
+
+	if (c->d->lis && c->d->lis->wake_event &&
+	    peer_give_handle(&c->conn->peer, c->d->lis->wake_event, EVENT_MODIFY_STATE, &remote) < 0)
+		remote = 0;
+	return client_send(c, RINGLOG_CTL_WAKE, &remote, sizeof(remote));
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	struct client *c = h->data;
