@@ -85,11 +85,14 @@ static int send_pending_locked(struct transport *t)
 	/* Before SYNC, so that a flush covers what was suppressed. */
 	if ((err = lib_policy_send_locked(t)) < 0)
 		return err;
-	if (lib.wake_wanted && !lib.wake_asked &&
-	    lib_now_ns(CLOCK_MONOTONIC) >= lib.wake_retry_ns) {
-		if ((err = tr_send(t, RINGLOG_CTL_WAKE, NULL, 0, LIB_OBJ_NONE)) < 0)
-			return err;
-		lib.wake_asked = true;
+	if (lib.wake_wanted) {
+		uint64_t now = lib_now_ns(CLOCK_MONOTONIC);
+
+		if (now >= lib.wake_retry_ns) {
+			if ((err = tr_send(t, RINGLOG_CTL_WAKE, NULL, 0, LIB_OBJ_NONE)) < 0)
+				return err;
+			lib.wake_retry_ns = now + 5000000000u; /* unless answered */
+		}
 	}
 	if (lib.sync_want > lib.sync_acked) {
 		uint64_t token = lib.sync_want;
@@ -204,7 +207,6 @@ static void handle_frame_locked(uint16_t type, const uint8_t *p, uint32_t len, l
 		lib_obj_t wake = tr_frame_obj(p, len, 0, *obj);
 
 		*obj = LIB_OBJ_NONE;
-		lib.wake_asked = false;
 		if (wake != LIB_OBJ_NONE) {
 			tr_take_daemon_wake(wake);
 			lib.wake_wanted = false;
@@ -281,7 +283,7 @@ static void disconnect(struct transport *t)
 		r->sent = r->released = false;
 	lib.meta_dirty = true;
 	lib.bell_sent = lib.daemon_bell = lib.daemon_released = false;
-	lib.wake_wanted = lib.wake_asked = false;
+	lib.wake_wanted = false;
 	lib.wake_retry_ns = 0;
 	pthread_cond_broadcast(&lib.cond);
 	pthread_mutex_unlock(&lib.lock);

@@ -161,7 +161,9 @@ static void after_fork_child(void)
 {
 	struct lib_ring *r = lib.rings;
 
-	pthread_mutex_init(&lib.lock, NULL);
+	/* This thread took the lock in before_fork(): it may release it (a
+	 * mutex initialised again while held is undefined) */
+	pthread_mutex_unlock(&lib.lock);
 	pthread_cond_init(&lib.cond, NULL);
 	/* First, nothing here may write the parent's rings any more (a signal
 	 * handler's ringlog_trigger() included); a call another thread was in
@@ -190,7 +192,7 @@ static void after_fork_child(void)
 	lib.thread_running = false;
 	lib.stop = false;
 	lib.sync_want = lib.sync_acked = 0;
-	lib.wake_wanted = lib.wake_asked = false;
+	lib.wake_wanted = false;
 	lib.wake_retry_ns = 0;
 	lib.pid = lib_pid();
 	__atomic_store_n(&lib.started, false, __ATOMIC_RELEASE);

@@ -106,12 +106,12 @@ struct lib {
 	bool daemon_overload;       /* WELCOME said RINGLOG_WELCOME_OVERLOAD */
 	bool daemon_released;       /* WELCOME said RINGLOG_WELCOME_RELEASED */
 	/* WELCOME came without the daemon's wake object (our descriptor
-	 * table was full): ask for it (WAKE, proto/ctl.h), one request at a
-	 * time, again no sooner than wake_retry_ns after one came back
-	 * without it. Until then emitters past a high-water mark wake
-	 * nobody (or an earlier daemon's object), and the rings drain on
-	 * the daemon's timer. */
-	bool wake_wanted, wake_asked;
+	 * table was full): ask for it (WAKE, proto/ctl.h), no sooner than
+	 * wake_retry_ns: 1 s after an answer without it, 5 s after a
+	 * request not answered. Until then emitters past a high-water mark
+	 * wake nobody (or an earlier daemon's object), and the rings drain
+	 * on the daemon's timer. */
+	bool wake_wanted;
 	uint64_t wake_retry_ns;     /* CLOCK_MONOTONIC */
 };
 

@@ -95,14 +95,16 @@ struct transport *tr_connect(int *err)
 	if (fd < 0)
 		return NULL;
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		*err = -errno;
+		int e = errno;
+
+		*err = -e;
 		pthread_mutex_lock(&lib.lock);
 		held_sock = -1;
 		/* No daemon, or not allowed, or its backlog full: the socket
 		 * stays unconnected, for the next attempt. Anything else (it
 		 * was closed under us) makes a new one next time. */
-		if (errno == ENOENT || errno == ECONNREFUSED || errno == EACCES || errno == EPERM ||
-		    errno == EAGAIN || errno == ETIMEDOUT)
+		if (e == ENOENT || e == ECONNREFUSED || e == EACCES || e == EPERM || e == EAGAIN ||
+		    e == ETIMEDOUT)
 			spare_sock = fd;
 		else
 			close(fd);

@@ -27,8 +27,11 @@
  *                descriptor table was full: MSG_CTRUNC; or the daemon's
  *                queue to it was not empty), send it again; only to a
  *                daemon whose WELCOME flags say RINGLOG_WELCOME_WAKE
- *   D->C WAKE    no payload [+ fd: the same eventfd; without it when it
- *                could not go now, and the program may ask again later]
+ *   D->C WAKE    no payload [+ fd: the same eventfd; without it while the
+ *                program has not read all the daemon sent before (one
+ *                descriptor in flight at most), and the program may ask
+ *                again later]; on Windows a u64 handle value (0: none), as
+ *                WELCOME's
  *   C->D RING    struct ringlog_ctl_ring + fd: one ring (ring.h)
  *   C->D BELL    struct ringlog_ctl_bell + fd: the process's bell page
  *                (bell.h), once per connection; only to a daemon whose

@@ -22,6 +22,10 @@
  *                   S more seconds
  *   half-frames N   N connections, each sending half of a 1 MiB frame and
  *                   waiting 2 s: prints "held K of N" likewise
+ *   wake-flood      10,000 WAKE frames without reading a reply, then reads
+ *                   them all: prints "wake-flood: N descriptors", N the
+ *                   descriptors that came with them (WELCOME's and at most
+ *                   one per answer read: 1, not one per frame)
  *   loss-lies       well-formed LOSS records and ring totals claiming counts
  *                   whose sum wraps 64 bits; prints "loss-lies: drained"
  *                   once the daemon took them
@@ -439,6 +443,45 @@ int main(int argc, char **argv)
 		pthread_join(th, NULL);
 		printf("bells: %d refused, %d of 5 rings drained\n", refused, drained);
 		return 0;
+	} else if (!strcmp(mode, "wake-flood")) {
+		/* Each answer carrying the daemon's eventfd counts against its
+		 * user's open files while unread: a program asking in a loop
+		 * must not be able to pile them up (proto/ctl.h: WAKE). */
+		static uint8_t buf[1 << 16];
+		int fds = 0, frames = 0;
+
+		for (int i = 0; i < 10000; i++)
+			if (send_frame(fd, RINGLOG_CTL_WAKE, NULL, 0, -1) < 0)
+				break;
+		for (;;) {
+			union {
+				char b[CMSG_SPACE(sizeof(int) * 16)];
+				struct cmsghdr align;
+			} u;
+			struct iovec iov = { buf, sizeof(buf) };
+			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+					    .msg_controllen = sizeof(u.b) };
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			ssize_t n;
+
+			if (poll(&pf, 1, 1000) != 1 || (n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) <= 0)
+				break;
+			frames += (int)(n / 8); /* about: frames of 8 bytes */
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+					int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+					for (int j = 0; j < k; j++) {
+						int one;
+
+						memcpy(&one, CMSG_DATA(c) + j * sizeof(int), sizeof(one));
+						close(one);
+					}
+					fds += k;
+				}
+		}
+		printf("wake-flood: %d descriptors (%d frames' worth read)\n", fds, frames);
+		return frames > 10000 ? 0 : 1;
 	} else if (!strcmp(mode, "loss-lies")) {
 		/* Well-formed LOSS records that claim absurd counts: three of
 		 * 2^63 - 5 records each (their sum wraps 64 bits), then a

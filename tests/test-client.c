@@ -370,7 +370,7 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
 	const char *env[] = { "RINGLOG_RING_SIZE=64K", NULL };
 	json_t *st;
 	unsigned threads = 0, emitted = 0;
-	unsigned long long live = 0, other = 0, full_live = 0, wakeups = 0, dropped = 0;
+	unsigned long long live = 0, other = 0, full_live = 0, wakeups = 0, dropped = 0, connects = 0;
 	int flush = -99, fds = -1;
 	pid_t p, d;
 
@@ -409,8 +409,8 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
 	live_daemon_stop(d);
 	cr_assert(strstr(out, "flush="), "%s", out);
 	cr_assert_eq(sscanf(strstr(out, "flush="), "flush=%d emitted=%u dropped_other=%llu "
-			    "rings_live=%llu fds=%d wakeups=%llu dropped_full=%llu", &flush, &emitted,
-			    &other, &live, &fds, &wakeups, &dropped), 7, "%s", out);
+			    "rings_live=%llu fds=%d wakeups=%llu dropped_full=%llu connects=%llu", &flush,
+			    &emitted, &other, &live, &fds, &wakeups, &dropped, &connects), 8, "%s", out);
 	cr_expect_gt(full_live, 40, "%s: too few rings waited to fill the table", out);
 	cr_log_info("%s", out);
 	cr_expect_eq(flush, 0, "%s: never connected, or not everything stored", out);
@@ -418,6 +418,7 @@ Test(client, rings_that_fill_the_fd_table_while_the_daemon_is_away_are_stored_an
 	/* WELCOME came with the table full, without the daemon's wake
 	 * eventfd: the library asked again once it had room (WAKE) */
 	cr_expect_geq(wakeups, 1, "%s: no burst woke the daemon", out);
+	cr_expect_eq(connects, 1, "%s: it got the eventfd by connecting again", out);
 	live_read_store(e.store, &rd);
 	cr_expect_eq(rd.events, emitted - other - dropped, "%s: %llu stored", out,
 		     (unsigned long long)rd.events);

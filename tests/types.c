@@ -450,10 +450,10 @@ int main(int argc, char **argv)
 		ringlog_flush(5000);
 		ringlog_get_stats(&st);
 		printf("flush=%d emitted=%u dropped_other=%llu rings_live=%llu fds=%d wakeups=%llu "
-		       "dropped_full=%llu\n", flush, atomic_load(&events_emitted),
+		       "dropped_full=%llu connects=%llu\n", flush, atomic_load(&events_emitted),
 		       (unsigned long long)st.dropped_other, (unsigned long long)st.rings_live,
 		       fd_count(), (unsigned long long)st.daemon_wakeups,
-		       (unsigned long long)st.dropped_full);
+		       (unsigned long long)st.dropped_full, (unsigned long long)st.connects);
 		return 0;
 	}
 	if (!strcmp(mode, "key-dtor")) {
@@ -500,7 +500,10 @@ int main(int argc, char **argv)
 		}
 		setenv("RINGLOG_SOCKET", a.sun_path, 1);
 		RINGLOG_EVENT(types_provider, "Parent", RINGLOG_LEVEL_INFO, 0x1, RINGLOG_U32("n", 1));
-		usleep(300000); /* its thread is in connect(), for 2 s */
+		/* its thread makes its socket and waits in connect() for 2 s */
+		for (int i = 0; i < 100 && count_sockets() < 3; i++)
+			usleep(10000);
+		usleep(100000);
 		fflush(stdout);
 		pid = fork();
 		if (pid == 0) {

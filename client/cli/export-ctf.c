@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "count.h"
 #include "export.h"
 #include "meta.h"
 
@@ -692,7 +693,7 @@ static int ctf_loss(struct export_writer *w, const struct ringlog_dec_loss *l)
 	if (err)
 		return w->err = err;
 	s->floor = t;
-	s->discarded += l->records;
+	ringlog_count_add(&s->discarded, l->records);
 	s->end_after_next = true;
 	return 0;
 }

@@ -5,6 +5,7 @@
  * it refuses; these commands only print what it says. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "count.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -491,14 +492,14 @@ static int vacuum_offline(const char *dir, bool by_size, uint64_t keep, bool by_
 		if (f.hdr_ok && f.hdr.state == RINGLOG_SEG_CLOSED) {
 			seg[i].first = f.hdr.first_real_ns;
 			seg[i].last = f.hdr.last_real_ns;
-			seg[i].events = f.hdr.events;
+			seg[i].events = ringlog_count_sum(f.hdr.events, 0);
 		} else {
 			while (ringlog_seg_next(&f, true) == 1) {
 				if (f.chunk.events && (!seg[i].first || f.chunk.first_real_ns < seg[i].first))
 					seg[i].first = f.chunk.first_real_ns;
 				if (f.chunk.last_real_ns > seg[i].last)
 					seg[i].last = f.chunk.last_real_ns;
-				seg[i].events += f.chunk.events;
+				ringlog_count_add(&seg[i].events, f.chunk.events);
 			}
 		}
 		used += f.size;

@@ -398,7 +398,7 @@ static json_t *offline(const char *dir)
 					"lost", (json_int_t)lost,
 					"first_ns", (json_int_t)first, "last_ns", (json_int_t)last, "current", 0));
 				used += f.size;
-				all_events += events;
+				ringlog_count_add(&all_events, events);
 				ringlog_count_add(&all_lost, lost);
 				n++;
 				if (events && (!oldest || first < oldest))

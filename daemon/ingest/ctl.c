@@ -232,8 +232,8 @@ static int handle_frame(struct client *c, uint16_t type, const uint8_t *p, uint3
 		return c->writer ? reg_meta_sync(c) : -EPROTO;
 	case RINGLOG_CTL_SUPPRESSED:
 		return c->writer ? ovl_suppressed(c, p, len) : -EPROTO;
-	case RINGLOG_CTL_WAKE:
-		return c->writer && !len ? ctl_send_wake(c) : -EPROTO;
+	case RINGLOG_CTL_WAKE: /* (a payload is for later versions) */
+		return c->writer ? ctl_send_wake(c) : -EPROTO;
 	case RINGLOG_CTL_SYNC:
 		/* What is there now goes to the disk without waiting for the
 		 * chunk to fill or age; the answer (sink/sync.c) waits for the

@@ -205,7 +205,7 @@ static void pend(struct client *c, uint16_t event, uint64_t count)
 
 	for (uint32_t i = 0; i < c->ovl_npending; i++)
 		if (c->ovl_pending[i].event == event) {
-			c->ovl_pending[i].count += count;
+			ringlog_count_add(&c->ovl_pending[i].count, count);
 			return;
 		}
 	n = realloc(c->ovl_pending, (c->ovl_npending + 1) * sizeof(*n));

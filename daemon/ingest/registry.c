@@ -217,7 +217,7 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	struct ringlog_ctl_hello h;
 	struct ringlog_ctl_welcome w = { .version = RINGLOG_CTL_VERSION,
 					 .flags = RINGLOG_WELCOME_OVERLOAD | RINGLOG_WELCOME_BELL |
-						  RINGLOG_WELCOME_RELEASED | RINGLOG_WELCOME_WAKE,
+						  RINGLOG_WELCOME_RELEASED,
 					 .ring_size = c->d->cfg.ring_size };
 	uint64_t max = c->d->cfg.limits.metadata_size;
 	d_obj_t keep;
@@ -232,6 +232,8 @@ int reg_hello(struct client *c, const uint8_t *p, uint32_t len, d_obj_t o)
 	memcpy(&h, p, sizeof(h));
 	c->hello_clock = h.clock & RINGLOG_RING_CLOCK_TSC;
 	c->clock_agrees = pace_clock_agrees(clock_stream_now(c->hello_clock), h.tsc);
+	if (ctl_wake_ready(c))
+		w.flags |= RINGLOG_WELCOME_WAKE;
 	c->writer = true;
 	c->id = ++c->d->next_writer_id;
 	keep = ctl_dup_obj(c, o);

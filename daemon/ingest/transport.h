@@ -46,5 +46,7 @@ int ctl_send_welcome(struct client *c, const void *w, uint32_t len);
 /* A WAKE frame: the daemon's wake object again, for a program whose
  * WELCOME came without it (proto/ctl.h). */
 int ctl_send_wake(struct client *c);
+/* Whether the daemon has a wake object to give (WELCOME then offers WAKE). */
+bool ctl_wake_ready(const struct client *c);
 
 #endif /* RINGLOG_DAEMON_TRANSPORT_H */

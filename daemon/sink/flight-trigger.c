@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "log.h"
+#include "count.h"
 #include "clock.h"
 #include "ingest/client.h"
 #include "ingest/registry.h"
@@ -329,12 +330,12 @@ void fl_take(struct flight *f)
 	fl_advance(f); /* what came until now is in the snapshot */
 	for (unsigned i = 0; i < f->nslots; i++)
 		if (f->over[i].events && f->over[i].last_real >= from) {
-			lost += f->over[i].events;
+			ringlog_count_add(&lost, f->over[i].events);
 			if (f->over[i].last_real > lost_at)
 				lost_at = f->over[i].last_real;
 		}
-	lost += fl_older_since(f, from);
-	lost += f->dropped_since;
+	ringlog_count_add(&lost, fl_older_since(f, from));
+	ringlog_count_add(&lost, f->dropped_since);
 	memset(j, 0, sizeof(*j));
 	j->parts = calloc(f->nslots + 1, sizeof(*j->parts));
 	j->hdr = file_aligned(RINGLOG_SEG_HEADER_SIZE);

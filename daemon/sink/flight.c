@@ -416,8 +416,8 @@ static void fl_loss(struct sink *s, struct ring *r, const struct ringlog_seg_los
 	fl_pack_end(f);
 	if (!ready(f, r, ringlog_align_up(sizeof(struct ringlog_seg_rec) + sizeof(*l), 8)) ||
 	    !put(f, RINGLOG_SEG_REC_LOSS, r->id, 0, l, sizeof(*l), NULL, 0)) {
-		f->dropped += l->records;
-		f->dropped_since += l->records;
+		ringlog_count_add(&f->dropped, l->records);
+		ringlog_count_add(&f->dropped_since, l->records);
 		return;
 	}
 	ringlog_count_add(&f->lost, l->records);

@@ -8,6 +8,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "clock.h"
+#include "count.h"
 #include "sink/shipping.h"
 
 #include <stdarg.h>
@@ -45,11 +46,11 @@ void ship_give_up(struct ship *s, uint64_t events, uint32_t reason)
 {
 	if (!events)
 		return;
-	s->not_shipped_total += events;
-	s->not_shipped_pending += events;
+	ringlog_count_add(&s->not_shipped_total, events);
+	ringlog_count_add(&s->not_shipped_pending, events);
 	s->ns_reason = reason;
 	if (reason < 3)
-		s->ns_by_reason[reason] += events;
+		ringlog_count_add(&s->ns_by_reason[reason], events);
 }
 
 bool ship_tick(struct daemon *d)

@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "clock.h"
+#include "count.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -250,7 +251,7 @@ void *ship_thread_main(void *arg)
 						snprintf(path, sizeof(path), "%s/%016" PRIx64 ".rlseg",
 							 s->dir, next);
 						if (ringlog_seg_open(&f, path, &why) == 0) {
-							ev = f.hdr.events;
+							ev = ringlog_count_sum(f.hdr.events, 0);
 							ringlog_seg_close(&f);
 						}
 						pthread_mutex_lock(&s->mu);

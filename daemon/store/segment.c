@@ -979,7 +979,7 @@ static void store_recover(struct store *st)
 		}
 		*pp = s->next;
 		st->used_bytes -= s->bytes;
-		events += s->events;
+		ringlog_count_add(&events, s->events);
 		bytes += s->bytes;
 		n++;
 		if (s->fd >= 0 && !s->closed) {
@@ -990,7 +990,7 @@ static void store_recover(struct store *st)
 			free(s);
 		}
 	}
-	st->lost_deleted += events;
+	ringlog_count_add(&st->lost_deleted, events);
 	/* Another lane's open chunk was built for its segment, now gone with
 	 * the descriptions its records need (in that file's earlier chunks):
 	 * written into a new segment they would be unreadable yet counted

@@ -16,10 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/sockios.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -90,18 +92,24 @@ void ctl_flush(struct client *c)
 	update_poll(c);
 }
 
-/* The eventfd rides on the frame when it can go out at once (the queue is
- * empty); otherwise the frame goes without it, and the program asks again
- * (WAKE) or drains on the daemon's timer only. */
+/* The eventfd rides on the frame when it can go out at once and the
+ * program has read everything sent to it before (SIOCOUTQ: nothing of
+ * ours left in the socket); otherwise the frame goes without it, and the
+ * program asks again (WAKE) or drains on the daemon's timer only. So one
+ * descriptor at most is in flight to a program: each counts against our
+ * user's open files until read, and a program asking for it in a loop
+ * without reading would otherwise pile up hundreds per connection, until
+ * no program could be given one (ETOOMANYREFS). */
 static int send_with_wake(struct client *c, uint16_t type, const void *payload, uint32_t len)
 {
 	struct ringlog_ctl_frame f = { .len = len, .type = type };
-	int fd = c->d->lis ? c->d->lis->wake_efd : -1;
+	int fd = c->d->lis ? c->d->lis->wake_efd : -1, unread = -1;
 	size_t n;
 	long sent;
 	int err;
 
-	if (c->conn->fd < 0 || fd < 0 || c->tx.len)
+	if (c->conn->fd < 0 || fd < 0 || c->tx.len ||
+	    ioctl(c->conn->fd, SIOCOUTQ, &unread) < 0 || unread != 0)
 		return client_send(c, type, payload, len);
 	sent = ringlog_ctl_send(c->conn->fd, type, payload, len, fd, MSG_DONTWAIT);
 	if (sent < 0)
@@ -127,6 +135,11 @@ int ctl_send_welcome(struct client *c, const void *payload, uint32_t len)
 int ctl_send_wake(struct client *c)
 {
 	return send_with_wake(c, RINGLOG_CTL_WAKE, NULL, 0);
+}
+
+bool ctl_wake_ready(const struct client *c)
+{
+	return c->d->lis && c->d->lis->wake_efd >= 0;
 }
 
 static void on_closed(uv_handle_t *h)

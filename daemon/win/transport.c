@@ -199,6 +199,11 @@ int ctl_send_welcome(struct client *c, const void *w, uint32_t len)
 	return client_send(c, RINGLOG_CTL_WELCOME, buf, len + (uint32_t)sizeof(remote));
 }
 
+bool ctl_wake_ready(const struct client *c)
+{
+	return c->d->lis && c->d->lis->wake_event;
+}
+
 int ctl_send_wake(struct client *c)
 {
 	uint64_t remote = 0;
