@@ -622,9 +622,24 @@ static void k_max_retention(struct ctx *x, const char *p, json_t *v)
 		     &x->c->max_retention_ns);
 }
 
+/* The store keeps the segment being written and deletes whole segments,
+ * oldest first, a chunk (at least 64 KiB) at a time: a segment is at least
+ * two chunks and its header (~132 KiB), and the budget must hold the one
+ * being written, one to delete and a chunk, with margin. Below this, the
+ * segment being written was the whole budget: nothing could go, and new
+ * data was dropped (counted) while the disk was nearly empty. */
 static void k_max_disk(struct ctx *x, const char *p, json_t *v)
 {
-	get_size(x, p, v, 64 << 10, UINT64_MAX, &x->c->max_disk);
+	uint64_t n = 0;
+
+	if (!get_size(x, p, v, 0, UINT64_MAX, &n))
+		return;
+	if (n < RINGLOG_CONFIG_MAX_DISK_MIN) {
+		report(x, p, "%s is too small: at least \"1M\" (the segment being written, "
+			     "one to delete and a chunk)", GOT(v));
+		return;
+	}
+	x->c->max_disk = n;
 }
 
 static void k_min_free(struct ctx *x, const char *p, json_t *v)
@@ -1567,6 +1582,13 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       "max_segment_size (%" PRIu64 ") of max_disk (%" PRIu64 ") to the segments; lower "
 		       "flight.max_disk or raise max_disk", tmp->flight.max_disk, tmp->max_segment_size,
 		       tmp->max_disk);
+	/* each class writes segments of its own beside the default class's */
+	if (!x.nerr && tmp->n_classes &&
+	    tmp->max_disk < (tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN)
+		report(&x, "max_disk", "%" PRIu64 " bytes is too small for %u retention classes and "
+		       "the default class, each writing segments of its own: at least %" PRIu64
+		       " (1M each); raise max_disk or use fewer classes", tmp->max_disk,
+		       tmp->n_classes, (uint64_t)((tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN));
 	if (!x.nerr)
 		ship_check(&x, tmp);
 	/* Shipping reads the segments in seq order, one at a time, and keeps

@@ -84,6 +84,9 @@ struct ringlog_config_flight {
  * (daemon/store/retention.c, proto/FORMAT.md "Retention classes"). The
  * first class that matches an event takes it, in config order; what no
  * class takes is the default class (name "default"). */
+/* The least max_disk: a segment being written, one to delete and a chunk
+ * (config.c: k_max_disk()); each retention class needs as much again. */
+#define RINGLOG_CONFIG_MAX_DISK_MIN (1ull << 20)
 #define RINGLOG_CONFIG_CLASSES   4   /* + the default class: each keeps one of the
                                       * store's 8 chunk buffers open, and at
                                       * least 3 stay for writing */

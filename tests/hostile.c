@@ -22,10 +22,10 @@
  *                   S more seconds
  *   half-frames N   N connections, each sending half of a 1 MiB frame and
  *                   waiting 2 s: prints "held K of N" likewise
- *   wake-flood      10,000 WAKE frames without reading a reply, then reads
- *                   them all: prints "wake-flood: N descriptors", N the
- *                   descriptors that came with them (WELCOME's and at most
- *                   one per answer read: 1, not one per frame)
+ *   wake-flood      10,000 WAKE frames, 2 s without reading a reply, then
+ *                   reads them all: prints "wake-flood: N descriptors", N
+ *                   the descriptors that came with them (WELCOME's only: 1,
+ *                   not one per frame)
  *   loss-lies       well-formed LOSS records and ring totals claiming counts
  *                   whose sum wraps 64 bits; prints "loss-lies: drained"
  *                   once the daemon took them
@@ -453,6 +453,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 10000; i++)
 			if (send_frame(fd, RINGLOG_CTL_WAKE, NULL, 0, -1) < 0)
 				break;
+		/* unread while the daemon answers them all: what is in flight
+		 * then is what a program that never reads could pile up (once
+		 * read, each answer may carry one again) */
+		sleep(2);
 		for (;;) {
 			union {
 				char b[CMSG_SPACE(sizeof(int) * 16)];

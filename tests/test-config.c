@@ -184,6 +184,17 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:46: \"flight.max_disk\": 1073741824 bytes for snapshots leaves less than "
 	  "max_segment_size (67108864) of max_disk (1073741824) to the segments; lower flight.max_disk "
 	  "or raise max_disk" },
+	/* below it the segment being written was the whole budget: new data
+	 * was dropped with the disk nearly empty (an outsider's test) */
+	{ "{\"max_disk\": \"64K\", \"max_segment_size\": \"64K\"}",
+	  "config: t.json:1:2: \"max_disk\": \"64K\" is too small: at least \"1M\" (the segment being "
+	  "written, one to delete and a chunk)" },
+	{ "{\"max_disk\": \"2M\", \"max_segment_size\": \"256K\", \"retention\": [\n"
+	  " {\"name\": \"a\", \"levels\": \"error\", \"min_share\": \"20%\"},\n"
+	  " {\"name\": \"b\", \"levels\": \"warning\", \"min_share\": \"20%\"}]}",
+	  "config: t.json:1:2: \"max_disk\": 2097152 bytes is too small for 2 retention classes and "
+	  "the default class, each writing segments of its own: at least 3145728 (1M each); raise "
+	  "max_disk or use fewer classes" },
 	{ "{\"max_disk\": \"1M\", \"max_segment_size\": \"64M\"}",
 	  "config: t.json:1:2: \"max_disk\": 1048576 bytes is less than max_segment_size "
 	  "(67108864); raise max_disk or lower max_segment_size" },

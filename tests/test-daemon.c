@@ -301,6 +301,42 @@ Test(daemon, twenty_times_the_budget_never_exceeds_it_by_more_than_a_chunk)
 	live_cleanup(&e);
 }
 
+/* At the smallest budget the configuration accepts (1M), a writer much
+ * faster than it holds has the oldest segments deleted and loses nothing
+ * to the disk:
+ * at 64K the segment being written was the whole budget, and most new
+ * events were dropped (counted) with the disk nearly empty. */
+Test(daemon, the_smallest_budget_deletes_the_oldest_and_drops_nothing)
+{
+	struct live e;
+	char cfg[600];
+	uint64_t used, min_seq, max_seq;
+	unsigned count;
+	json_t *st, *lost;
+	pid_t d;
+
+	live_init(&e);
+	snprintf(cfg, sizeof(cfg), "%s/small.json", e.dir);
+	live_write_file(cfg, "{ \"max_disk\": \"1M\", \"max_segment_size\": \"64K\", "
+			     "\"min_free\": \"0\" }\n");
+	d = live_daemon(&e, "--config", cfg, NULL);
+	live_wait_ok(emit(2, 200000, "8M"), "emitter"); /* ~20 MB in all */
+	cr_assert((st = status_json()));
+	lost = json_object_get(st, "lost");
+	/* (a writer at full speed may overflow its ring: counted, and not
+	 * the budget's doing) */
+	cr_expect_eq(json_integer_value(json_object_get(lost, "disk")), 0, "lost to the disk: %lld",
+		     (long long)json_integer_value(json_object_get(lost, "disk")));
+	cr_expect_leq(json_integer_value(json_object_get(st, "max_segment_bytes")), (1 << 20) / 4,
+		      "segments past a quarter of max_disk");
+	json_decref(st);
+	live_daemon_stop(d);
+	used = store_bytes(e.store, &min_seq, &max_seq, &count);
+	cr_expect_leq(used, (1u << 20) + (64u << 10), "%llu bytes kept", (unsigned long long)used);
+	cr_expect_gt(min_seq, 10, "the oldest segments were never deleted");
+	live_cleanup(&e);
+}
+
 /* ------------------------------------------------------------------------
  * Backends
  */

@@ -441,6 +441,7 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 		ret_fs_room(st, &fs_free, &min_free);
 		disk_ok = st->used_bytes + bytes <= st->budget.max_disk;
 		fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
+		st->full_by_budget = !disk_ok; /* what a ROOM_FULL below is for */
 
 		if (disk_ok && fs_ok)
 			return ROOM_OK;

@@ -1068,8 +1068,13 @@ static void seal_active(struct store *st)
 	case ROOM_FULL: {
 		char why[STORE_WHY_MAX];
 
-		snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) available",
-			 st->dir, (unsigned long long)ret_min_free(st));
+		if (st->full_by_budget)
+			snprintf(why, sizeof(why), "disk budget: max_disk (%llu bytes) holds only the "
+				 "segment being written, nothing older to delete; raise max_disk",
+				 (unsigned long long)st->budget.max_disk);
+		else
+			snprintf(why, sizeof(why), "disk budget: %s has less than min_free (%llu bytes) "
+				 "available", st->dir, (unsigned long long)ret_min_free(st));
 		chunk_drop(st, c, why);
 		/* Nothing older is left to delete: close the segment being
 		 * written so that it is, and the newest data has room again

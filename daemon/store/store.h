@@ -254,6 +254,7 @@ struct store {
 	uint64_t release_next; /* seal_no whose ring space is released next */
 	uint64_t expire_tick_ns; /* last max_retention check (CLOCK_MONOTONIC) */
 	bool disk_blocked;   /* last write failed for lack of space */
+	bool full_by_budget; /* the last ROOM_FULL: max_disk, not min_free */
 	int dir_lock;        /* storage_dir's lock (file_lock_dir), or -1 */
 	unsigned finalizing; /* rotated segments whose seal is in flight or
 	                      * waits for its sync round (durable.c) */
