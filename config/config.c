@@ -1589,6 +1589,12 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       "the default class, each writing segments of its own: at least %" PRIu64
 		       " (1M each); raise max_disk or use fewer classes", tmp->max_disk,
 		       tmp->n_classes, (uint64_t)((tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN));
+	/* a snapshot holds at most the whole buffer (and a header): the
+	 * newest alone must fit the snapshots' share */
+	if (!x.nerr && tmp->flight.size && tmp->flight.max_disk < tmp->flight.size)
+		report(&x, "flight/max_disk", "%" PRIu64 " bytes for snapshots is less than "
+		       "flight.size (%" PRIu64 "), which one snapshot may take; raise flight.max_disk "
+		       "or lower flight.size", tmp->flight.max_disk, tmp->flight.size);
 	if (!x.nerr)
 		ship_check(&x, tmp);
 	/* Shipping reads the segments in seq order, one at a time, and keeps

@@ -195,6 +195,10 @@ static const struct { const char *json, *err; } bad[] = {
 	  "config: t.json:1:2: \"max_disk\": 2097152 bytes is too small for 2 retention classes and "
 	  "the default class, each writing segments of its own: at least 3145728 (1M each); raise "
 	  "max_disk or use fewer classes" },
+	{ "{\"flight\": {\"size\": \"16M\", \"max_disk\": \"4M\"}}",
+	  "config: t.json:1:28: \"flight.max_disk\": 4194304 bytes for snapshots is less than "
+	  "flight.size (16777216), which one snapshot may take; raise flight.max_disk or lower "
+	  "flight.size" },
 	{ "{\"max_disk\": \"1M\", \"max_segment_size\": \"64M\"}",
 	  "config: t.json:1:2: \"max_disk\": 1048576 bytes is less than max_segment_size "
 	  "(67108864); raise max_disk or lower max_segment_size" },

@@ -203,20 +203,28 @@ void fl_closed(struct sink *s, struct client *c)
  * Snapshots
  */
 
-static void trim_dir(struct flight *f)
+/* Delete the oldest snapshots until those left and `room` more bytes fit
+ * flight.max_disk, keeping `keep` at least. */
+static void trim_to(struct flight *f, uint64_t room, unsigned keep)
 {
 	char oldest[RINGLOG_CONFIG_PATH_MAX + 48];
 	unsigned n;
 	uint64_t bytes;
 
-	/* flight.max_disk: the oldest go; the newest always stays */
-	while (snap_scan(f->dir, false, &n, &bytes, oldest, sizeof(oldest)) == 0 && n > 1 &&
-	       bytes > f->d->cfg.flight.max_disk) {
+	while (snap_scan(f->dir, false, &n, &bytes, oldest, sizeof(oldest)) == 0 && n > keep &&
+	       bytes + room > f->d->cfg.flight.max_disk) {
 		d_log(LOG_INFO, "flight recorder: deleted %s (snapshots over flight.max_disk)", oldest);
 		if (file_remove(oldest) < 0)
 			break;
 	}
 	snap_scan(f->dir, false, &f->snaps, &f->snap_bytes, NULL, 0);
+}
+
+/* flight.max_disk after a write (a reload may have lowered it): the oldest
+ * go; the newest always stays */
+static void trim_dir(struct flight *f)
+{
+	trim_to(f, 0, 1);
 }
 
 static void snap_work(uv_work_t *w)
@@ -408,6 +416,17 @@ void fl_take(struct flight *f)
 	memcpy((uint8_t *)h + RINGLOG_SEG_SNAP_OFF, &sn, sizeof(sn));
 	snprintf(j->path, sizeof(j->path), "%s/%016llx.rlseg", f->dir, (unsigned long long)h->seq);
 	snprintf(j->tmp, sizeof(j->tmp), "%s/.%016llx.rlseg.tmp", f->dir, (unsigned long long)h->seq);
+	/* Room for it before it is written, not after: the old ones and the
+	 * new one were on disk together, past flight.max_disk by a whole
+	 * snapshot (an outsider's test). It is at most flight.size and a
+	 * header, which config.c keeps within flight.max_disk. */
+	{
+		uint64_t need = RINGLOG_SEG_HEADER_SIZE;
+
+		for (unsigned i = 0; i < j->nparts; i++)
+			need += j->parts[i].len;
+		trim_to(f, need, 0);
+	}
 	f->writing = *p;
 	f->dropped_since = 0;
 	p->on = false;
