@@ -103,15 +103,39 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
  * filesystem has above min_free, whichever is less). A min_free that
  * leaves less than max_segment_size would otherwise let one segment take
  * all the room, with nothing older to delete to make more. */
-uint64_t store_seg_limit(const struct store *st)
+/* The room the store really has: max_disk, or less when the filesystem's
+ * free space above min_free and what the store takes are less. */
+static uint64_t real_room(const struct store *st)
 {
-	const struct store_budget *b = &st->budget;
-	uint64_t fs_free, floor, room = b->max_disk;
-	uint64_t lim = b->seg_max, least = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
+	uint64_t fs_free, floor, room = st->budget.max_disk;
 
 	ret_fs_room(st, &fs_free, &floor);
 	if (fs_free != UINT64_MAX && st->used_bytes + fs_free - floor < room && fs_free > floor)
 		room = st->used_bytes + fs_free - floor;
+	return room;
+}
+
+/* A new chunk's size: the budget's, or an eighth of the real room when
+ * that is less (at least 64 KiB), so that a segment of two chunks is a
+ * quarter of it. With the budget's 2 MiB chunks on a filesystem with
+ * ~400 KB to spare, no chunk could ever be written: every event was
+ * dropped (counted), however old segments were deleted (an outsider's
+ * test on a small tmpfs). */
+size_t store_chunk_limit(const struct store *st)
+{
+	uint64_t cap = real_room(st) / 8 & ~(uint64_t)(RINGLOG_SEG_ALIGN - 1);
+
+	if (cap < (64u << 10))
+		cap = 64u << 10;
+	return cap < st->budget.chunk_size ? (size_t)cap : st->budget.chunk_size;
+}
+
+uint64_t store_seg_limit(const struct store *st)
+{
+	const struct store_budget *b = &st->budget;
+	uint64_t room = real_room(st);
+	uint64_t lim = b->seg_max, least = 2 * store_chunk_limit(st) + RINGLOG_SEG_HEADER_SIZE;
+
 	if (room / 4 < lim)
 		lim = room / 4;
 	return lim < least ? least : lim;
@@ -125,7 +149,10 @@ void ret_fs_room(const struct store *st, uint64_t *fs_free, uint64_t *floor)
 	uint64_t avail = 0, total = 0;
 	bool known = st->space(st->dir, &avail, &total) == 0;
 
-	*fs_free = known ? avail : UINT64_MAX;
+	/* what the writes in flight will take is not free any more, though the
+	 * filesystem may not count it yet: a small one filled while several
+	 * chunks were on their way ("short write", an outsider's test) */
+	*fs_free = !known ? UINT64_MAX : avail > st->inflight_bytes ? avail - st->inflight_bytes : 0;
 	if (b->min_free_bytes || !b->min_free_percent)
 		*floor = b->min_free_bytes;
 	else

@@ -240,7 +240,7 @@ static struct chunk *chunk_get(struct store *st)
 			c->nwho = 0;
 			c->span_off = SIZE_MAX;
 			c->opened_mono_ns = d_now(CLOCK_MONOTONIC);
-			c->cap = st->budget.chunk_size; /* a reload may have lowered it */
+			c->cap = store_chunk_limit(st); /* a reload or the room may have lowered it */
 			c->seg_seq = UINT64_MAX;
 			c->total = 0;
 			c->failed = false;
@@ -918,6 +918,7 @@ static void on_written(void *arg, long res)
 	size_t total = ringlog_align_up(RINGLOG_CHUNK_HDR_SIZE + c->len, RINGLOG_SEG_ALIGN);
 
 	s->inflight--;
+	st->inflight_bytes -= st->inflight_bytes < c->total ? st->inflight_bytes : c->total;
 	if (res != (long)total) {
 		char why[STORE_WHY_MAX];
 
@@ -1122,6 +1123,7 @@ static void seal_active(struct store *st)
 		return;
 	}
 	st->cur->inflight++;
+	st->inflight_bytes += total;
 	st->cur->off += total;
 	st->cur->bytes += total;
 	st->used_bytes += total;

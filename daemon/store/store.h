@@ -240,6 +240,8 @@ struct store {
 	struct segfile *cur;
 	uint64_t next_seq;
 	uint64_t used_bytes; /* sum of segfile.bytes */
+	uint64_t inflight_bytes;  /* chunk writes submitted, not completed: the
+	                           * filesystem may not count them yet */
 	uint32_t seg_gen;
 	/* Generations come from one counter for every lane, so that a lane
 	 * never sees a value again (a writer's per-lane mark that equals it
@@ -420,6 +422,9 @@ unsigned ret_lane_of(const struct store *st, const char *name);
 void store_configure(struct store *st, const struct ringlog_config *cfg);
 /* How large the segment opened now may grow (budget and free space). */
 uint64_t store_seg_limit(const struct store *st);
+/* A new chunk's size: the budget's, or less on a filesystem with little
+ * room (retention.c). */
+size_t store_chunk_limit(const struct store *st);
 
 /* What a chunk of `bytes` may do (ret_make_room()). */
 enum store_room {
