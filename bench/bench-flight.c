@@ -304,7 +304,7 @@ int main(int argc, char **argv)
 		static const struct { const char *name, *cfg; } modes[] = {
 			{ "flight-only (verbose by flight_level, memory)",
 			  "{ \"providers\": { \"*\": {\"level\": 4, \"flight_level\": 5} }, \"max_disk\": \"2G\","
-			  " \"flight\": { \"size\": \"256M\", \"max_disk\": \"256M\" } }" },
+			  " \"flight\": { \"size\": \"256M\", \"max_disk\": \"512M\" } }" },
 			{ "on disk (verbose by level, no flight recorder)",
 			  "{ \"providers\": { \"*\": {\"level\": 5} }, \"max_disk\": \"2G\" }" },
 		};

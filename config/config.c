@@ -1582,19 +1582,27 @@ static int parse(struct ringlog_config *c, const char *text, size_t len, const c
 		       "max_segment_size (%" PRIu64 ") of max_disk (%" PRIu64 ") to the segments; lower "
 		       "flight.max_disk or raise max_disk", tmp->flight.max_disk, tmp->max_segment_size,
 		       tmp->max_disk);
-	/* each class writes segments of its own beside the default class's */
-	if (!x.nerr && tmp->n_classes &&
-	    tmp->max_disk < (tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN)
-		report(&x, "max_disk", "%" PRIu64 " bytes is too small for %u retention classes and "
-		       "the default class, each writing segments of its own: at least %" PRIu64
-		       " (1M each); raise max_disk or use fewer classes", tmp->max_disk,
-		       tmp->n_classes, (uint64_t)((tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN));
-	/* a snapshot holds at most the whole buffer (and a header): the
-	 * newest alone must fit the snapshots' share */
-	if (!x.nerr && tmp->flight.size && tmp->flight.max_disk < tmp->flight.size)
-		report(&x, "flight/max_disk", "%" PRIu64 " bytes for snapshots is less than "
-		       "flight.size (%" PRIu64 "), which one snapshot may take; raise flight.max_disk "
-		       "or lower flight.size", tmp->flight.max_disk, tmp->flight.size);
+	/* The segments' share (max_disk less the snapshots'): 1M at least,
+	 * and 1M for each class, which writes segments of its own beside the
+	 * default class's. */
+	if (!x.nerr) {
+		uint64_t fl = tmp->flight.size ? tmp->flight.max_disk : 0;
+		uint64_t segs = tmp->max_disk > fl ? tmp->max_disk - fl : 0;
+		uint64_t least = (tmp->n_classes + 1) * RINGLOG_CONFIG_MAX_DISK_MIN;
+
+		if (segs < least)
+			report(&x, "max_disk", "%" PRIu64 " bytes leaves the segments %" PRIu64 " (after "
+			       "flight.max_disk), less than %" PRIu64 ": 1M for the default class and "
+			       "1M for each of %u retention classes; raise max_disk", tmp->max_disk,
+			       segs, least, tmp->n_classes);
+	}
+	/* a snapshot holds at most the whole buffer: the newest, which is
+	 * kept, and the next must fit the snapshots' share */
+	if (!x.nerr && tmp->flight.size && tmp->flight.max_disk < 2 * tmp->flight.size)
+		report(&x, "flight/max_disk", "%" PRIu64 " bytes for snapshots is less than twice "
+		       "flight.size (%" PRIu64 "): the newest snapshot and the next may each take "
+		       "flight.size; raise flight.max_disk or lower flight.size", tmp->flight.max_disk,
+		       tmp->flight.size);
 	if (!x.nerr)
 		ship_check(&x, tmp);
 	/* Shipping reads the segments in seq order, one at a time, and keeps

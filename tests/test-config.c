@@ -192,13 +192,18 @@ static const struct { const char *json, *err; } bad[] = {
 	{ "{\"max_disk\": \"2M\", \"max_segment_size\": \"256K\", \"retention\": [\n"
 	  " {\"name\": \"a\", \"levels\": \"error\", \"min_share\": \"20%\"},\n"
 	  " {\"name\": \"b\", \"levels\": \"warning\", \"min_share\": \"20%\"}]}",
-	  "config: t.json:1:2: \"max_disk\": 2097152 bytes is too small for 2 retention classes and "
-	  "the default class, each writing segments of its own: at least 3145728 (1M each); raise "
-	  "max_disk or use fewer classes" },
-	{ "{\"flight\": {\"size\": \"16M\", \"max_disk\": \"4M\"}}",
-	  "config: t.json:1:28: \"flight.max_disk\": 4194304 bytes for snapshots is less than "
-	  "flight.size (16777216), which one snapshot may take; raise flight.max_disk or lower "
-	  "flight.size" },
+	  "config: t.json:1:2: \"max_disk\": 2097152 bytes leaves the segments 2097152 (after "
+	  "flight.max_disk), less than 3145728: 1M for the default class and 1M for each of 2 "
+	  "retention classes; raise max_disk" },
+	{ "{\"flight\": {\"size\": \"16M\", \"max_disk\": \"16M\"}}",
+	  "config: t.json:1:28: \"flight.max_disk\": 16777216 bytes for snapshots is less than twice "
+	  "flight.size (16777216): the newest snapshot and the next may each take flight.size; "
+	  "raise flight.max_disk or lower flight.size" },
+	{ "{\"max_disk\": \"2560K\", \"max_segment_size\": \"64K\", \"flight\": {\"size\": \"1M\", "
+	  "\"max_disk\": \"2M\"}}",
+	  "config: t.json:1:2: \"max_disk\": 2621440 bytes leaves the segments 524288 (after "
+	  "flight.max_disk), less than 1048576: 1M for the default class and 1M for each of 0 "
+	  "retention classes; raise max_disk" },
 	{ "{\"max_disk\": \"1M\", \"max_segment_size\": \"64M\"}",
 	  "config: t.json:1:2: \"max_disk\": 1048576 bytes is less than max_segment_size "
 	  "(67108864); raise max_disk or lower max_segment_size" },

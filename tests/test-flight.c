@@ -741,8 +741,8 @@ Test(flight, snapshots_stay_within_their_share_while_one_is_written, .timeout = 
 
 	live_init(&e);
 	progress = progress_map(&e, pp, sizeof(pp));
-	/* a 2M buffer, so each snapshot is ~2M: two never fit 3M */
-	d = start(&e, "\"size\": \"2M\", \"pre\": \"1h\", \"post\": \"0s\", \"max_disk\": \"3M\", "
+	/* a 1.5M buffer, so each snapshot is ~1.4M: three never fit 3M */
+	d = start(&e, "\"size\": \"1536K\", \"pre\": \"1h\", \"post\": \"0s\", \"max_disk\": \"3M\", "
 		      "\"max_snapshots\": \"100/m\"", NULL);
 	p = live_spawn(argv, NULL, "/dev/null");
 	wait_progress(progress, 100000); /* ~35 bytes each: the buffer has wrapped */
@@ -834,8 +834,8 @@ Test(flight, snapshots_take_their_share_of_the_disk_budget)
 	unsigned n;
 
 	live_init(&e);
-	/* (the buffer at most the share: config.c refuses more) */
-	d = start(&e, "\"size\": \"4M\", \"pre\": \"1h\", \"post\": \"0s\", \"max_snapshots\": "
+	/* (the buffer at most half the share: config.c refuses more) */
+	d = start(&e, "\"size\": \"2M\", \"pre\": \"1h\", \"post\": \"0s\", \"max_snapshots\": "
 		  "\"100/m\", \"max_disk\": \"4M\"", "\"max_disk\": \"24M\", \"max_segment_size\": \"4M\"");
 	p = live_spawn(argv, NULL, "/dev/null");
 	f = live_spawn(flood, NULL, "/dev/null");

@@ -134,6 +134,9 @@ struct flight {
 bool fl_advance(struct flight *f);
 /* Events overwritten with a time at or after from, among those that fell
  * out of the per-slot list (to within one bucket). */
+/* Delete the oldest snapshots past flight.max_disk, the newest kept
+ * (flight-trigger.c). */
+void fl_trim_dir(struct flight *f);
 uint64_t fl_older_since(const struct flight *f, uint64_t from);
 void fl_free(struct flight *f);
 

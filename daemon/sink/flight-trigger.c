@@ -213,16 +213,19 @@ static void trim_to(struct flight *f, uint64_t room, unsigned keep)
 
 	while (snap_scan(f->dir, false, &n, &bytes, oldest, sizeof(oldest)) == 0 && n > keep &&
 	       bytes + room > f->d->cfg.flight.max_disk) {
-		d_log(LOG_INFO, "flight recorder: deleted %s (snapshots over flight.max_disk)", oldest);
-		if (file_remove(oldest) < 0)
+		if (file_remove(oldest) < 0) {
+			d_log(LOG_WARNING, "flight recorder: cannot delete %s (snapshots over "
+			      "flight.max_disk): %s", oldest, strerror(errno));
 			break;
+		}
+		d_log(LOG_INFO, "flight recorder: deleted %s (snapshots over flight.max_disk)", oldest);
 	}
 	snap_scan(f->dir, false, &f->snaps, &f->snap_bytes, NULL, 0);
 }
 
-/* flight.max_disk after a write (a reload may have lowered it): the oldest
+/* flight.max_disk after a write or a reload that lowered it: the oldest
  * go; the newest always stays */
-static void trim_dir(struct flight *f)
+void fl_trim_dir(struct flight *f)
 {
 	trim_to(f, 0, 1);
 }
@@ -282,7 +285,7 @@ static void snap_after(uv_work_t *w, int status)
 		      "%.1f ms", j->path, (unsigned long long)j->hdr->events,
 		      (unsigned long long)j->bytes, (double)j->ns / 1e6);
 		reply_written(f);
-		trim_dir(f);
+		fl_trim_dir(f);
 	}
 	file_aligned_free(j->hdr);
 	file_aligned_free(f->lead);
@@ -418,14 +421,15 @@ void fl_take(struct flight *f)
 	snprintf(j->tmp, sizeof(j->tmp), "%s/.%016llx.rlseg.tmp", f->dir, (unsigned long long)h->seq);
 	/* Room for it before it is written, not after: the old ones and the
 	 * new one were on disk together, past flight.max_disk by a whole
-	 * snapshot (an outsider's test). It is at most flight.size and a
-	 * header, which config.c keeps within flight.max_disk. */
+	 * snapshot (an outsider's test). The newest stays (its path was just
+	 * given to whoever asked, and the new one may fail): each is at most
+	 * flight.size, and config.c keeps flight.max_disk at twice that. */
 	{
 		uint64_t need = RINGLOG_SEG_HEADER_SIZE;
 
 		for (unsigned i = 0; i < j->nparts; i++)
 			need += j->parts[i].len;
-		trim_to(f, need, 0);
+		trim_to(f, need, 1);
 	}
 	f->writing = *p;
 	f->dropped_since = 0;

@@ -586,6 +586,8 @@ configured:
 	else
 		snprintf(f->dir, sizeof(f->dir), "%s/snapshots", d->cfg.storage_dir);
 	snap_scan(f->dir, !f->busy, &f->snaps, &f->snap_bytes, NULL, 0);
+	if (!f->busy)
+		fl_trim_dir(f); /* a reload may have lowered flight.max_disk */
 	/* when the last max_snapshots began: as many entries as that (a
 	 * reload may raise it; the new ones are "never"), not the most it may
 	 * be, which would be memory the daemon holds for nothing */

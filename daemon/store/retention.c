@@ -110,8 +110,13 @@ static uint64_t real_room(const struct store *st)
 	uint64_t fs_free, floor, room = st->budget.max_disk;
 
 	ret_fs_room(st, &fs_free, &floor);
-	if (fs_free != UINT64_MAX && st->used_bytes + fs_free - floor < room && fs_free > floor)
-		room = st->used_bytes + fs_free - floor;
+	if (fs_free != UINT64_MAX) {
+		/* at or below the floor, the room is what the store takes */
+		uint64_t fs_room = st->used_bytes + fs_free > floor ? st->used_bytes + fs_free - floor : 0;
+
+		if (fs_room < room)
+			room = fs_room;
+	}
 	return room;
 }
 
@@ -468,7 +473,7 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 		ret_fs_room(st, &fs_free, &min_free);
 		disk_ok = st->used_bytes + bytes <= st->budget.max_disk;
 		fs_ok = fs_free >= bytes && fs_free - bytes >= min_free;
-		st->full_by_budget = !disk_ok; /* what a ROOM_FULL below is for */
+		st->full_by_budget = !disk_ok && fs_ok; /* what a ROOM_FULL below is for */
 
 		if (disk_ok && fs_ok)
 			return ROOM_OK;
@@ -490,8 +495,10 @@ enum store_room ret_make_room(struct store *st, uint64_t bytes)
 			 * at hand was built for it, so it goes there (one chunk
 			 * over), and the caller closes the segment so that it
 			 * is the next to go: the circular log eats its tail. */
-			if (!s->chunks || !disk_ok_with_one_chunk(st, fs_free, min_free))
+			if (!s->chunks || !disk_ok_with_one_chunk(st, fs_free, min_free)) {
+				st->full_by_budget = !s->chunks && st->full_by_budget;
 				return ROOM_FULL;
+			}
 			return ROOM_ROTATE;
 		}
 		if (!settled(st, s))

@@ -1143,7 +1143,7 @@ static void seal_active(struct store *st)
 	 * all) for this segment. The next event opens the next segment. */
 	if (store_gone(st))
 		store_recover(st);
-	else if (rotate || st->cur->off + st->budget.chunk_size > st->cur->limit)
+	else if (rotate || st->cur->off + store_chunk_limit(st) > st->cur->limit)
 		store_close_current(st);
 }
 
@@ -1293,7 +1293,7 @@ void store_reload(struct store *st, const struct ringlog_config *cfg)
 	if (st->cur) {
 		uint64_t lim = store_seg_limit(st);
 
-		if (st->cur->off + st->budget.chunk_size > lim)
+		if (st->cur->off + store_chunk_limit(st) > lim)
 			store_close_current(st); /* so that the budget may take it */
 		else if (lim < st->cur->limit)
 			st->cur->limit = lim;
