@@ -372,6 +372,34 @@ Test(fault, clients_killed_mid_stream_committed_events_stored_half_record_never)
 	live_cleanup(&e);
 }
 
+/* The store on a tmpfs of `size` at e->dir/name (its path to mnt), or the
+ * test skipped with the reason: mounting needs root. */
+static void mount_store(struct live *e, const char *name, const char *size, char *mnt,
+			size_t len)
+{
+	char cmd[1200], out[4096];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to mount a small tmpfs for the store");
+	live_init(e);
+	snprintf(mnt, len, "%s/%s", e->dir, name);
+	mkdir(mnt, 0755);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=%s ringlog-test '%s' 2>&1", size, mnt);
+	if (live_run(cmd, out, sizeof(out)) != 0) {
+		live_cleanup(e);
+		cr_skip_test("cannot mount a tmpfs here: %s", out);
+	}
+	snprintf(e->store, sizeof(e->store), "%s/store", mnt);
+}
+
+static void unmount_store(const char *mnt)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
+	live_run(cmd, NULL, 0);
+}
+
 /* A filesystem with little room (a 2 MiB tmpfs, the default min_free of
  * 5 %): chunks and segments shrink to what it holds, the oldest segments
  * go, and nothing is lost to the disk. With the budget's 2 MiB chunks no
@@ -380,22 +408,12 @@ Test(fault, clients_killed_mid_stream_committed_events_stored_half_record_never)
 Test(fault, a_small_filesystem_gets_small_chunks_and_loses_nothing)
 {
 	struct live e;
-	char mnt[280], cmd[1200], st[4096];
+	char mnt[280];
 	const char *argv[] = { EMITTER_PATH, "1", "200000", NULL };
 	json_t *j;
 	pid_t d;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to mount a small tmpfs for the store");
-	live_init(&e);
-	snprintf(mnt, sizeof(mnt), "%s/tiny", e.dir);
-	mkdir(mnt, 0755);
-	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=2m ringlog-test '%s' 2>&1", mnt);
-	if (live_run(cmd, st, sizeof(st)) != 0) {
-		live_cleanup(&e);
-		cr_skip_test("cannot mount a tmpfs here: %s", st);
-	}
-	snprintf(e.store, sizeof(e.store), "%s/store", mnt);
+	mount_store(&e, "tiny", "2m", mnt, sizeof(mnt));
 	d = live_daemon(&e, NULL);
 	live_wait_ok(live_spawn(argv, NULL, "/dev/null"), "emitter");
 	sleep_ms(1500); /* drained and written */
@@ -408,8 +426,7 @@ Test(fault, a_small_filesystem_gets_small_chunks_and_loses_nothing)
 	json_decref(j);
 	cr_assert_eq(kill(d, 0), 0, "the daemon died");
 	live_daemon_stop(d);
-	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
-	live_run(cmd, NULL, 0);
+	unmount_store(mnt);
 	live_cleanup(&e);
 }
 
@@ -426,19 +443,9 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 	pid_t d, em;
 	uint64_t emitted = 0, stored = 0, lost = 0, max_ns = 0, blocked = 0, faulting = 0;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to mount a small tmpfs for the store");
-	live_init(&e);
-	snprintf(mnt, sizeof(mnt), "%s/small", e.dir);
-	mkdir(mnt, 0755);
-	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=32m ringlog-test '%s' 2>&1", mnt);
-	if (live_run(cmd, st, sizeof(st)) != 0) {
-		live_cleanup(&e);
-		cr_skip_test("cannot mount a tmpfs here: %s", st);
-	}
 	/* The store lives on the small filesystem; no free-space floor, so
 	 * the disk really fills instead of the budget stepping in. */
-	snprintf(e.store, sizeof(e.store), "%s/store", mnt);
+	mount_store(&e, "small", "32m", mnt, sizeof(mnt));
 	snprintf(cfg, sizeof(cfg), "%s/full.json", e.dir);
 	live_write_file(cfg, "{ \"min_free\": \"0\", \"max_segment_size\": \"1M\", \"flush_interval\": \"100ms\" }\n");
 	d = live_daemon(&e, "--config", cfg, NULL);
@@ -500,8 +507,7 @@ Test(fault, disk_full_counts_the_loss_and_writing_resumes_when_space_returns)
 	cr_expect_gt(t->stored[t->npid - 1][0], 0, "nothing stored after the space came back");
 	cr_expect_eq(blocked, 0, "programs waited inside emits");
 	cr_expect_eq(t->out_of_order, 0);
-	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
-	live_run(cmd, NULL, 0);
+	unmount_store(mnt);
 	live_cleanup(&e);
 	free(t);
 }
