@@ -98,11 +98,6 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
 }
 
-/* How large the segment opened now may grow: seg_max, and at most a
- * quarter of the space the store may really take (max_disk, or what the
- * filesystem has above min_free, whichever is less). A min_free that
- * leaves less than max_segment_size would otherwise let one segment take
- * all the room, with nothing older to delete to make more. */
 /* The room the store really has: max_disk, or less when the filesystem's
  * free space above min_free and what the store takes are less. */
 static uint64_t real_room(const struct store *st)
@@ -126,20 +121,31 @@ static uint64_t real_room(const struct store *st)
  * ~400 KB to spare, no chunk could ever be written: every event was
  * dropped (counted), however old segments were deleted (an outsider's
  * test on a small tmpfs). */
-size_t store_chunk_limit(const struct store *st)
+static size_t chunk_limit_in(const struct store *st, uint64_t room)
 {
-	uint64_t cap = real_room(st) / 8 & ~(uint64_t)(RINGLOG_SEG_ALIGN - 1);
+	uint64_t cap = room / 8 & ~(uint64_t)(RINGLOG_SEG_ALIGN - 1);
 
 	if (cap < (64u << 10))
 		cap = 64u << 10;
 	return cap < st->budget.chunk_size ? (size_t)cap : st->budget.chunk_size;
 }
 
+size_t store_chunk_limit(const struct store *st)
+{
+	return chunk_limit_in(st, real_room(st));
+}
+
+/* How large the segment opened now may grow: seg_max, and at most a
+ * quarter of the space the store may really take (max_disk, or what the
+ * filesystem has above min_free, whichever is less). A min_free that
+ * leaves less than max_segment_size would otherwise let one segment take
+ * all the room, with nothing older to delete to make more. One look at the
+ * filesystem serves both limits. */
 uint64_t store_seg_limit(const struct store *st)
 {
 	const struct store_budget *b = &st->budget;
 	uint64_t room = real_room(st);
-	uint64_t lim = b->seg_max, least = 2 * store_chunk_limit(st) + RINGLOG_SEG_HEADER_SIZE;
+	uint64_t lim = b->seg_max, least = 2 * chunk_limit_in(st, room) + RINGLOG_SEG_HEADER_SIZE;
 
 	if (room / 4 < lim)
 		lim = room / 4;
