@@ -510,9 +510,51 @@ static void check_header(struct ringlog_seg_file *f)
 	}
 }
 
+static int chunk_at(struct ringlog_seg_file *f, uint64_t off, bool headers_only,
+		    const char **why);
+
+/* A header whose magic was hit (zeroed by a disk, a tool or a hand): the
+ * file is still a segment when a valid chunk (its magic and CRC) starts at
+ * byte 4096, and its events are read rather than refused with the file.
+ * The header's other fields are trusted when its CRC holds with the magic
+ * put back (only the magic was hit); otherwise none is: the header reads
+ * as all zero (version 1, the default class, no TSC rate), and the note
+ * says so. Returns 1 (read it, the header trusted), 2 (read it, the header
+ * rebuilt), 0 (not a segment), -errno. */
+static int magic_hit(struct ringlog_seg_file *f, char *note, size_t size)
+{
+	uint64_t was = f->hdr.magic;
+	const char *why;
+	int r;
+
+	if (f->size < RINGLOG_SEG_HEADER_SIZE + sizeof(struct ringlog_chunk_hdr))
+		return 0;
+	r = chunk_at(f, RINGLOG_SEG_HEADER_SIZE, false, &why);
+	if (r <= 0)
+		return r;
+	f->hdr.magic = RINGLOG_SEG_MAGIC;
+	if (ringlog_seg_hdr_crc(&f->hdr) == f->hdr.hdr_crc) {
+		snprintf(note, size, "magic is 0x%016llx, not a segment's, but a valid chunk "
+			 "starts at byte %u and the header's checksum holds with the magic put "
+			 "back: read as a segment", (unsigned long long)was, RINGLOG_SEG_HEADER_SIZE);
+		return 1;
+	}
+	memset(&f->hdr, 0, sizeof(f->hdr));
+	f->hdr.magic = RINGLOG_SEG_MAGIC;
+	f->hdr.version = RINGLOG_SEG_VERSION;
+	f->hdr.header_size = RINGLOG_SEG_HEADER_SIZE;
+	snprintf(note, size, "magic is 0x%016llx, not a segment's, but a valid chunk starts at "
+		 "byte %u: its chunks are read, its header is not trusted (the default class; "
+		 "TSC timestamps are shown at the time of their chunk)", (unsigned long long)was,
+		 RINGLOG_SEG_HEADER_SIZE);
+	return 2;
+}
+
 int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **why)
 {
+	char note[sizeof(f->warning)] = "";
 	struct stat st;
+	int hit = 0;
 	ssize_t n;
 
 	memset(f, 0, sizeof(*f));
@@ -527,23 +569,36 @@ int ringlog_seg_open(struct ringlog_seg_file *f, const char *path, const char **
 	n = pread(f->fd, &f->hdr, sizeof(f->hdr), 0);
 	if (n < 0)
 		goto err;
-	if ((size_t)n < 256 || f->hdr.magic != RINGLOG_SEG_MAGIC) {
-		*why = "not a ringlog segment (bad magic or shorter than a header)";
+	if ((size_t)n < 256 || (f->hdr.magic != RINGLOG_SEG_MAGIC &&
+				(hit = magic_hit(f, note, sizeof(note))) <= 0)) {
+		if (!hit)
+			*why = "not a ringlog segment (bad magic or shorter than a header, and no "
+			       "valid chunk at byte 4096)";
+		free(f->body);
+		f->body = NULL;
 		close(f->fd);
 		f->fd = -1;
-		return -EBADMSG;
+		return hit < 0 ? hit : -EBADMSG;
 	}
 	if (f->hdr.version != RINGLOG_SEG_VERSION ||
 	    (f->hdr.incompat_flags & ~RINGLOG_SEG_INCOMPAT_KNOWN)) {
 		*why = "segment version or incompatible flags not supported by this reader";
+		free(f->body);
+		f->body = NULL;
 		close(f->fd);
 		f->fd = -1;
 		return -EPROTO;
 	}
-	f->hdr_ok = ringlog_seg_hdr_crc(&f->hdr) == f->hdr.hdr_crc;
+	/* a header rebuilt from nothing (magic_hit()) is never "ok" */
+	f->hdr_ok = hit != 2 && ringlog_seg_hdr_crc(&f->hdr) == f->hdr.hdr_crc;
 	/* Never from header_size: a forged one would skip chunks unseen. */
 	f->off = RINGLOG_SEG_HEADER_SIZE;
 	check_header(f);
+	if (note[0]) {
+		size_t w = strlen(f->warning);
+
+		snprintf(f->warning + w, sizeof(f->warning) - w, "%s%s", w ? "; " : "", note);
+	}
 	return 0;
 err:
 	n = -errno;

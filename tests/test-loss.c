@@ -571,3 +571,108 @@ Test(loss, forged_header_size_and_tsc_hz_are_named_and_skip_nothing)
 	}
 	live_cleanup(&e);
 }
+
+/* Overwrite bytes [off, off + n) of the file at path with zeros, checksum
+ * untouched: what a disk, a tool or a hand does, not a forger. */
+static void zero_bytes(const char *path, off_t off, size_t n)
+{
+	static const uint8_t z[4096];
+	int fd = open(path, O_RDWR);
+
+	cr_assert(fd >= 0 && n <= sizeof(z), "%s", path);
+	cr_assert_eq(pwrite(fd, z, n, off), (ssize_t)n);
+	close(fd);
+}
+
+/* A segment whose header magic was hit (zeroed) is still a segment when a
+ * valid chunk starts at byte 4096: readers read every event and say what
+ * they did, the daemon's scan indexes it (its events counted, its bytes in
+ * the budget, deletable by it) instead of ignoring the whole file. With
+ * only the magic hit, the header's checksum holds once it is put back and
+ * every field is trusted; with the whole header zeroed none is, and TSC
+ * times are shown at their chunk's. A file with no valid chunk at 4096 is
+ * still refused. (An outsider's test: the magic zeroed, the file refused,
+ * all its events gone from read and status.) */
+Test(loss, a_segment_whose_magic_was_hit_is_read_from_its_chunks)
+{
+	struct live e;
+	static char err[1 << 16], first[1 << 12], log[1 << 16];
+	char cmd[1600], seg[600], hit[600];
+	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
+	int rc, lines, want;
+	time_t t0 = time(NULL), t1;
+	json_t *st, *s = NULL;
+	size_t i;
+	pid_t d;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
+	live_daemon_stop(d);
+	t1 = time(NULL);
+	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e.store);
+	cr_assert_eq(live_run(cmd, seg, sizeof(seg)), 0);
+	seg[strcspn(seg, "\n")] = 0;
+	want = read_file(&e, seg, &rc, err, sizeof(err), first, sizeof(first));
+	cr_assert_eq(rc, 0, "the untouched segment: exit %d, %s", rc, err);
+	cr_assert_gt(want, 100000, "only %d events in the first segment", want);
+
+	/* the magic alone: put back, the header trusted */
+	snprintf(hit, sizeof(hit), "%s/magic.rlseg", e.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg, hit);
+	must_run(cmd);
+	zero_bytes(hit, 0, 8);
+	lines = read_file(&e, hit, &rc, err, sizeof(err), first, sizeof(first));
+	cr_expect_eq(lines, want, "magic zeroed: %d of %d events read; %s", lines, want, err);
+	cr_expect(strstr(err, hit) && strstr(err, "magic is 0x0000000000000000") &&
+		  strstr(err, "put back"), "the reader does not say what it did: %s", err);
+	cr_expect_eq(rc, 4, "a hit magic is damage: exit %d", rc);
+	times_within(first, t0, t1, "magic zeroed");
+
+	/* the whole header: its chunks read, nothing of it trusted */
+	snprintf(hit, sizeof(hit), "%s/header.rlseg", e.dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg, hit);
+	must_run(cmd);
+	zero_bytes(hit, 0, 4096);
+	lines = read_file(&e, hit, &rc, err, sizeof(err), first, sizeof(first));
+	cr_log_info("header zeroed: %d of %d events read; stderr: %s; first and last: %s", lines,
+		    want, err, first);
+	cr_expect_eq(lines, want, "header zeroed: %d of %d events read; %s", lines, want, err);
+	cr_expect(strstr(err, hit) && strstr(err, "not trusted"),
+		  "the reader does not say what it did: %s", err);
+	cr_expect_eq(rc, 4, "a zeroed header is damage: exit %d", rc);
+	times_within(first, t0, t1, "header zeroed");
+
+	/* the first chunk's header too: not a segment any more */
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s/none.rlseg'", hit, e.dir);
+	must_run(cmd);
+	snprintf(hit, sizeof(hit), "%s/none.rlseg", e.dir);
+	zero_bytes(hit, 4096, 64);
+	lines = read_file(&e, hit, &rc, err, sizeof(err), first, sizeof(first));
+	cr_expect_eq(lines, 0, "no valid chunk at 4096: %d events read", lines);
+	cr_expect(strstr(err, "not a ringlog segment"), "%s", err);
+	cr_expect_eq(rc, 4, "exit %d", rc);
+
+	/* the daemon indexes the zeroed-header segment: its events and bytes */
+	snprintf(cmd, sizeof(cmd), "cp '%s/header.rlseg' '%s'", e.dir, seg);
+	must_run(cmd);
+	d = live_daemon(&e, NULL);
+	st = live_status_json();
+	cr_assert(st, "status");
+	json_array_foreach(json_object_get(st, "segments"), i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "path")), seg))
+			break;
+	cr_expect(i < json_array_size(json_object_get(st, "segments")),
+		  "ringlogd does not index %s", seg);
+	if (i < json_array_size(json_object_get(st, "segments")))
+		cr_expect_eq(json_integer_value(json_object_get(s, "events")), want,
+			     "ringlogd counts %lld of its %d events",
+			     (long long)json_integer_value(json_object_get(s, "events")), want);
+	json_decref(st);
+	live_daemon_stop(d);
+	live_log(&e, log, sizeof(log));
+	cr_expect(strstr(log, seg) && strstr(log, "not trusted"),
+		  "ringlogd's scan does not name the damaged header: %s", log);
+	live_cleanup(&e);
+}
