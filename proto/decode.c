@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compat-win.h"
+#include "count.h"
 
 #include "event.h"
 #include "pack.h"
@@ -639,9 +640,11 @@ static int chunk_at(struct ringlog_seg_file *f, uint64_t off, bool headers_only,
 		return *why = "no chunk header (bad magic)", 0;
 	if (h.body_len > RINGLOG_CHUNK_MAX)
 		return *why = "chunk length beyond the format's limit", 0;
+	/* framed: a failure from here on is its body's (its count is a claim) */
+	f->chunk = h;
+	f->chunk_off = off;
 	if (off + sizeof(h) + h.body_len > f->size)
 		return *why = "chunk extends past the end of the file (torn write)", 0;
-	f->chunk = h;
 	if (headers_only)
 		return 1;
 	if (f->cap < h.body_len) {
@@ -662,11 +665,28 @@ static int chunk_at(struct ringlog_seg_file *f, uint64_t off, bool headers_only,
 	return 1;
 }
 
+/* A damaged range, with the events the chunk headers in it claim when any
+ * was whole (a body that failed its checksum under an intact header): a
+ * reader is told roughly what it lost, not only bytes. The claim is the
+ * damaged headers' own, so it is said to be theirs. */
+static void report_claimed(struct ringlog_seg_file *f, uint64_t from, uint64_t to,
+			   const char *why, uint64_t claimed)
+{
+	if (claimed) {
+		snprintf(f->damage_why, sizeof(f->damage_why),
+			 "%s; its chunk headers claim %llu events", why,
+			 (unsigned long long)claimed);
+		why = f->damage_why;
+	}
+	report(f, from, to, why);
+}
+
 int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only)
 {
-	uint64_t bad_from = UINT64_MAX;
+	uint64_t bad_from = UINT64_MAX, claimed = 0;
 	const char *first_why = NULL;
 
+	f->chunk_off = UINT64_MAX;
 	while (f->off + sizeof(struct ringlog_chunk_hdr) <= f->size) {
 		const char *why = NULL;
 		int r = chunk_at(f, f->off, headers_only, &why);
@@ -675,7 +695,7 @@ int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only)
 			return r;
 		if (r == 1) {
 			if (bad_from != UINT64_MAX)
-				report(f, bad_from, f->off, first_why);
+				report_claimed(f, bad_from, f->off, first_why, claimed);
 			f->off = ringlog_align_up(f->off + sizeof(f->chunk) + f->chunk.body_len,
 						  RINGLOG_SEG_ALIGN);
 			return 1;
@@ -684,9 +704,11 @@ int ringlog_seg_next(struct ringlog_seg_file *f, bool headers_only)
 			bad_from = f->off;
 			first_why = why;
 		}
+		if (f->chunk_off == f->off)
+			ringlog_count_add(&claimed, f->chunk.events);
 		f->off += RINGLOG_SEG_ALIGN; /* resynchronise at the next boundary */
 	}
 	if (bad_from != UINT64_MAX)
-		report(f, bad_from, f->size, first_why);
+		report_claimed(f, bad_from, f->size, first_why, claimed);
 	return 0;
 }

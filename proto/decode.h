@@ -125,6 +125,9 @@ struct ringlog_seg_file {
 	bool hdr_ok;             /* magic, version and CRC verified */
 	uint64_t off;            /* where the next chunk is looked for */
 	struct ringlog_chunk_hdr chunk;
+	uint64_t chunk_off;      /* where chunk was read: a header whose body
+	                          * then failed its checksum too */
+	char damage_why[160];    /* what report() passes, when it adds a count */
 	uint8_t *body;           /* of the last chunk returned */
 	size_t cap;
 	uint64_t damaged_bytes;

@@ -635,6 +635,19 @@ Test(cli, read_reports_damage_and_exits_4_but_reads_the_rest)
 	cr_expect(lines > 10000 && lines < FLIP_EVENTS, "read %d of %d events around the damage",
 		  lines, FLIP_EVENTS);
 	cr_expect(strstr(err, "damaged"), "stderr: %s", err);
+	/* the flip is in a chunk's body (a header sits at a 4096 boundary, the
+	 * middle of the file is in one of five 2 MiB chunks), so its intact
+	 * header says how many events the damage took, and that is exactly
+	 * what is missing (the chunk holds no description the others need) */
+	{
+		const char *c = strstr(err, "chunk headers claim ");
+		long claimed = c ? atol(c + strlen("chunk headers claim ")) : -1;
+
+		cr_expect_gt(claimed, 0, "the damage does not say how many events: %s", err);
+		cr_expect_eq(lines + claimed, FLIP_EVENTS,
+			     "read %d, the damaged chunk claims %ld: %d are unaccounted for", lines,
+			     claimed, FLIP_EVENTS - lines - (int)claimed);
+	}
 }
 
 /* The first chunk holds the descriptions (writer, metadata) of what
