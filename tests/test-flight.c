@@ -853,6 +853,20 @@ Test(flight, snapshots_take_their_share_of_the_disk_budget)
 	cr_assert(st);
 	seg_bytes = (uint64_t)json_integer_value(json_object_get(st, "used_bytes"));
 	json_decref(st);
+	{
+		/* status's disk line counts both shares against max_disk (it
+		 * counted the segments alone) */
+		static char out[1 << 16];
+		const char *l;
+
+		cr_expect_eq(live_run(CLI " status 2>&1", out, sizeof(out)), 0, "%s", out);
+		l = strstr(out, "\ndisk ");
+		if (l)
+			cr_log_info("%.*s", (int)strcspn(l + 1, "\n"), l + 1);
+		cr_expect(l && strstr(l, "(segments ") && strstr(l, ", snapshots ") &&
+			  strstr(l, ", snapshots ") < strchr(l + 1, '\n'),
+			  "the disk line leaves the snapshots out: %.300s", l ? l : out);
+	}
 	n = snapshots(&e, paths, 16);
 	for (unsigned i = 0; i < n; i++) {
 		struct stat sb;

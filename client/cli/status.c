@@ -232,6 +232,32 @@ static void print_retention(json_t *r, uint64_t now)
 }
 
 /* The sync rounds (a daemon before them: nothing printed). */
+/* What the flight recorder's snapshots take (flight.snapshots.bytes, from
+ * the daemon or the offline scan): under max_disk beside the segments,
+ * which used_bytes counts alone. */
+static uint64_t snap_bytes(json_t *j)
+{
+	return I(json_object_get(json_object_get(j, "flight"), "snapshots"), "bytes");
+}
+
+/* The disk line: everything under max_disk against it, the segments and
+ * the snapshots each when there are snapshots. */
+static void print_disk(json_t *j)
+{
+	char a[64], b[64], c[64], m[64], s[64], p[64];
+	uint64_t snaps = snap_bytes(j);
+
+	printf("%-22s %s used of max_disk %s", "disk",
+	       human((double)(I(j, "used_bytes") + snaps), a, sizeof(a)),
+	       human((double)I(j, "max_disk"), b, sizeof(b)));
+	if (snaps)
+		printf(" (segments %s, snapshots %s)", human((double)I(j, "used_bytes"), s, sizeof(s)),
+		       human((double)snaps, p, sizeof(p)));
+	printf("; %s free on the filesystem (min_free %s)\n",
+	       human((double)I(j, "fs_free_bytes"), c, sizeof(c)),
+	       human((double)I(j, "min_free"), m, sizeof(m)));
+}
+
 static void print_durability(json_t *j, uint64_t now)
 {
 	json_t *v = json_object_get(j, "durability");
@@ -264,10 +290,7 @@ static void print_human(json_t *j, bool down)
 	else if (down)
 		printf("ringlogd is not running: figures read from the storage directory\n\n");
 	printf("%-22s %s\n", "storage", S(j, "storage_dir"));
-	printf("%-22s %s used of max_disk %s; %s free on the filesystem (min_free %s)\n", "disk",
-	       human((double)I(j, "used_bytes"), a, sizeof(a)), human((double)I(j, "max_disk"), b, sizeof(b)),
-	       human((double)I(j, "fs_free_bytes"), c, sizeof(c)),
-	       human((double)I(j, "min_free"), c + 32, 32));
+	print_disk(j);
 	printf("%-22s %llu\n", "segments", (unsigned long long)I(j, "segment_count"));
 	v = json_object_get(j, "store");
 	if (v)
@@ -543,7 +566,7 @@ static json_t *client_by_pid(json_t *prev, uint64_t pid)
  * shows the daemon's smoothed write rate. */
 static void print_watch(json_t *j, json_t *prev, double dt, double every)
 {
-	char a[64], b[64], c[64];
+	char a[64], b[64], c[64], d[64];
 	uint64_t now = I(j, "now_ns");
 	json_t *lost = json_object_get(j, "lost"), *fw = json_object_get(j, "forwarding"), *v;
 	double in_ev, in_b, out, loss, left;
@@ -571,10 +594,11 @@ static void print_watch(json_t *j, json_t *prev, double dt, double every)
 	       "slow readers %llu)\n", "loss", loss, (unsigned long long)I(lost, "total"),
 	       (unsigned long long)I(lost, "ring"), (unsigned long long)I(lost, "disk"),
 	       (unsigned long long)I(lost, "corrupt"), (unsigned long long)I(lost, "reader"));
-	printf("%-8s %s of max_disk %s in %llu segments; %s free on the filesystem%s\n", "disk",
-	       cli_bytes((double)I(j, "used_bytes"), a, sizeof(a)),
+	printf("%-8s %s of max_disk %s in %llu segments%s%s; %s free on the filesystem%s\n", "disk",
+	       cli_bytes((double)(I(j, "used_bytes") + snap_bytes(j)), a, sizeof(a)),
 	       cli_bytes((double)I(j, "max_disk"), b, sizeof(b)),
-	       (unsigned long long)I(j, "segment_count"),
+	       (unsigned long long)I(j, "segment_count"), snap_bytes(j) ? " and snapshots of " : "",
+	       snap_bytes(j) ? cli_bytes((double)snap_bytes(j), d, sizeof(d)) : "",
 	       cli_bytes((double)I(j, "fs_free_bytes"), c, sizeof(c)),
 	       json_is_true(json_object_get(j, "disk_blocked")) ? " - DISK PROBLEM" : "");
 	left = json_real_value(json_object_get(j, "seconds_until_oldest_deleted"));
