@@ -150,6 +150,42 @@ Test(retention, a_reload_resizes_chunks_and_segments_and_trims_at_once)
 	h_cleanup(&h);
 }
 
+/* Every retention class writes its own segment beside the default's, so
+ * the sizes come from a share of the budget each: with every lane's
+ * segment open at once, they hold a quarter of max_disk at most, and
+ * older segments stay to be deleted. Sized from the whole budget, 4
+ * classes and the default at 5M held 6.25M open (a review's finding). */
+Test(retention, every_class_s_open_segment_together_fit_a_quarter_of_the_budget)
+{
+	static const uint64_t mib = 1u << 20;
+	const uint64_t budgets[] = { 1 * mib, 5 * mib, 8 * mib, 64 * mib, 1024 * mib };
+	const uint64_t seg_sizes[] = { 256u << 10, 64 * mib, 1024 * mib };
+
+	h_start(&h, NULL);
+	for (unsigned k = 0; k <= 7; k++)
+		for (size_t i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++)
+			for (size_t j = 0; j < sizeof(seg_sizes) / sizeof(seg_sizes[0]); j++) {
+				struct ringlog_config c = h.cfg;
+				const struct store_budget *b = &h.st->budget;
+				uint64_t lanes = k + 1;
+
+				if (budgets[i] < lanes * RINGLOG_CONFIG_MAX_DISK_MIN)
+					continue; /* the config refuses it */
+				c.n_classes = k;
+				c.max_disk = budgets[i];
+				c.max_segment_size = seg_sizes[j];
+				store_configure(h.st, &c);
+				cr_expect_leq(lanes * b->seg_max, b->max_disk / 4,
+					      "%u classes, max_disk %llu, max_segment_size %llu: "
+					      "segments of %llu", k, (unsigned long long)b->max_disk,
+					      (unsigned long long)seg_sizes[j],
+					      (unsigned long long)b->seg_max);
+				cr_expect_leq(2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE, b->seg_max);
+			}
+	store_configure(h.st, &h.cfg);
+	h_cleanup(&h);
+}
+
 /* max_retention is the store's own (store_tick()): nothing of the daemon
  * runs it. Events older than the limit go: the sealed segments at once,
  * the one being written once its last write has landed. */
@@ -185,11 +221,13 @@ Test(retention, max_retention_expires_segments_on_the_store_tick)
 
 /* ------------------------------------------------------------------------
  * Retention classes (issue 28.4): errors in a class of their own with a
- * share of a 1 MiB budget; info events flood the default class.
+ * share of a 2 MiB budget (the least the config takes for one class: 1M
+ * for each lane); info events flood the default class.
  */
 static void error_class(struct ringlog_config *c)
 {
 	one_mib_budget(c);
+	c->max_disk = 2u << 20;
 	c->n_classes = 1;
 	memset(&c->classes[0], 0, sizeof(c->classes[0]));
 	snprintf(c->classes[0].name, sizeof(c->classes[0].name), "errors");

@@ -63,6 +63,13 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 {
 	struct store_budget *b = &st->budget;
 	size_t max = b->chunk_alloc ? b->chunk_alloc : CHUNK_BUF_MAX;
+	/* Each retention class writes a segment of its own beside the
+	 * default's: sized from a share of the budget each, so that every
+	 * lane's open segment together stays a quarter of it. Sized from the
+	 * whole budget, 4 classes and the default at 5M could hold 6.25M
+	 * open at once, over max_disk, and the budget closed other classes'
+	 * segments early to delete them. */
+	uint64_t lanes = (uint64_t)cfg->n_classes + 1;
 	uint64_t cs;
 
 	/* Flight recorder snapshots take their share of the one budget
@@ -76,8 +83,8 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 	b->sync_interval_ns = cfg->sync_interval_ns;
 	b->max_retention_ns = cfg->max_retention_ns;
 	cs = cfg->max_segment_size / 8;
-	if (cs > b->max_disk / 16)
-		cs = b->max_disk / 16;
+	if (cs > b->max_disk / 16 / lanes)
+		cs = b->max_disk / 16 / lanes;
 	/* Chunks: large enough to amortise a write, small enough that a crash
 	 * or a tight budget loses little. */
 	if (cs > max)
@@ -90,10 +97,11 @@ void store_configure(struct store *st, const struct ringlog_config *cfg)
 	if (!b->chunk_alloc)
 		b->chunk_alloc = b->chunk_size;
 	/* Several segments under the budget, so the oldest can go while the
-	 * newest fills: at most a quarter of max_disk each. */
+	 * newest fills: at most a quarter of max_disk each (of its share
+	 * with classes). */
 	b->seg_max = cfg->max_segment_size;
-	if (b->seg_max > b->max_disk / 4)
-		b->seg_max = b->max_disk / 4;
+	if (b->seg_max > b->max_disk / 4 / lanes)
+		b->seg_max = b->max_disk / 4 / lanes;
 	if (b->seg_max < 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE)
 		b->seg_max = 2 * b->chunk_size + RINGLOG_SEG_HEADER_SIZE;
 }
@@ -115,15 +123,21 @@ static uint64_t real_room(const struct store *st)
 	return room;
 }
 
-/* A new chunk's size: the budget's, or an eighth of the real room when
- * that is less (at least 64 KiB), so that a segment of two chunks is a
- * quarter of it. With the budget's 2 MiB chunks on a filesystem with
- * ~400 KB to spare, no chunk could ever be written: every event was
- * dropped (counted), however old segments were deleted (an outsider's
- * test on a small tmpfs). */
+/* Lanes that may each hold an open chunk and segment (store_configure()). */
+static uint64_t lanes_of(const struct store *st)
+{
+	return st->nlanes ? st->nlanes : 1;
+}
+
+/* A new chunk's size: the budget's, or an eighth of the real room (of a
+ * lane's share of it) when that is less (at least 64 KiB), so that a
+ * segment of two chunks is a quarter of it. With the budget's 2 MiB
+ * chunks on a filesystem with ~400 KB to spare, no chunk could ever be
+ * written: every event was dropped (counted), however old segments were
+ * deleted (an outsider's test on a small tmpfs). */
 static size_t chunk_limit_in(const struct store *st, uint64_t room)
 {
-	uint64_t cap = room / 8 & ~(uint64_t)(RINGLOG_SEG_ALIGN - 1);
+	uint64_t cap = room / 8 / lanes_of(st) & ~(uint64_t)(RINGLOG_SEG_ALIGN - 1);
 
 	if (cap < (64u << 10))
 		cap = 64u << 10;
@@ -136,8 +150,9 @@ size_t store_chunk_limit(const struct store *st)
 }
 
 /* How large the segment opened now may grow: seg_max, and at most a
- * quarter of the space the store may really take (max_disk, or what the
- * filesystem has above min_free, whichever is less). A min_free that
+ * quarter of a lane's share of the space the store may really take
+ * (max_disk, or what the filesystem has above min_free, whichever is
+ * less). A min_free that
  * leaves less than max_segment_size would otherwise let one segment take
  * all the room, with nothing older to delete to make more. One look at the
  * filesystem serves both limits. */
@@ -147,8 +162,8 @@ uint64_t store_seg_limit(const struct store *st)
 	uint64_t room = real_room(st);
 	uint64_t lim = b->seg_max, least = 2 * chunk_limit_in(st, room) + RINGLOG_SEG_HEADER_SIZE;
 
-	if (room / 4 < lim)
-		lim = room / 4;
+	if (room / 4 / lanes_of(st) < lim)
+		lim = room / 4 / lanes_of(st);
 	return lim < least ? least : lim;
 }
 
