@@ -79,8 +79,37 @@ static int nats_fail(const struct query *q, const char *what, natsStatus st)
 #define FROM_START UINT64_MAX
 #define FROM_NOW 0
 
-/* Connect, find the stream, subscribe from where back says. 0 or an exit
- * code after a message. */
+/* A durable consumer resumes after what the last run acknowledged: its
+ * ack floor, which read_stream() and follow() move only past what they
+ * printed. The server's own resume point is what it delivered, which runs
+ * the user interrupted (^C, `| head`, kill) had not printed, and a run
+ * that stopped at the stream's end as it began had received pushed past
+ * it: those came back only after the server's ack wait, or never (an
+ * outsider's test lost up to all 200,000 events that way). So the
+ * consumer is made again from its floor. One run per name at a time. */
+static int durable_rewind(const struct query *q, struct conn *c, jsSubOptions *so)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode jerr = 0;
+	uint64_t floor;
+	natsStatus st = js_GetConsumerInfo(&ci, c->js, stream_of(q), q->durable, NULL, &jerr);
+
+	if (st == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr)
+		return 0; /* its first run: from where back says */
+	if (st != NATS_OK)
+		return nats_fail(q, "cannot read the durable consumer at", st);
+	floor = ci->AckFloor.Stream;
+	jsConsumerInfo_Destroy(ci);
+	st = js_DeleteConsumer(c->js, stream_of(q), q->durable, NULL, &jerr);
+	if (st != NATS_OK && st != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+		return nats_fail(q, "cannot rewind the durable consumer at", st);
+	so->Config.DeliverPolicy = js_DeliverByStartSequence;
+	so->Config.OptStartSeq = floor + 1;
+	return 0;
+}
+
+/* Connect, find the stream, subscribe from where back says (a durable
+ * consumer: from its ack floor). 0 or an exit code after a message. */
 static int conn_open(const struct query *q, struct conn *c, uint64_t back)
 {
 	bool from_now = back == FROM_NOW;
@@ -140,8 +169,17 @@ static int conn_open(const struct query *q, struct conn *c, uint64_t back)
 		so.Config.OptStartSeq = last - back + 1;
 	}
 	if (q->durable) {
+		int rc = durable_rewind(q, c, &so);
+
+		if (rc)
+			return rc;
 		so.Config.Durable = q->durable;
-		so.Config.AckPolicy = js_AckExplicit;
+		/* an acknowledgement covers every message before it: the
+		 * last one printed says how far the run went */
+		so.Config.AckPolicy = js_AckAll;
+		/* nothing is acknowledged until the history is printed, and
+		 * the server's default (1,000 waiting) would stop it there */
+		so.Config.MaxAckPending = -1;
 		so.ManualAck = true;
 	} else {
 		so.Ordered = true; /* acks none, by definition */
@@ -157,10 +195,37 @@ static int conn_open(const struct query *q, struct conn *c, uint64_t back)
 /* What take_msg() made of a NATS message. */
 enum take { TAKEN, SKIPPED, UNKNOWN_FORMAT };
 
+/* A durable run printed everything up to and including m (rc says how
+ * it went): m's acknowledgement moves the consumer's ack floor there, so
+ * the next run goes on after it. Not when the output failed (a closed
+ * pipe, a full disk): the next run prints it all again, since a job must
+ * not miss what it never received (at least once, not exactly once). */
+static void durable_ack(const struct query *q, natsMsg *m, int rc)
+{
+	jsErrCode jerr = 0;
+	natsStatus st;
+
+	if ((rc && rc != EXIT_DAMAGED) || fflush(stdout) != 0 || ferror(stdout))
+		return;
+	st = natsMsg_AckSync(m, NULL, &jerr);
+	if (st != NATS_OK)
+		fprintf(stderr, "ringlog %s: --durable %s: the server did not take the "
+			"acknowledgement (%s): the next run prints this one's events again\n",
+			q->cmd, q->durable, natsStatus_GetText(st));
+}
+
+/* A message of a format this ringlog cannot read: a durable run stops
+ * before it, unacknowledged, rather than step over it for good. */
+static void durable_stops(const struct query *q)
+{
+	fprintf(stderr, "ringlog %s: --durable %s stops before that message, which stays for "
+		"a ringlog that reads it (exit 4)\n", q->cmd, q->durable);
+}
+
 /* Take a NATS message: its id, fragment number and CRC checked, its data
  * copied. SKIPPED (after a message) when it is not one of ours or is
  * damaged; UNKNOWN_FORMAT when a newer ringlog wrote it (a durable
- * consumer leaves it unacknowledged, for a ringlog that reads it). */
+ * consumer stops before it, for a ringlog that reads it). */
 static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 {
 	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
@@ -339,6 +404,7 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 	struct conn c;
 	struct nmsg *msgs = NULL;
 	size_t n = 0, cap = 0;
+	natsMsg *last = NULL; /* --durable: acknowledged once all is printed */
 	struct rd *r;
 	int rc = conn_open(q, &c, back);
 
@@ -366,6 +432,12 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 			jsMsgMetaData_Destroy(meta);
 		}
 		took = take_msg(m, &x, q->cmd);
+		if (took == UNKNOWN_FORMAT && q->durable) {
+			durable_stops(q);
+			natsMsg_Destroy(m);
+			rc = EXIT_DAMAGED;
+			break;
+		}
 		if (took == TAKEN) {
 			if (!host_wanted(q, x.host)) {
 				free(x.data);
@@ -384,13 +456,13 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 				msgs[n++] = x;
 			}
 		}
-		/* a newer ringlog's message stays for a ringlog that reads it */
-		if (q->durable && took != UNKNOWN_FORMAT)
-			natsMsg_Ack(m, NULL);
-		natsMsg_Destroy(m);
+		if (q->durable) {
+			natsMsg_Destroy(last);
+			last = m;
+		} else {
+			natsMsg_Destroy(m);
+		}
 	}
-	if (!then_follow)
-		conn_close(&c);
 	if (n)
 		qsort(msgs, n, sizeof(*msgs), cmp_msg);
 	r = read_open(q);
@@ -456,13 +528,16 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 		if (!rc)
 			rc = prc;
 	}
+	if (last) {
+		durable_ack(q, last, rc);
+		natsMsg_Destroy(last);
+	}
 	/* read -f, tail: the same consumer goes on with what comes next */
 	if (then_follow && (!rc || rc == EXIT_DAMAGED)) {
 		fflush(stdout);
 		return follow(q, &c);
 	}
-	if (then_follow)
-		conn_close(&c);
+	conn_close(&c);
 	return rc;
 }
 
@@ -483,6 +558,86 @@ struct follow_host {
 
 /* Print what arrives on c's subscription, each message as it comes, until
  * an error; closes c. */
+/* One message of the follow: printed when it completes a chunk of a host
+ * we want (decoding it once), joined when it is a fragment. */
+static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, struct nmsg *x)
+{
+	struct follow_host *fh = NULL;
+	struct rd *r;
+
+	if (!host_wanted(q, x->host)) {
+		free(x->data);
+		return;
+	}
+	for (size_t i = 0; i < *nh; i++)
+		if (!strcmp((*hosts)[i].host, x->host))
+			fh = &(*hosts)[i];
+	if (!fh) {
+		struct follow_host *y = realloc(*hosts, (*nh + 1) * sizeof(*y));
+
+		if (!y) {
+			free(x->data);
+			return;
+		}
+		*hosts = y;
+		fh = &y[(*nh)++];
+		memset(fh, 0, sizeof(*fh));
+		memcpy(fh->host, x->host, sizeof(fh->host));
+	}
+	/* a chunk printed and sent again: once is enough */
+	if (fh->printed && (x->seg < fh->seg || (x->seg == fh->seg && x->chunk <= fh->chunk))) {
+		free(x->data);
+		return;
+	}
+	if (x->parts > 1) {
+		/* join the fragments of one cut; a fragment that does not
+		 * follow the one before (a failure in between) starts nothing,
+		 * and a part 0 starts again */
+		bool next = fh->whole.data && fh->whole.seg == x->seg &&
+			    fh->whole.chunk == x->chunk && fh->whole.tag == x->tag &&
+			    fh->whole.parts == x->parts && fh->whole.part + 1 == x->part;
+
+		if (x->part == 0) {
+			free(fh->whole.data);
+			fh->whole = *x;
+			return;
+		}
+		if (!next || !join(&fh->whole, x) || x->part + 1 < x->parts) {
+			free(x->data);
+			return;
+		}
+		free(x->data);
+		*x = fh->whole;
+		memset(&fh->whole, 0, sizeof(fh->whole));
+	}
+	r = read_open(q);
+	if (r) {
+		/* a cut that does not decode leaves room for another */
+		if (decode_msg(r, x, &fh->dedup, q->cmd)) {
+			fh->printed = true;
+			fh->seg = x->seg;
+			fh->chunk = x->chunk;
+		}
+		read_close(r, false);
+		fflush(stdout);
+	}
+	free(x->data);
+}
+
+/* Whether a fragment waits for the rest of its chunk: a durable follow
+ * acknowledges nothing then (an acknowledgement covers every message
+ * before it, that fragment's too). */
+static bool joining(const struct follow_host *hosts, size_t nh)
+{
+	for (size_t i = 0; i < nh; i++)
+		if (hosts[i].whole.data)
+			return true;
+	return false;
+}
+
+/* Print what arrives on c's subscription, each message as it comes, until
+ * an error; closes c. A durable follow acknowledges each message once it
+ * is printed. */
 static int follow(struct query *q, struct conn *c)
 {
 	struct follow_host *hosts = NULL;
@@ -494,9 +649,7 @@ static int follow(struct query *q, struct conn *c)
 	for (;;) {
 		natsMsg *m = NULL;
 		natsStatus st = natsSubscription_NextMsg(&m, c->sub, 1000);
-		struct follow_host *fh = NULL;
 		struct nmsg x;
-		struct rd *r;
 		enum take took;
 
 		if (st == NATS_TIMEOUT)
@@ -506,66 +659,19 @@ static int follow(struct query *q, struct conn *c)
 			break;
 		}
 		took = take_msg(m, &x, q->cmd);
-		if (q->durable && took != UNKNOWN_FORMAT)
-			natsMsg_Ack(m, NULL);
+		if (took == UNKNOWN_FORMAT && q->durable) {
+			durable_stops(q);
+			natsMsg_Destroy(m);
+			rc = EXIT_DAMAGED;
+			break;
+		}
+		if (took == TAKEN)
+			follow_one(q, &hosts, &nh, &x);
+		else
+			free(x.data);
+		if (q->durable && !joining(hosts, nh))
+			durable_ack(q, m, 0);
 		natsMsg_Destroy(m);
-		if (took != TAKEN || !host_wanted(q, x.host)) {
-			free(x.data);
-			continue;
-		}
-		for (size_t i = 0; i < nh; i++)
-			if (!strcmp(hosts[i].host, x.host))
-				fh = &hosts[i];
-		if (!fh) {
-			struct follow_host *y = realloc(hosts, (nh + 1) * sizeof(*y));
-
-			if (!y) {
-				free(x.data);
-				continue;
-			}
-			hosts = y;
-			fh = &hosts[nh++];
-			memset(fh, 0, sizeof(*fh));
-			memcpy(fh->host, x.host, sizeof(fh->host));
-		}
-		/* a chunk printed and sent again: once is enough */
-		if (fh->printed && (x.seg < fh->seg || (x.seg == fh->seg && x.chunk <= fh->chunk))) {
-			free(x.data);
-			continue;
-		}
-		if (x.parts > 1) {
-			/* join the fragments of one cut; a fragment that does not
-			 * follow the one before (a failure in between) starts
-			 * nothing, and a part 0 starts again */
-			bool next = fh->whole.data && fh->whole.seg == x.seg &&
-				    fh->whole.chunk == x.chunk && fh->whole.tag == x.tag &&
-				    fh->whole.parts == x.parts && fh->whole.part + 1 == x.part;
-
-			if (x.part == 0) {
-				free(fh->whole.data);
-				fh->whole = x;
-				continue;
-			}
-			if (!next || !join(&fh->whole, &x) || x.part + 1 < x.parts) {
-				free(x.data);
-				continue;
-			}
-			free(x.data);
-			x = fh->whole;
-			memset(&fh->whole, 0, sizeof(fh->whole));
-		}
-		r = read_open(q);
-		if (r) {
-			/* a cut that does not decode leaves room for another */
-			if (decode_msg(r, &x, &fh->dedup, q->cmd)) {
-				fh->printed = true;
-				fh->seg = x.seg;
-				fh->chunk = x.chunk;
-			}
-			read_close(r, false);
-			fflush(stdout);
-		}
-		free(x.data);
 	}
 	for (size_t i = 0; i < nh; i++) {
 		ringlog_dedup_free(&hosts[i].dedup);
