@@ -61,6 +61,9 @@ int read_history(const struct query *q, const char *dir, long lines);
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);
 void read_free_files(char **files, size_t nf);
+/* read.c: FILE arguments put in the order their daemon wrote them (the
+ * dedup across files needs the older first). */
+void read_order_files(char **files, size_t nf);
 /* read.c, for nats.c: decode records from elsewhere (a shipped chunk's
  * descriptions, then its records) into the lines `read` sorts and prints,
  * each with its host. read_close() prints (through the pager when pager)

@@ -300,6 +300,7 @@ int cmd_export(int argc, char **argv)
 	if (q.nfiles) {
 		files = q.files;
 		nf = (size_t)q.nfiles;
+		read_order_files(files, nf);
 	} else {
 		if (read_store_files(&q, &files, &nf) < 0) {
 			query_free(&q);

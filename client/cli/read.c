@@ -553,6 +553,7 @@ int cmd_read(int argc, char **argv)
 		collect(&r, files, nf, q.lines);
 		free_files(files, nf);
 	} else {
+		read_order_files(q.files, (size_t)q.nfiles);
 		collect(&r, q.files, (size_t)q.nfiles, q.lines);
 	}
 	if (tty && !q.no_pager)
@@ -639,4 +640,55 @@ int read_store_files(const struct query *q, char ***files, size_t *nf)
 void read_free_files(char **files, size_t nf)
 {
 	free_files(files, nf);
+}
+
+/* FILE arguments in the order the daemon wrote them, whatever order they
+ * were given in: by their header's creation time, then sequence number.
+ * The dedup that drops what a restarted daemon stored twice keeps, per
+ * ring, the positions already decoded; a newer file read first made every
+ * event of an older one look like a copy, and they vanished without a
+ * word (an outsider's test: 600,000 events read as 34,709, exit 0). A
+ * file whose header cannot be read keeps its place among the others by
+ * sorting first (its events are decoded all the same). */
+struct file_key {
+	char *path;
+	uint64_t created, seq;
+	size_t given;
+};
+
+static int cmp_file_key(const void *a, const void *b)
+{
+	const struct file_key *x = a, *y = b;
+
+	if (x->created != y->created)
+		return x->created < y->created ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->given < y->given ? -1 : x->given > y->given;
+}
+
+void read_order_files(char **files, size_t nf)
+{
+	struct file_key *k = nf > 1 ? calloc(nf, sizeof(*k)) : NULL;
+
+	if (!k)
+		return;
+	for (size_t i = 0; i < nf; i++) {
+		struct ringlog_seg_file f;
+		const char *why;
+
+		k[i].path = files[i];
+		k[i].given = i;
+		if (ringlog_seg_open(&f, files[i], &why) == 0) {
+			if (f.hdr_ok) {
+				k[i].created = f.hdr.created_real_ns;
+				k[i].seq = f.hdr.seq;
+			}
+			ringlog_seg_close(&f);
+		}
+	}
+	qsort(k, nf, sizeof(*k), cmp_file_key);
+	for (size_t i = 0; i < nf; i++)
+		files[i] = k[i].path;
+	free(k);
 }
