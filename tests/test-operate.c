@@ -535,6 +535,52 @@ Test(operate, vacuum_keeps_the_newest_data_and_never_the_segment_being_written)
 	live_cleanup(&e);
 }
 
+/* vacuum and status --dir OTHER with a daemon at the socket: OTHER's
+ * files, never the daemon's own store. The daemon took the request
+ * whatever --dir said and deleted from its own store (an outsider's test:
+ * 261,742 events of the store not named). */
+Test(operate, vacuum_and_status_dir_name_the_store_they_act_on)
+{
+	struct live e;
+	static char out[1 << 16];
+	char newest[64], other[600], cmd[1600];
+	pid_t d = daemon_with(&e, "\"max_segment_size\": \"256K\""), em;
+	int mine, theirs, i;
+	json_t *j;
+
+	em = emitter_running(200);
+	for (i = 0; i < 100 && count_segments(e.store, newest, sizeof(newest)) < 6; i++)
+		sleep_ms(100);
+	emitter_stop(em);
+	snprintf(other, sizeof(other), "%s/other", e.dir);
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && cp '%s'/*.rlseg '%s'/", other, e.store, other);
+	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	mine = count_segments(e.store, newest, sizeof(newest));
+	theirs = count_segments(other, newest, sizeof(newest));
+	cr_assert_geq(theirs, 6, "only %d segments", theirs);
+
+	snprintf(cmd, sizeof(cmd), CLI " status --json --dir '%s' 2>/dev/null", other);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	j = json_loads(out, 0, NULL);
+	cr_expect(j && !strcmp(json_string_value(json_object_get(j, "storage_dir")) ?: "", other),
+		  "status --dir %s shows another store: %.300s", other, out);
+	json_decref(j);
+
+	snprintf(cmd, sizeof(cmd), CLI " vacuum --dir '%s' --size 1 2>&1", other);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, other), "vacuum does not name the store it acted on: %s", out);
+	cr_expect_eq(count_segments(e.store, newest, sizeof(newest)), mine,
+		     "vacuum --dir %s deleted from the daemon's store: %s", other, out);
+	cr_expect_lt(count_segments(other, newest, sizeof(newest)), theirs,
+		     "vacuum --dir %s deleted nothing there: %s", other, out);
+	/* and the daemon's own, named: through it */
+	snprintf(cmd, sizeof(cmd), CLI " vacuum --dir '%s' --size 1 2>&1", e.store);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_lt(count_segments(e.store, newest, sizeof(newest)), mine, "%s", out);
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 Test(operate, max_retention_deletes_old_segments_whatever_the_budget)
 {
 	struct live e;

@@ -61,6 +61,9 @@ int read_history(const struct query *q, const char *dir, long lines);
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);
 void read_free_files(char **files, size_t nf);
+/* common.c: whether two paths name the same directory (the same file
+ * when both exist; the same text otherwise). */
+bool cli_same_dir(const char *a, const char *b);
 /* read.c: FILE arguments put in the order their daemon wrote them (the
  * dedup across files needs the older first). */
 void read_order_files(char **files, size_t nf);

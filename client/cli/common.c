@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "compat-win.h"
 #include "ctl.h"
@@ -28,6 +29,23 @@ int parse_level(const char *s, unsigned *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+bool cli_same_dir(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	if (!a || !b)
+		return false;
+#ifdef _WIN32
+	/* no inode numbers: the text, as Windows compares names */
+	(void)x;
+	(void)y;
+	return !strcasecmp(a, b);
+#endif
+	if (stat(a, &x) < 0 || stat(b, &y) < 0)
+		return !strcmp(a, b);
+	return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 void cli_print_error(const char *who, const uint8_t *payload)

@@ -614,6 +614,33 @@ int cmd_vacuum(int argc, char **argv)
 			"(like 2d)\n");
 		return EXIT_USAGE;
 	}
+#ifndef _WIN32
+	/* --dir names a store: the daemon at the socket vacuums only its own.
+	 * It used to take the request whatever --dir said, and deleted from
+	 * its store what the user meant to delete from another (an outsider's
+	 * test). Another store is vacuumed from its files, which refuses when
+	 * a daemon other than this one holds it. */
+	if (dir) {
+		json_t *st = NULL;
+		const char *theirs;
+
+		if (cli_ask("ringlog vacuum", sock, RINGLOG_CTL_STATUS, json_object(), &st, true,
+			    &conn) == EXIT_OK &&
+		    (theirs = json_string_value(json_object_get(st, "storage_dir"))) &&
+		    !cli_same_dir(dir, theirs)) {
+			struct timespec ts;
+			uint64_t now;
+
+			fprintf(stderr, "ringlog vacuum: ringlogd at %s stores in %s, not %s: deleting "
+				"in %s itself\n", socket_path(sock), theirs, dir, dir);
+			json_decref(st);
+			clock_gettime(CLOCK_REALTIME, &ts);
+			now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+			return vacuum_offline(dir, by_size, keep, by_age, age < now ? now - age : 1);
+		}
+		json_decref(st);
+	}
+#endif
 	req = json_object();
 	if (by_size)
 		json_object_set_new(req, "size", json_integer((json_int_t)(keep > INT64_MAX ? INT64_MAX : keep)));

@@ -287,6 +287,9 @@ static void print_human(json_t *j, bool down)
 	if (down && !strcmp(S(j, "daemon"), "refused"))
 		printf("ringlogd refused this user at its socket (access refused, see above; it may "
 		       "well be running): figures read from the storage directory\n\n");
+	else if (down && !strcmp(S(j, "daemon"), "elsewhere"))
+		printf("ringlogd at the socket stores elsewhere: figures read from this storage "
+		       "directory\n\n");
 	else if (down)
 		printf("ringlogd is not running: figures read from the storage directory\n\n");
 	printf("%-22s %s\n", "storage", S(j, "storage_dir"));
@@ -494,6 +497,20 @@ static json_t *fetch(const char *sock, const char *dir, bool json, bool quiet, b
 		}
 		free(p);
 		close(fd);
+	}
+	/* --dir names another store than the daemon's: that store's files
+	 * (it showed the daemon's own, saying nothing: an outsider's test) */
+	if (j && dir && !cli_same_dir(dir, json_string_value(json_object_get(j, "storage_dir")))) {
+		if (!quiet)
+			fprintf(stderr, "ringlog status: ringlogd at %s stores in %s, not %s: figures "
+				"read from %s\n", socket_path(sock),
+				json_string_value(json_object_get(j, "storage_dir")), dir, dir);
+		json_decref(j);
+		*down = true;
+		j = offline(dir);
+		json_object_set_new(j, "daemon", json_string("elsewhere"));
+		*rc = EXIT_OK;
+		return j;
 	}
 	if (!j) {
 		struct ringlog_config c;
