@@ -677,7 +677,7 @@ Test(ship, two_hosts, .timeout = 300)
  * ns_key) and reaches the stream as a loss line once shipping resumes, so
  * that in the stream + counted lost == emitted. */
 static void not_shipped_case(const char *config, const char *ship_extra, const char *ns_key,
-			     bool before_start)
+			     bool before_start, bool restart)
 {
 	struct live e;
 	struct cluster c = { .n = 1 };
@@ -717,6 +717,25 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		cr_assert_gt(ns, 0, "nothing counted not shipped (%s) while the cluster was away",
 			     ns_key);
 	}
+	if (restart) {
+		/* ship.state keeps the count no message has carried yet: a
+		 * restart forgot it, and no loss line ever said it (an
+		 * outsider's test: 155,000 events missing, none counted) */
+		uint64_t after = 0;
+
+		live_daemon_stop(d);
+		d = live_daemon(&e, "--config", conf, NULL);
+		{
+			json_t *s = ship_status(&e);
+
+			after = (uint64_t)json_integer_value(json_object_get(
+				json_object_get(s, "not_shipped_by"), ns_key));
+			json_decref(s);
+		}
+		cr_expect_geq(after, ns, "after a restart status counts %llu not shipped (%s), "
+			      "%llu before", (unsigned long long)after, ns_key,
+			      (unsigned long long)ns);
+	}
 	node_start(&c, 0);
 	wait_shipped(&e, 120);
 	{
@@ -749,7 +768,15 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 {
 	need_nats();
 	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
-			 true);
+			 true, false);
+}
+
+/* The same with ringlogd restarted while the cluster is away. */
+Test(ship, budget_deletes_before_shipping_across_a_restart, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 true, true);
 }
 
 /* More un-shipped bytes than ship.max_backlog when the cluster comes back:
@@ -758,7 +785,7 @@ Test(ship, backlog_over_max_backlog, .timeout = 300)
 {
 	need_nats();
 	not_shipped_case("\"max_disk\": \"64M\", \"max_segment_size\": \"1M\"",
-			 "\"max_backlog\": \"2M\"", "backlog", false);
+			 "\"max_backlog\": \"2M\"", "backlog", false, false);
 }
 
 /* read --durable: a job that reads again goes on after what it read. */

@@ -32,6 +32,19 @@ void shipr_close(struct ship_reader *r)
 	r->ndesc = 0;
 }
 
+/* Back to the first chunk of the segment open, its descriptor kept: the
+ * budget may have deleted the file, which the descriptor keeps readable
+ * (ship-thread.c: after a failure, the chunks not acknowledged go again
+ * from there). The descriptions are gathered again as the chunks are. */
+void shipr_rewind(struct ship_reader *r)
+{
+	for (size_t i = 0; i < r->ndesc; i++)
+		free(r->descs[i].rec);
+	r->ndesc = 0;
+	r->f.off = RINGLOG_SEG_HEADER_SIZE;
+	r->chunk_end = r->f.off;
+}
+
 int shipr_open(struct ship_reader *r, uint64_t seq)
 {
 	const char *why;

@@ -50,6 +50,7 @@ struct ship_part {
  * segment's descriptions. 0, -ENOENT when its file is gone, or -errno. */
 int shipr_open(struct ship_reader *r, uint64_t seq);
 void shipr_close(struct ship_reader *r);
+void shipr_rewind(struct ship_reader *r);
 /* Close, and free r (calloc'ed) with everything it keeps. */
 void shipr_free(struct ship_reader *r);
 

@@ -118,7 +118,17 @@ struct ship {
 	uint64_t acked_chunks, acked_msgs, acked_events, acked_bytes, acked_raw_bytes;
 	uint64_t last_ack_real_ns;
 	bool dirty;            /* ship.state is behind */
+	uint64_t skip_below;   /* segments below it were given up for
+	                        * ship.max_backlog: never sent, never counted
+	                        * again (0: none; segments start at 0) */
 	uint64_t reading_seg;  /* the segment the thread has open, UINT64_MAX none */
+	uint64_t ack_seg_events; /* acknowledged of ack_seg so far */
+	/* The segment the budget deleted while the thread held it open (0:
+	 * none): not counted then, since its descriptor still reads it, but
+	 * once the thread lets it go with chunks not acknowledged, those are
+	 * lost: its events less those acknowledged are counted then. */
+	bool held_gone_valid;
+	uint64_t held_gone, held_gone_events, held_gone_acked;
 
 	/* the window, oldest first */
 	struct pend *win;
@@ -159,11 +169,20 @@ void ship_say(struct ship *s, int level, const char *fmt, ...) __attribute__((fo
 void ship_set_error(struct ship *s, const char *state, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ship_give_up(struct ship *s, uint64_t events, uint32_t reason);
+void ship_held_let_go(struct ship *s);
 
-/* ship-state.c: ship.state read at start; written (without mu): 0 or
- * -errno. */
+/* ship-state.c: ship.state read at start; written (without mu, from a
+ * copy ship_saved_of() took under it): 0 or -errno. */
+struct ship_saved {
+	bool acked;               /* seg, chunk, off: the acknowledged position */
+	uint64_t seg, chunk, off;
+	uint64_t skip;            /* skip_below */
+	uint64_t pending;         /* not_shipped_pending, not yet in a message */
+	uint32_t reason;          /* its ns_reason */
+};
 void ship_state_load(struct ship *s);
-int ship_state_save(const struct ship *s, uint64_t seg, uint64_t chunk, uint64_t off);
+struct ship_saved ship_saved_of(const struct ship *s);
+int ship_state_save(const struct ship *s, const struct ship_saved *v);
 
 /* ship-window.c */
 struct pend *ship_win_at(struct ship *s, size_t i);

@@ -41,6 +41,24 @@ void ship_set_error(struct ship *s, const char *state, const char *fmt, ...)
 		ship_say(s, LOG_WARNING, "ship: %s", s->error);
 }
 
+/* The thread let go of the segment the budget deleted under it (or
+ * another took its place): what of it no acknowledgement covers will not
+ * be sent, and is counted now (mu held). */
+void ship_held_let_go(struct ship *s)
+{
+	uint64_t lost;
+
+	if (!s->held_gone_valid)
+		return;
+	lost = s->held_gone_events > s->held_gone_acked ? s->held_gone_events - s->held_gone_acked : 0;
+	if (lost) {
+		ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
+		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " while it was "
+		    "being shipped: %" PRIu64 " events not shipped", s->held_gone, lost);
+	}
+	s->held_gone_valid = false;
+}
+
 /* Count a segment given up (mu held). */
 void ship_give_up(struct ship *s, uint64_t events, uint32_t reason)
 {
@@ -49,6 +67,7 @@ void ship_give_up(struct ship *s, uint64_t events, uint32_t reason)
 	ringlog_count_add(&s->not_shipped_total, events);
 	ringlog_count_add(&s->not_shipped_pending, events);
 	s->ns_reason = reason;
+	s->dirty = true; /* ship.state keeps it until a message carries it */
 	if (reason < 3)
 		ringlog_count_add(&s->ns_by_reason[reason], events);
 }
@@ -93,10 +112,19 @@ void ship_seg_deleting(struct daemon *d, const struct segfile *seg)
 	pthread_mutex_lock(&s->mu);
 	/* Shipped already, or open in the thread (its descriptor keeps it
 	 * readable: it goes out all the same)? */
-	if ((!s->ack_valid || seg->seq > s->ack_seg) && seg->seq != s->reading_seg) {
+	if ((!s->ack_valid || seg->seq > s->ack_seg) && seg->seq >= s->skip_below &&
+	    seg->seq != s->reading_seg) {
 		ship_give_up(s, seg->events, RINGLOG_SHIP_LOST_RETENTION);
 		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " before it was "
 		    "shipped: %" PRIu64 " events not shipped", seg->seq, seg->events);
+	} else if (seg->seq == s->reading_seg && seg->seq >= s->skip_below &&
+		   (!s->ack_valid || seg->seq >= s->ack_seg)) {
+		/* held open: it may go out all the same (ship_held_let_go()) */
+		ship_held_let_go(s); /* one at a time: an earlier one is settled */
+		s->held_gone_valid = true;
+		s->held_gone = seg->seq;
+		s->held_gone_events = seg->events;
+		s->held_gone_acked = s->ack_valid && s->ack_seg == seg->seq ? s->ack_seg_events : 0;
 	}
 	pthread_mutex_unlock(&s->mu);
 }
@@ -110,7 +138,7 @@ bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
 	if (!s)
 		return false;
 	pthread_mutex_lock(&s->mu);
-	keep = !s->off && (!s->ack_valid || seg->seq > s->ack_seg ||
+	keep = !s->off && seg->seq >= s->skip_below && (!s->ack_valid || seg->seq > s->ack_seg ||
 	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes));
 	if (keep) {
 		for (struct segfile *f = d->st->segs; f; f = f->next)
@@ -140,6 +168,8 @@ json_t *ship_status(struct daemon *d)
 	 * their bytes (a segment's header is not shipped) */
 	lag_chunks = 0;
 	for (struct segfile *f = d->st->segs; f; f = f->next) {
+		if (f->seq < s->skip_below)
+			continue; /* given up: never sent */
 		if (!s->ack_valid || f->seq > s->ack_seg) {
 			lag_bytes += f->bytes > RINGLOG_SEG_HEADER_SIZE ? f->bytes - RINGLOG_SEG_HEADER_SIZE : 0;
 			lag_chunks += f->chunks;

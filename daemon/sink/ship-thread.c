@@ -91,7 +91,7 @@ void *ship_thread_main(void *arg)
 	uint64_t min_chunk = 0;   /* ship chunks of r->seg from this seq */
 	unsigned backoff = 250;
 	bool connected = false, reposition = true;
-	uint64_t saved_seg = UINT64_MAX, saved_chunk = 0, saved_off = 0;
+	struct ship_saved saved = { .seg = UINT64_MAX };
 
 	if (!r)
 		return NULL;
@@ -104,14 +104,15 @@ void *ship_thread_main(void *arg)
 				      d_now(CLOCK_MONOTONIC) >= s->stop_by_ns ||
 				      (!s->n && !more_on_disk(s, r, last))))
 			break;
-		/* Persist the acknowledged position, off the lock. */
+		/* Persist the acknowledged position and what is counted not
+		 * shipped, off the lock. */
 		if (s->dirty) {
-			uint64_t a = s->ack_seg, b = s->ack_chunk, c = s->ack_off;
+			struct ship_saved now = ship_saved_of(s);
 
 			s->dirty = false;
 			pthread_mutex_unlock(&s->mu);
-			if (a != saved_seg || b != saved_chunk || c != saved_off) {
-				int err = ship_state_save(s, a, b, c);
+			if (memcmp(&now, &saved, sizeof(now))) {
+				int err = ship_state_save(s, &now);
 
 				if (err < 0) {
 					pthread_mutex_lock(&s->mu);
@@ -120,9 +121,7 @@ void *ship_thread_main(void *arg)
 					    s->dir, strerror(-err));
 					pthread_mutex_unlock(&s->mu);
 				}
-				saved_seg = a;
-				saved_chunk = b;
-				saved_off = c;
+				saved = now;
 			}
 			pthread_mutex_lock(&s->mu);
 		}
@@ -187,14 +186,30 @@ void *ship_thread_main(void *arg)
 			s->n = 0; /* the unacknowledged go again */
 			s->ns_inflight = false;
 			pthread_mutex_unlock(&s->mu);
-			shipr_close(r);
 			last = -1;
-			if (seg != UINT64_MAX && shipr_open(r, seg) < 0) {
-				uint64_t next = shipr_next_seq(s->dir, seg);
+			/* The segment held open may be gone from the directory
+			 * (the budget deleted it during the outage, and did not
+			 * count it: we held it): its descriptor still reads it.
+			 * Closed and opened by name, its chunks not acknowledged
+			 * were neither sent nor counted (an outsider's test:
+			 * about one segment missing in 7 of 7 outages). */
+			if (r->open && seg == r->seg) {
+				shipr_rewind(r);
+			} else {
+				pthread_mutex_lock(&s->mu);
+				/* its unacknowledged chunks go again only if it can
+				 * be read again: the held one cannot */
+				if (s->held_gone_valid && seg <= s->held_gone)
+					ship_held_let_go(s);
+				pthread_mutex_unlock(&s->mu);
+				shipr_close(r);
+				if (seg != UINT64_MAX && shipr_open(r, seg) < 0) {
+					uint64_t next = shipr_next_seq(s->dir, seg);
 
-				/* gone: counted when the store deleted it */
-				if (next != UINT64_MAX && shipr_open(r, next) == 0)
-					min_chunk = 0;
+					/* gone: counted when the store deleted it */
+					if (next != UINT64_MAX && shipr_open(r, next) == 0)
+						min_chunk = 0;
+				}
 			}
 			pthread_mutex_lock(&s->mu);
 			s->reading_seg = r->open ? r->seg : UINT64_MAX;
@@ -213,6 +228,7 @@ void *ship_thread_main(void *arg)
 			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
 			uint64_t max_backlog = s->c.max_backlog;
 			uint64_t aseg = s->ack_valid ? s->ack_seg : 0, achunk = s->ack_chunk;
+			uint64_t skip = s->skip_below;
 			bool ackv = s->ack_valid;
 			struct ship_part msg;
 			int got;
@@ -221,7 +237,13 @@ void *ship_thread_main(void *arg)
 			if (!r->open) {
 				/* the oldest segment not acknowledged in full, never
 				 * one before the acknowledged position */
-				uint64_t seg = shipr_next_seq(s->dir, ackv && aseg ? aseg - 1 : UINT64_MAX);
+				uint64_t from = ackv && aseg ? aseg - 1 : UINT64_MAX;
+				uint64_t seg;
+
+				/* never one given up for the backlog */
+				if (skip && (from == UINT64_MAX || from < skip - 1))
+					from = skip - 1;
+				seg = shipr_next_seq(s->dir, from);
 
 				if (seg != UINT64_MAX && seg <= front && shipr_open(r, seg) == 0) {
 					last = -1;
@@ -242,7 +264,12 @@ void *ship_thread_main(void *arg)
 				if (next != UINT64_MAX && next <= front) {
 					uint64_t behind = shipr_bytes_from(s->dir, next);
 
-					while (behind > max_backlog && next < front) {
+					/* A segment given up is counted once and never
+					 * sent: after a reconnection reading starts
+					 * again at the acknowledged position, behind
+					 * them, and they counted again each time (an
+					 * outsider saw 10 times the events missing). */
+					while ((behind > max_backlog || next < skip) && next < front) {
 						struct ringlog_seg_file f;
 						const char *why;
 						char path[1100];
@@ -250,16 +277,19 @@ void *ship_thread_main(void *arg)
 
 						snprintf(path, sizeof(path), "%s/%016" PRIx64 ".rlseg",
 							 s->dir, next);
-						if (ringlog_seg_open(&f, path, &why) == 0) {
+						if (next >= skip && ringlog_seg_open(&f, path, &why) == 0) {
 							ev = ringlog_count_sum(f.hdr.events, 0);
 							ringlog_seg_close(&f);
 						}
 						pthread_mutex_lock(&s->mu);
-						ship_give_up(s, ev, RINGLOG_SHIP_LOST_BACKLOG);
-						ship_say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not shipped are "
-						    "over ship.max_backlog (%" PRIu64 "): segment %" PRIu64
-						    " (%" PRIu64 " events) is not shipped", behind,
-						    max_backlog, next, ev);
+						if (next >= s->skip_below) {
+							s->skip_below = skip = next + 1;
+							ship_give_up(s, ev, RINGLOG_SHIP_LOST_BACKLOG);
+							ship_say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not "
+							    "shipped are over ship.max_backlog (%" PRIu64 "): "
+							    "segment %" PRIu64 " (%" PRIu64 " events) is not "
+							    "shipped", behind, max_backlog, next, ev);
+						}
 						pthread_mutex_unlock(&s->mu);
 						after = shipr_next_seq(s->dir, next);
 						if (after == UINT64_MAX)
@@ -308,13 +338,12 @@ void *ship_thread_main(void *arg)
 		js_PublishAsyncComplete(s->js, &po);
 	}
 	pthread_mutex_lock(&s->mu);
-	if (s->ack_valid) {
-		uint64_t a = s->ack_seg, b = s->ack_chunk, c = s->ack_off;
+	{
+		struct ship_saved now = ship_saved_of(s);
 
 		pthread_mutex_unlock(&s->mu);
-		ship_state_save(s, a, b, c);
-	} else {
-		pthread_mutex_unlock(&s->mu);
+		if (now.acked || now.skip || now.pending)
+			ship_state_save(s, &now);
 	}
 	shipr_free(r);
 	return NULL;

@@ -69,6 +69,11 @@ static void advance(struct ship *s)
 	while (s->n && ship_win_at(s, 0)->state == P_ACKED) {
 		struct pend *p = ship_win_at(s, 0);
 
+		if (p->seg != s->ack_seg)
+			s->ack_seg_events = 0;
+		s->ack_seg_events += p->events;
+		if (s->held_gone_valid && p->seg == s->held_gone)
+			s->held_gone_acked += p->events;
 		if (p->part + 1 == p->parts) {
 			s->ack_valid = true;
 			s->ack_seg = p->seg;
