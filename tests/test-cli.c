@@ -879,3 +879,30 @@ Test(cli, segment_files_in_any_order_read_every_event_once)
 		  "read -n with a missing file and a text file: %s", out);
 	live_cleanup(&e);
 }
+
+/* emit to a daemon that answers but cannot take the event in time (here
+ * stopped): exit 3, and it says the event may yet be stored, since the
+ * daemon stores it once it runs again. "Not stored" made scripts that
+ * retry on exit 3 store it twice (an outsider's test, 3 of 3). */
+Test(cli, emit_to_a_stopped_daemon_says_the_event_may_yet_be_stored)
+{
+	struct live e;
+	char out[2048], cmd[1200];
+	pid_t d;
+	int rc;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	kill(d, SIGSTOP);
+	rc = live_run(CLI " emit Test.Stopped Ev x=1 2>&1", out, sizeof(out));
+	kill(d, SIGCONT);
+	sleep_ms(1000); /* it takes the connection waiting for it, and the ring */
+	cr_expect_eq(rc, 3, "emit: exit %d: %s", rc, out);
+	cr_expect(strstr(out, "may yet be stored") && !strstr(out, "was not stored"),
+		  "emit said: %s", out);
+	live_daemon_stop(d);
+	snprintf(cmd, sizeof(cmd), CLI " read --dir '%s' --provider Test.Stopped | wc -l", e.store);
+	live_run(cmd, out, sizeof(out));
+	cr_expect_eq(atoi(out), 1, "the event was stored %d times", atoi(out));
+	live_cleanup(&e);
+}
