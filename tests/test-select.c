@@ -67,6 +67,9 @@ Test(select, every_time_form_against_a_fixed_clock)
 		"", "10 min", "2026-13-01", "2026-11-23 25:00", "tomorrowx", "-1x", "2026-11-23 11",
 		"12", "1:2", "-", "ago", "2026-11-23T10:00:00+25:00", "@", "@x", "10 parsecs ago", "Tue 2026-11-23",
 		"Mon 11:00", "Mo 2026-11-23",
+		/* days the month does not have: refused, not rolled over (an
+		 * outsider's test: accepted as the next month's) */
+		"2026-02-30", "2026-04-31", "2026-11-31 10:00", "2026-02-29", "2100-02-29",
 	};
 
 	fixed_zone();

@@ -270,6 +270,16 @@ zone:
 		return -EINVAL;
 	if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31)
 		return -EINVAL;
+	{
+		/* a day the month does not have (2026-02-30) is refused, not
+		 * rolled into the next month as mktime() would */
+		static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+		int yr = tm.tm_year + 1900;
+		bool leap = (yr % 4 == 0 && yr % 100 != 0) || yr % 400 == 0;
+
+		if (tm.tm_mday > mdays[tm.tm_mon] + (tm.tm_mon == 1 && leap))
+			return -EINVAL;
+	}
 	if (zone) {
 		t = timegm(&tm) - off;
 	} else {
