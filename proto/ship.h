@@ -43,8 +43,12 @@
  * than records: one PACK record may fill a chunk.
  *
  * NATS headers of each message:
- *   Nats-Msg-Id     HOST/BOOTID/SEGMENT/CHUNK/PART (hex boot id, decimal
- *                   numbers): the same for the same bytes whenever they are
+ *   Nats-Msg-Id     HOST/STORE/SEGMENT/CHUNK/PART (STORE: 32 hex digits,
+ *                   the first 8 bytes of the segment's boot id then its
+ *                   creation time, ns; once the whole boot id, which a
+ *                   store deleted and made again on the same boot shared,
+ *                   so that JetStream discarded its chunks as re-sends;
+ *                   decimal numbers): the same for the same bytes whenever they are
  *                   sent, so JetStream drops a re-send after a crash, an
  *                   outage or a lost acknowledgement. PART is "0" for a
  *                   whole message; for a fragment "I.N.TAG": I of N, TAG
@@ -55,6 +59,10 @@
  *                   zstd) has other ids, so JetStream keeps both cuts and a
  *                   reader joins fragments of one cut only
  *   Ringlog-Host    HOST (ship.host, default the system's host name)
+ *   Ringlog-Segment-Created  the segment's creation time (decimal ns): a
+ *                   reader orders and groups chunks by it, then SEGMENT and
+ *                   CHUNK (a store made again numbers from 0); absent from
+ *                   messages of older ringlogd, read as 0
  *   Ringlog-Crc32c  8 hex digits: CRC32C of this NATS message's data
  *   Ringlog-Parts   N, when the message is cut into N > 1 fragments
  *   Ringlog-Format  the header's version: "1", or "2" when compressed

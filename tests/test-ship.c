@@ -914,6 +914,42 @@ Test(ship, a_durable_job_misses_nothing_it_did_not_print, .timeout = 240)
 	live_cleanup(&e);
 }
 
+/* A store deleted and made again on the same host and boot numbers its
+ * segments from 0 again: its chunks are new messages, not re-sends, and
+ * readers take both stores' events. The message id carried the boot id,
+ * so JetStream discarded every chunk of the new store as a duplicate and
+ * status said "de-duplicated" (an outsider's test: 5,000 of 5,000 gone). */
+Test(ship, a_store_made_again_ships_as_new_chunks, .timeout = 180)
+{
+	struct live e;
+	struct cluster c;
+	struct fleet f;
+	char conf[400], out[2][400], cmd[900];
+	pid_t d, em;
+	json_t *s;
+
+	d = shipped_daemon(&e, &c, conf, sizeof(conf), "5000", out[0], sizeof(out[0]));
+	live_daemon_stop(d);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e.store);
+	cr_assert_eq(system(cmd), 0);
+	d = live_daemon(&e, "--config", conf, NULL);
+	em = emitter(&e, "1", "5000", "0", out[1], sizeof(out[1]), 1);
+	live_wait_ok(em, "emitter");
+	wait_shipped(&e, 60);
+	s = ship_status(&e);
+	cr_expect_eq(json_integer_value(json_object_get(s, "deduplicated")), 0,
+		     "the new store's chunks were taken for re-sends");
+	json_decref(s);
+	read_fleet(&e, &c, "", &f);
+	cr_expect_eq(f.events + f.lost, emitted_of(out[0]) + emitted_of(out[1]),
+		     "in the stream %llu + lost %llu, emitted %llu + %llu",
+		     (unsigned long long)f.events, (unsigned long long)f.lost,
+		     (unsigned long long)emitted_of(out[0]), (unsigned long long)emitted_of(out[1]));
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
+
 /* SIGTERM right after the events: the daemon drains them, writes the last
  * chunk and ships it before it exits (the cluster answering). */
 Test(ship, stop_ships_the_last_chunk, .timeout = 120)

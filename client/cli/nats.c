@@ -30,6 +30,9 @@
 /* One NATS message: a whole shipped message, or a fragment of one. */
 struct nmsg {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
+	uint64_t created;      /* its segment's creation (Ringlog-Segment-
+	                        * Created; 0 from a ringlogd before it): a
+	                        * store made again numbers segments from 0 */
 	uint64_t seg, chunk;
 	unsigned part, parts;
 	uint32_t tag;          /* a fragment's cut (proto/ship.h), 0 whole */
@@ -230,7 +233,7 @@ static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 {
 	const uint8_t *d = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
-	const char *id = NULL, *crc = NULL, *parts = NULL, *format = NULL, *slash;
+	const char *id = NULL, *crc = NULL, *parts = NULL, *format = NULL, *created = NULL, *slash;
 	char boot[40], tag[9] = "";
 	unsigned n = 0;
 	int k;
@@ -262,6 +265,8 @@ static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 			"read (it reads 1 and 2); skipped: update ringlog\n", cmd, id, format);
 		return UNKNOWN_FORMAT;
 	}
+	if (natsMsgHeader_Get(m, "Ringlog-Segment-Created", &created) == NATS_OK && created)
+		out->created = strtoull(created, NULL, 10);
 	if (natsMsgHeader_Get(m, "Ringlog-Crc32c", &crc) == NATS_OK && crc &&
 	    strtoul(crc, NULL, 16) != ringlog_crc32c(0, d, len)) {
 		fprintf(stderr, "ringlog %s: message %s fails its CRC32C; skipped\n", cmd, id);
@@ -343,6 +348,8 @@ static int cmp_msg(const void *a, const void *b)
 
 	if (c)
 		return c;
+	if (x->created != y->created) /* a store made again: after the old one */
+		return x->created < y->created ? -1 : 1;
 	if (x->seg != y->seg)
 		return x->seg < y->seg ? -1 : 1;
 	if (x->chunk != y->chunk)
@@ -479,7 +486,8 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 			bool done = false;
 
 			for (end = i + 1; end < n && !strcmp(msgs[end].host, msgs[i].host) &&
-			     msgs[end].seg == msgs[i].seg && msgs[end].chunk == msgs[i].chunk; end++)
+			     msgs[end].created == msgs[i].created && msgs[end].seg == msgs[i].seg &&
+			     msgs[end].chunk == msgs[i].chunk; end++)
 				;
 			if (i && strcmp(msgs[i - 1].host, msgs[i].host)) {
 				ringlog_dedup_free(&dedup);
@@ -552,9 +560,20 @@ struct follow_host {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	struct ringlog_dedup dedup;
 	bool printed;
-	uint64_t seg, chunk;
+	uint64_t created, seg, chunk;
 	struct nmsg whole;
 };
+
+/* Whether x comes at or before the newest chunk printed for its host, in
+ * (segment creation, segment, chunk) order: sent again, once is enough. */
+static bool printed_already(const struct follow_host *fh, const struct nmsg *x)
+{
+	if (!fh->printed)
+		return false;
+	if (x->created != fh->created)
+		return x->created < fh->created;
+	return x->seg < fh->seg || (x->seg == fh->seg && x->chunk <= fh->chunk);
+}
 
 /* Print what arrives on c's subscription, each message as it comes, until
  * an error; closes c. */
@@ -585,7 +604,7 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 		memcpy(fh->host, x->host, sizeof(fh->host));
 	}
 	/* a chunk printed and sent again: once is enough */
-	if (fh->printed && (x->seg < fh->seg || (x->seg == fh->seg && x->chunk <= fh->chunk))) {
+	if (printed_already(fh, x)) {
 		free(x->data);
 		return;
 	}
@@ -593,8 +612,9 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 		/* join the fragments of one cut; a fragment that does not
 		 * follow the one before (a failure in between) starts nothing,
 		 * and a part 0 starts again */
-		bool next = fh->whole.data && fh->whole.seg == x->seg &&
-			    fh->whole.chunk == x->chunk && fh->whole.tag == x->tag &&
+		bool next = fh->whole.data && fh->whole.created == x->created &&
+			    fh->whole.seg == x->seg && fh->whole.chunk == x->chunk &&
+			    fh->whole.tag == x->tag &&
 			    fh->whole.parts == x->parts && fh->whole.part + 1 == x->part;
 
 		if (x->part == 0) {
@@ -615,6 +635,7 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 		/* a cut that does not decode leaves room for another */
 		if (decode_msg(r, x, &fh->dedup, q->cmd)) {
 			fh->printed = true;
+			fh->created = x->created;
 			fh->seg = x->seg;
 			fh->chunk = x->chunk;
 		}

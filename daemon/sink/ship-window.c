@@ -23,16 +23,19 @@ struct pend *ship_win_at(struct ship *s, size_t i)
 	return &s->win[(s->head + i) % s->cap];
 }
 
-/* HOST/BOOTID/SEGMENT/CHUNK/PART, PART "0" for a whole message and
- * "I.N.TAG" for fragment I of N, TAG the CRC32C of the message's bytes
- * after its header followed by the fragments' size (proto/ship.h). */
-static void msg_id(char *buf, size_t len, const char *host, const uint8_t boot[16], uint64_t seg,
-		   uint64_t chunk, unsigned part, unsigned parts, uint32_t tag)
+/* HOST/STORE/SEGMENT/CHUNK/PART, STORE the first 8 bytes of the
+ * segment's boot id and its creation time (16 hex digits each), PART "0"
+ * for a whole message and "I.N.TAG" for fragment I of N, TAG the CRC32C of
+ * the message's bytes after its header followed by the fragments' size
+ * (proto/ship.h). */
+static void msg_id(char *buf, size_t len, const char *host, const struct ringlog_seg_hdr *h,
+		   uint64_t seg, uint64_t chunk, unsigned part, unsigned parts, uint32_t tag)
 {
 	char hex[33];
 
-	for (int i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", boot[i]);
+	for (int i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", h->boot_id[i]);
+	snprintf(hex + 16, 17, "%016" PRIx64, h->created_real_ns);
 	if (parts > 1)
 		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/%u.%u.%08x", host, hex, seg, chunk,
 			 part, parts, tag);
@@ -203,7 +206,7 @@ static const uint8_t *encode(struct ship *s, const struct ship_part *msg, unsign
 int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, size_t limit)
 {
 	struct ringlog_ship_hdr *h = (struct ringlog_ship_hdr *)msg->data;
-	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16], format[4];
+	char id[RINGLOG_SHIP_ID_MAX], crc[16], parts[16], format[4], created[24];
 	const uint8_t *data;
 	unsigned nparts, level;
 	uint32_t tag = 0;
@@ -251,13 +254,16 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
-		msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->seg, r->f.chunk.seq, i, nparts, tag);
+		msg_id(id, sizeof(id), s->c.host, &r->f.hdr, r->seg, r->f.chunk.seq, i, nparts, tag);
+		snprintf(created, sizeof(created), "%" PRIu64, r->f.hdr.created_real_ns);
 		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data + off, len));
 		st = natsMsg_Create(&m, s->c.subject, NULL, (const char *)data + off, (int)len);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Ringlog-Host", s->c.host);
+		if (st == NATS_OK)
+			st = natsMsgHeader_Set(m, "Ringlog-Segment-Created", created);
 		if (st == NATS_OK)
 			st = natsMsgHeader_Set(m, "Ringlog-Crc32c", crc);
 		if (st == NATS_OK)
