@@ -591,7 +591,9 @@ static void print_watch(json_t *j, json_t *prev, double dt, double every)
 
 	if (prev) {
 		in_ev = per_s(I(j, "stored_events"), I(prev, "stored_events"), dt);
-		in_b = (double)I(j, "rate_bytes_per_s");
+		in_b = json_object_get(prev, "stored_bytes")
+			       ? per_s(I(j, "stored_bytes"), I(prev, "stored_bytes"), dt)
+			       : (double)I(j, "rate_bytes_per_s");
 		out = per_s(I(fw, "forwarded"), I(json_object_get(prev, "forwarding"), "forwarded"), dt);
 		loss = per_s(I(lost, "total") + I(lost, "reader"),
 			     I(json_object_get(prev, "lost"), "total") +
@@ -658,11 +660,29 @@ static int watch(const char *sock, const char *dir, bool json, double every)
 	for (unsigned n = 0; !cli_interrupted(); n++) {
 		j = fetch(sock, dir, true, true, &down, &rc);
 		if (json) {
-			char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			char *s;
 
+			/* the rates between this refresh and the last, as the
+			 * screen shows them (the daemon's rate_* are smoothed) */
+			if (j && !down && prev) {
+				double dt = (double)(I(j, "now_ns") - I(prev, "now_ns")) / 1e9;
+				json_t *l = json_object_get(j, "lost"), *pl = json_object_get(prev, "lost");
+
+				json_object_set_new(j, "watch", json_pack("{s:f,s:f,s:f,s:f}",
+					"interval_s", dt,
+					"events_per_s", per_s(I(j, "stored_events"), I(prev, "stored_events"), dt),
+					"bytes_per_s", per_s(I(j, "stored_bytes"), I(prev, "stored_bytes"), dt),
+					"lost_per_s", per_s(I(l, "total") + I(l, "reader"),
+							    I(pl, "total") + I(pl, "reader"), dt)));
+			}
+			s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 			if (s)
 				puts(s);
 			free(s);
+			if (j && !down) {
+				json_decref(prev);
+				prev = json_incref(j);
+			}
 		} else {
 			/* A terminal is redrawn in place (home, clear); a pipe or a
 			 * file gets one screen after another. */

@@ -215,6 +215,9 @@ int status_reply(struct client *c, bool detail)
 										: 0)));
 	json_object_set_new(j, "started_ns", json_integer((json_int_t)d->start_real_ns));
 	/* What a power loss may take (store/durable.c). */
+	/* bytes written since start: status --watch's rate to disk is the
+	 * difference of two (rate_bytes_per_s is smoothed over minutes) */
+	json_object_set_new(j, "stored_bytes", json_integer((json_int_t)d->st->stored_bytes));
 	json_object_set_new(j, "durability", json_pack("{s:I,s:I,s:I,s:I,s:s}",
 		"sync_interval_ns", (json_int_t)d->st->budget.sync_interval_ns,
 		"last_round_ns", (json_int_t)d->st->sync_round_real_ns,
