@@ -666,6 +666,15 @@ Test(output, pager_colour_header_and_no_entries_on_a_terminal)
 			 "-- No entries --\n");
 	out = run(ENV CLI " read --dir %s status=1", dir);
 	cr_expect_str_eq(out, "", "piped: no header, no -- No entries --");
+	{
+		/* a directory with no segment is said (on stderr), exit 0 */
+		char empty[] = "/tmp/ringlog-empty-XXXXXX";
+
+		cr_assert(mkdtemp(empty));
+		out = run(ENV CLI " read --dir %s 2>&1; echo rc=$?", empty);
+		cr_expect(strstr(out, "holds no segment files") && strstr(out, "rc=0"), "%s", out);
+		rmdir(empty);
+	}
 	/* colour: auto on a terminal, unless NO_COLOR is set and not empty or
 	 * TERM is dumb; always and never as told */
 	out = TTY("RINGLOG_PAGER=", "-p err -o short-iso --utc");

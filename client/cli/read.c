@@ -559,6 +559,11 @@ int cmd_read(int argc, char **argv)
 			query_free(&q);
 			return EXIT_FAIL;
 		}
+		/* nothing to read is not an error, but is said: a wrong --dir
+		 * looked like an empty result (an outsider's test) */
+		if (!nf)
+			fprintf(stderr, "ringlog read: %s holds no segment files (*.rlseg)\n",
+				store_dir(&q, &c));
 		collect(&r, files, nf, q.lines);
 		free_files(files, nf);
 	} else {
