@@ -95,12 +95,17 @@ static int parse_field(const char *arg, struct ringlog_field *f, struct ringlog_
 		f->type = types[i].type;
 		f->format = types[i].format;
 	} else {
-		/* Inferred: integer, then double, else string. */
+		/* Inferred: integer (u64 past INT64_MAX, never rounded through
+		 * a double), true or false, then double, else string. */
 		errno = 0;
 		strtoll(v, &end, 0);
-		if (*v && !*end && !errno)
+		if (*v && !*end && !errno) {
 			f->type = RINGLOG_T_I64;
-		else if (strtod(v, &end), *v && !*end)
+		} else if (*v != '-' && (errno = 0, strtoull(v, &end, 0), *v && !*end && !errno)) {
+			f->type = RINGLOG_T_U64;
+		} else if (!strcmp(v, "true") || !strcmp(v, "false")) {
+			f->type = RINGLOG_T_BOOL;
+		} else if (strtod(v, &end), *v && !*end)
 			f->type = RINGLOG_T_F64;
 		else
 			f->type = RINGLOG_T_STR;
@@ -189,7 +194,8 @@ int cmd_emit(int argc, char **argv)
 		switch (c) {
 		case 'h':
 			puts("usage: ringlog emit PROVIDER EVENT [--level L] [--keyword K] [name=value ...]\n"
-			     "Types are inferred (n=5 integer, x=1.5 double, s=hi string) or given:\n"
+			     "Types are inferred (n=5 integer, x=1.5 double, b=true bool, s=hi string)\n"
+			     "or given:\n"
 			     "n:u32=5 (i8..i64, u8..u64, f64, bool, str, hex, pid, errno, time), and\n"
 			     "data:blob=00ff10 (hex digits). Strings over 4096 bytes are truncated and\n"
 			     "flagged, blobs over 8192 bytes truncated.\n"
