@@ -482,6 +482,24 @@ static void times_within(const char *ends, time_t t0, time_t t1, const char *wha
 	}
 }
 
+/* A fresh live store into which one thread emitted 150,000 events, the
+ * daemon stopped; the path of its first segment in seg. */
+static void store_of_150k(struct live *e, char *seg, size_t len)
+{
+	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
+	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
+	char cmd[700];
+	pid_t d;
+
+	live_init(e);
+	d = live_daemon(e, NULL);
+	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
+	live_daemon_stop(d);
+	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e->store);
+	cr_assert_eq(live_run(cmd, seg, len), 0);
+	seg[strcspn(seg, "\n")] = 0;
+}
+
 /* A segment with valid checksums but a header_size that would skip bytes
  * 4096..61440, or a tsc_hz that gives garbage times: the reader names the
  * file, the field and its value, reads every event, and shows no time it
@@ -491,23 +509,14 @@ Test(loss, forged_header_size_and_tsc_hz_are_named_and_skip_nothing)
 	struct live e;
 	static char err[1 << 16], first[1 << 12];
 	char cmd[1600], seg[600], forged[600];
-	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
-	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
 	uint16_t hs = 61440;
 	uint64_t hz = 1000, tsc_hz;
 	struct ringlog_seg_hdr h;
 	int rc, lines, want, fd;
 	time_t t0 = time(NULL), t1;
-	pid_t d;
 
-	live_init(&e);
-	d = live_daemon(&e, NULL);
-	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
-	live_daemon_stop(d);
+	store_of_150k(&e, seg, sizeof(seg));
 	t1 = time(NULL);
-	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e.store);
-	cr_assert_eq(live_run(cmd, seg, sizeof(seg)), 0);
-	seg[strcspn(seg, "\n")] = 0;
 	fd = open(seg, O_RDONLY);
 	cr_assert(fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
 	close(fd);
@@ -598,22 +607,14 @@ Test(loss, a_segment_whose_magic_was_hit_is_read_from_its_chunks)
 	struct live e;
 	static char err[1 << 16], first[1 << 12], log[1 << 16];
 	char cmd[1600], seg[600], hit[600];
-	const char *argv[] = { EMITTER_PATH, "1", "150000", NULL };
-	const char *env[] = { "RINGLOG_RING_SIZE=8M", NULL };
 	int rc, lines, want;
 	time_t t0 = time(NULL), t1;
 	json_t *st, *s = NULL;
 	size_t i;
 	pid_t d;
 
-	live_init(&e);
-	d = live_daemon(&e, NULL);
-	live_wait_ok(live_spawn(argv, env, "/dev/null"), "emitter");
-	live_daemon_stop(d);
+	store_of_150k(&e, seg, sizeof(seg));
 	t1 = time(NULL);
-	snprintf(cmd, sizeof(cmd), "ls '%s'/*.rlseg | head -1", e.store);
-	cr_assert_eq(live_run(cmd, seg, sizeof(seg)), 0);
-	seg[strcspn(seg, "\n")] = 0;
 	want = read_file(&e, seg, &rc, err, sizeof(err), first, sizeof(first));
 	cr_assert_eq(rc, 0, "the untouched segment: exit %d, %s", rc, err);
 	cr_assert_gt(want, 100000, "only %d events in the first segment", want);
