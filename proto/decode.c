@@ -49,6 +49,11 @@ void ringlog_dec_free(struct ringlog_decoder *d)
 uint64_t ringlog_dec_real_ns(const struct ringlog_seg_clock *c, uint32_t stream_clock,
 			     uint64_t ts)
 {
+	/* No calibration at all (a header rebuilt after its magic was hit:
+	 * magic_hit()): 0, the time unknown, and the caller shows its chunk's
+	 * (monotonic times came out as 1970 plus the uptime) */
+	if (!c->real_ref)
+		return 0;
 	if (stream_clock & RINGLOG_RING_CLOCK_TSC) {
 		__int128 dt = (__int128)ts - (__int128)c->tsc_ref;
 
@@ -520,8 +525,9 @@ static int chunk_at(struct ringlog_seg_file *f, uint64_t off, bool headers_only,
  * The header's other fields are trusted when its CRC holds with the magic
  * put back (only the magic was hit); otherwise none is: the header reads
  * as all zero (version 1, the default class, no TSC rate), and the note
- * says so. Returns 1 (read it, the header trusted), 2 (read it, the header
- * rebuilt), 0 (not a segment), -errno. */
+ * says so; with no clock calibration, every event is shown at its chunk's
+ * time (ringlog_dec_real_ns()). Returns 1 (read it, the header trusted), 2
+ * (read it, the header rebuilt), 0 (not a segment), -errno. */
 static int magic_hit(struct ringlog_seg_file *f, char *note, size_t size)
 {
 	uint64_t was = f->hdr.magic;
@@ -546,7 +552,7 @@ static int magic_hit(struct ringlog_seg_file *f, char *note, size_t size)
 	f->hdr.header_size = RINGLOG_SEG_HEADER_SIZE;
 	snprintf(note, size, "magic is 0x%016llx, not a segment's, but a valid chunk starts at "
 		 "byte %u: its chunks are read, its header is not trusted (the default class; "
-		 "TSC timestamps are shown at the time of their chunk)", (unsigned long long)was,
+		 "events are shown at the time of their chunk)", (unsigned long long)was,
 		 RINGLOG_SEG_HEADER_SIZE);
 	return 2;
 }

@@ -662,8 +662,9 @@ void read_free_files(char **files, size_t nf)
  * ring, the positions already decoded; a newer file read first made every
  * event of an older one look like a copy, and they vanished without a
  * word (an outsider's test: 600,000 events read as 34,709, exit 0). A
- * file whose header cannot be read keeps its place among the others by
- * sorting first (its events are decoded all the same). */
+ * file that is no segment sorts first (it is said, and read as nothing).
+ * Creation times are wall-clock: a clock set back between two segments
+ * orders them wrong (the sequence breaks ties only). */
 struct file_key {
 	char *path;
 	uint64_t created, seq;
@@ -694,10 +695,13 @@ void read_order_files(char **files, size_t nf)
 		k[i].path = files[i];
 		k[i].given = i;
 		if (ringlog_seg_open(&f, files[i], &why) == 0) {
-			if (f.hdr_ok) {
-				k[i].created = f.hdr.created_real_ns;
-				k[i].seq = f.hdr.seq;
-			}
+			/* a header whose checksum fails is still the best
+			 * guess; one rebuilt from nothing (magic_hit()) has
+			 * its first chunk's time */
+			k[i].created = f.hdr.created_real_ns;
+			k[i].seq = f.hdr.seq;
+			if (!k[i].created && ringlog_seg_next(&f, true) == 1)
+				k[i].created = f.chunk.first_real_ns;
 			ringlog_seg_close(&f);
 		}
 	}

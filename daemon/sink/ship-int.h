@@ -123,8 +123,8 @@ struct ship {
 	                        * again (0: none; segments start at 0) */
 	uint64_t reading_seg;  /* the segment the thread has open, UINT64_MAX none */
 	uint64_t ack_seg_events; /* acknowledged of ack_seg so far */
-	/* The segment the budget deleted while the thread held it open (0:
-	 * none): not counted then, since its descriptor still reads it, but
+	/* The segment the budget deleted while the thread held it open
+	 * (held_gone_valid): not counted then, since its descriptor still reads it, but
 	 * once the thread lets it go with chunks not acknowledged, those are
 	 * lost: its events less those acknowledged are counted then. */
 	bool held_gone_valid;

@@ -338,6 +338,9 @@ void *ship_thread_main(void *arg)
 		js_PublishAsyncComplete(s->js, &po);
 	}
 	pthread_mutex_lock(&s->mu);
+	/* the held segment the budget deleted: what no ack covered is gone
+	 * with this process (the next opens it by name, and it is not there) */
+	ship_held_let_go(s);
 	{
 		struct ship_saved now = ship_saved_of(s);
 
