@@ -50,9 +50,10 @@ uint64_t ringlog_dec_real_ns(const struct ringlog_seg_clock *c, uint32_t stream_
 			     uint64_t ts)
 {
 	/* No calibration at all (a header rebuilt after its magic was hit:
-	 * magic_hit()): 0, the time unknown, and the caller shows its chunk's
-	 * (monotonic times came out as 1970 plus the uptime) */
-	if (!c->real_ref)
+	 * magic_hit() marks it): 0, the time unknown, and the caller shows its
+	 * chunk's (monotonic times came out as 1970 plus the uptime). A
+	 * real_ref of 0 is a valid calibration (tests write such segments). */
+	if (c->real_ref == RINGLOG_SEG_CLOCK_UNKNOWN)
 		return 0;
 	if (stream_clock & RINGLOG_RING_CLOCK_TSC) {
 		__int128 dt = (__int128)ts - (__int128)c->tsc_ref;
@@ -550,6 +551,7 @@ static int magic_hit(struct ringlog_seg_file *f, char *note, size_t size)
 	f->hdr.magic = RINGLOG_SEG_MAGIC;
 	f->hdr.version = RINGLOG_SEG_VERSION;
 	f->hdr.header_size = RINGLOG_SEG_HEADER_SIZE;
+	f->hdr.real_ref = RINGLOG_SEG_CLOCK_UNKNOWN;
 	snprintf(note, size, "magic is 0x%016llx, not a segment's, but a valid chunk starts at "
 		 "byte %u: its chunks are read, its header is not trusted (the default class; "
 		 "events are shown at the time of their chunk)", (unsigned long long)was,

@@ -61,7 +61,10 @@
  *   real_ns = real_ref + (ticks - tsc_ref) * 1e9 / tsc_hz
  * and stream clock MONO values with real_ns = real_ref + (mono - mono_ref).
  * Chunk headers carry wall-clock times already converted, so time-range
- * queries and the retention index never decode events.
+ * queries and the retention index never decode events. A reader that has
+ * no calibration (a header it rebuilt: FORMAT.md "A damaged magic") sets
+ * real_ref to RINGLOG_SEG_CLOCK_UNKNOWN and shows events at their chunk's
+ * time; no writer stores that value.
  */
 #ifndef RINGLOG_PROTO_SEGMENT_H
 #define RINGLOG_PROTO_SEGMENT_H
@@ -73,6 +76,7 @@
 #include <string.h>
 
 #define RINGLOG_SEG_MAGIC        0x4745534c474e4952ull /* "RINGLSEG" */
+#define RINGLOG_SEG_CLOCK_UNKNOWN UINT64_MAX /* real_ref: no calibration (a reader's) */
 #define RINGLOG_SEG_VERSION      1u
 #define RINGLOG_SEG_HEADER_SIZE  4096u
 #define RINGLOG_SEG_ALIGN        4096u
