@@ -1607,7 +1607,7 @@ Test(ship, a_chunk_sent_again_cut_otherwise_is_read_whole_once, .timeout = 180)
 	jsCtx *js = NULL;
 	natsMsg *m = NULL;
 	jsErrCode jerr = 0;
-	const struct ringlog_ship_hdr *h;
+	struct ringlog_ship_hdr hdr, *h = &hdr; /* a copy: a message's data need not be aligned */
 	const uint8_t *plain;
 	const char *why;
 	uint8_t *v2;
@@ -1631,7 +1631,8 @@ Test(ship, a_chunk_sent_again_cut_otherwise_is_read_whole_once, .timeout = 180)
 		m = NULL;
 		cr_assert_eq(js_GetMsg(&m, js, "RLTEST", seq, NULL, &jerr), NATS_OK,
 			     "no message with events up to %llu", (unsigned long long)seq);
-		h = (const void *)natsMsg_GetData(m);
+		cr_assert_geq(natsMsg_GetDataLength(m), (int)sizeof(hdr));
+		memcpy(&hdr, natsMsg_GetData(m), sizeof(hdr));
 		events = h->events;
 	}
 	plain = (const uint8_t *)natsMsg_GetData(m);
