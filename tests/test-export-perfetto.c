@@ -1123,6 +1123,9 @@ Test(export_perfetto, usage_errors)
 		" export --format ctf --output /tmp/x --max-size 1M --dir /tmp",
 		" export --format perfetto --output /tmp/x --max-size lots --dir /tmp",
 		" export --format perfetto --output /tmp/x --max-size 0 --dir /tmp",
+		/* usage errors too, once exit 1 (an outsider's report) */
+		" export --format perfetto --output - --max-size 1M --dir /tmp",
+		" export --format perfetto --output /tmp/x --max-size 1K --dir /tmp",
 	};
 	char cmd[600], out[4096];
 
@@ -1132,11 +1135,11 @@ Test(export_perfetto, usage_errors)
 		cr_expect(strstr(out, "--max-size"), "%s", out);
 	}
 	cr_expect_eq(live_run(CLI " export --format perfetto --output - --max-size 1M --dir /tmp "
-			      "2>&1", out, sizeof(out)), 1);
+			      "2>&1", out, sizeof(out)), 2);
 	cr_expect(strstr(out, "several files"), "%s", out);
 	cr_expect_eq(live_run(CLI " export --format perfetto --output /tmp/x --max-size 1K "
-			      "--dir /tmp 2>&1", out, sizeof(out)), 1);
-	cr_expect(strstr(out, "at least 64K"), "%s", out);
+			      "--dir /tmp 2>&1", out, sizeof(out)), 2);
+	cr_expect(strstr(out, "at least 64K") && strstr(out, "1024 bytes"), "%s", out);
 	cr_expect_eq(live_run(CLI " export --help", out, sizeof(out)), 0);
 	cr_expect(strstr(out, "perfetto") && strstr(out, "--max-size"), "%s", out);
 }

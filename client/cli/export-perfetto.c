@@ -161,7 +161,6 @@ enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 #define BUF_FLUSH (1u << 20)
 #define GLOBAL_TRACK 1u          /* losses of no known writer */
 #define SEQ_GLOBAL 1u
-#define MIN_MAX_SIZE (64u * 1024)
 
 /* ------------------------------------------------------------------------
  * The encoder: the caller reserves room first (an upper bound), then
@@ -1260,7 +1259,7 @@ static struct export_writer *pf_begin(const char *path, const struct export_info
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (info->max_size && info->max_size < MIN_MAX_SIZE) {
+	if (info->max_size && info->max_size < EXPORT_MIN_MAX_SIZE) {
 		fprintf(stderr, "ringlog export: --max-size %llu: too small for a file that stands "
 			"alone; give at least 64K\n", (unsigned long long)info->max_size);
 		pf_free(w);

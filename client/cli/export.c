@@ -287,6 +287,19 @@ int cmd_export(int argc, char **argv)
 			"2G\n", max_size);
 		return EXIT_USAGE;
 	}
+	/* usage errors, caught before any file is made (the writer checks
+	 * them too, as the place that needs them) */
+	if (max_size && !strcmp(output, "-")) {
+		fprintf(stderr, "ringlog export: --max-size writes several files: name one with "
+			"--output, not \"-\"\n");
+		return EXIT_USAGE;
+	}
+	if (max_size && info.max_size < EXPORT_MIN_MAX_SIZE) {
+		fprintf(stderr, "ringlog export: --max-size \"%s\" (%llu bytes): too small for a file "
+			"that stands alone; give at least 64K\n", max_size,
+			(unsigned long long)info.max_size);
+		return EXIT_USAGE;
+	}
 	if (max_size && ops != &export_perfetto_ops) {
 		fprintf(stderr, "ringlog export: --max-size splits --format perfetto output; "
 			"%s is written whole\n", format);

@@ -25,6 +25,10 @@ struct export_info {
 	uint64_t max_size; /* --max-size (perfetto): split past it; 0: never */
 };
 
+/* The least --max-size: a file that stands alone needs its descriptions
+ * (interned names, tracks) before its first event. */
+#define EXPORT_MIN_MAX_SIZE (64u * 1024)
+
 struct export_writer;
 
 struct export_ops {
