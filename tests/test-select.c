@@ -76,14 +76,35 @@ Test(select, every_time_form_against_a_fixed_clock)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		uint64_t t = 0;
 
-		cr_expect_eq(sel_parse_time(ok[i].in, S(NOW), &t), 0, "\"%s\" refused", ok[i].in);
+		cr_expect_eq(sel_parse_time(ok[i].in, S(NOW), &t, NULL, 0), 0, "\"%s\" refused",
+			     ok[i].in);
 		cr_expect_eq(t, ok[i].want, "\"%s\": %llu, want %llu", ok[i].in,
 			     (unsigned long long)t, (unsigned long long)ok[i].want);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t t;
 
-		cr_expect_eq(sel_parse_time(bad[i], S(NOW), &t), -EINVAL, "\"%s\" accepted", bad[i]);
+		cr_expect_eq(sel_parse_time(bad[i], S(NOW), &t, NULL, 0), -EINVAL, "\"%s\" accepted",
+			     bad[i]);
+	}
+	/* a date of the right form says what is wrong with it (an outsider
+	 * got the list of forms for a wrong weekday) */
+	{
+		static const struct { const char *in, *why; } said[] = {
+			{ "Tue 2026-11-23", "2026-11-23 is a Monday, not a Tuesday" },
+			{ "friday 2026-11-23T10:52:30Z", "2026-11-23 is a Monday, not a Friday" },
+			{ "2026-02-29", "2026-02 has 28 days" },
+			{ "2028-02-30 10:00", "2028-02 has 29 days" },
+			{ "2026-11-23 25:00", "" },
+			{ "10 parsecs ago", "" },
+		};
+		char why[100];
+		uint64_t t;
+
+		for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++) {
+			cr_expect_eq(sel_parse_time(said[i].in, S(NOW), &t, why, sizeof(why)), -EINVAL);
+			cr_expect_str_eq(why, said[i].why, "\"%s\"", said[i].in);
+		}
 	}
 }
 

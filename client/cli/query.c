@@ -173,8 +173,17 @@ int query_parse(struct query *q, const char *cmd, unsigned allow, long lines_def
 			break;
 		case O_SINCE:
 		case O_UNTIL:
-			if (sel_parse_time(v, q->now_ns, c == O_SINCE ? &q->sel.since_ns : &q->sel.until_ns))
-				return bad(q, o, v, sel_time_forms);
+		{
+			char why[100];
+
+			if (sel_parse_time(v, q->now_ns, c == O_SINCE ? &q->sel.since_ns :
+					   &q->sel.until_ns, why, sizeof(why))) {
+				if (!why[0])
+					return bad(q, o, v, sel_time_forms);
+				fprintf(stderr, "ringlog %s: %s \"%s\": %s\n", q->cmd, o, v, why);
+				return EXIT_USAGE;
+			}
+		}
 			*(c == O_SINCE ? &since : &until) = v;
 			break;
 		case O_JSON:

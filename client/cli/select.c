@@ -167,7 +167,10 @@ static uint64_t day_start(uint64_t now_ns, int add_days)
 	return t < 0 ? 0 : (uint64_t)t * NS;
 }
 
-int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
+static const char *const day_names[] = { "Sunday", "Monday", "Tuesday", "Wednesday",
+					 "Thursday", "Friday", "Saturday" };
+
+int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out, char *why, size_t len)
 {
 	struct tm tm = { 0 };
 	uint64_t span, frac = 0;
@@ -178,6 +181,8 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 	int zone, wday = -1;
 	time_t t;
 
+	if (why && len)
+		why[0] = '\0';
 	while (*s == ' ')
 		s++;
 	if (!strcmp(s, "now")) {
@@ -210,12 +215,10 @@ int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out)
 	}
 	/* systemd's optional weekday ("Mon 2026-11-23 ..."), checked below */
 	for (int i = 0; i < 7; i++) {
-		static const char *const days[] = { "sunday", "monday", "tuesday", "wednesday",
-						    "thursday", "friday", "saturday" };
 		size_t wl = strcspn(s, " ");
 
-		if (wl >= 3 && s[wl] == ' ' && !strncasecmp(s, days[i], wl) &&
-		    (wl == 3 || wl == strlen(days[i]))) {
+		if (wl >= 3 && s[wl] == ' ' && !strncasecmp(s, day_names[i], wl) &&
+		    (wl == 3 || wl == strlen(day_names[i]))) {
 			wday = i;
 			for (s += wl; *s == ' '; s++)
 				;
@@ -277,8 +280,12 @@ zone:
 		int yr = tm.tm_year + 1900;
 		bool leap = (yr % 4 == 0 && yr % 100 != 0) || yr % 400 == 0;
 
-		if (tm.tm_mday > mdays[tm.tm_mon] + (tm.tm_mon == 1 && leap))
+		if (tm.tm_mday > mdays[tm.tm_mon] + (tm.tm_mon == 1 && leap)) {
+			if (why)
+				snprintf(why, len, "%04d-%02d has %d days", yr, tm.tm_mon + 1,
+					 mdays[tm.tm_mon] + (tm.tm_mon == 1 && leap));
 			return -EINVAL;
+		}
 	}
 	if (zone) {
 		t = timegm(&tm) - off;
@@ -292,8 +299,14 @@ zone:
 		struct tm c;
 		time_t ct = t + (zone ? off : 0);
 
-		if ((zone ? gmtime_r(&ct, &c) : localtime_r(&t, &c)) == NULL || c.tm_wday != wday)
+		if ((zone ? gmtime_r(&ct, &c) : localtime_r(&t, &c)) == NULL)
 			return -EINVAL;
+		if (c.tm_wday != wday) {
+			if (why)
+				snprintf(why, len, "%04d-%02d-%02d is a %s, not a %s", c.tm_year + 1900,
+					 c.tm_mon + 1, c.tm_mday, day_names[c.tm_wday], day_names[wday]);
+			return -EINVAL;
+		}
 	}
 	*out = (uint64_t)t * NS + frac;
 	return 0;

@@ -39,8 +39,10 @@ void sel_free(struct selection *s);
 uint64_t sel_now_ns(void);
 
 /* --since/--until: the forms of systemd.time(7) that apply. Returns 0 with
- * *out in ns since the epoch, or -EINVAL. */
-int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out);
+ * *out in ns since the epoch, or -EINVAL; then why (when not NULL) says
+ * what is wrong with a date of the right form ("2026-02 has 28 days", a
+ * weekday not the date's), or is empty. */
+int sel_parse_time(const char *s, uint64_t now_ns, uint64_t *out, char *why, size_t len);
 /* What sel_parse_time() accepts, for messages. */
 extern const char sel_time_forms[];
 
