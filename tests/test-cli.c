@@ -588,6 +588,13 @@ Test(cli, status_matches_a_known_workload_and_works_with_the_daemon_down)
 	cr_expect(strstr(out, "not running") || strstr(out, "down"),
 		  "status with the daemon down does not say so: %s", out);
 	cr_expect(strstr(out, "10000"), "status with the daemon down lost the count: %s", out);
+	/* a storage directory that is not there: said, not "0 B used" */
+	snprintf(cmd, sizeof(cmd), CLI " status --dir '%s/not-there' 2>&1", e.dir);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 3);
+	cr_expect(strstr(out, "No such file") && !strstr(out, "0 B used"), "%s", out);
+	snprintf(cmd, sizeof(cmd), CLI " status --json --dir '%s/not-there' 2>/dev/null", e.dir);
+	live_run(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "\"error\": \"cannot read the storage directory"), "%s", out);
 	live_cleanup(&e);
 }
 

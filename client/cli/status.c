@@ -293,6 +293,10 @@ static void print_human(json_t *j, bool down)
 	else if (down)
 		printf("ringlogd is not running: figures read from the storage directory\n\n");
 	printf("%-22s %s\n", "storage", S(j, "storage_dir"));
+	if (down && !json_object_get(j, "segments")) {
+		printf("%-22s %s\n", "", S(j, "error"));
+		return;
+	}
 	print_disk(j);
 	printf("%-22s %llu\n", "segments", (unsigned long long)I(j, "segment_count"));
 	v = json_object_get(j, "store");
@@ -402,6 +406,19 @@ static json_t *offline(const char *dir)
 	struct timespec ts;
 	int k = scandir(dir, &names, NULL, alphasort);
 
+	/* a directory that cannot be read says so, not "0 B used" (an
+	 * outsider's test: a storage directory that did not exist) */
+	if (k < 0) {
+		int err = errno;
+
+		json_object_set_new(j, "daemon", json_string("down"));
+		json_object_set_new(j, "storage_dir", json_string(dir));
+		json_object_set_new(j, "error", json_sprintf("cannot read the storage directory %s: %s%s",
+			dir, strerror(err), err == ENOENT ? " (ringlogd makes it when it starts; "
+			"--dir names another)" : ""));
+		json_decref(segs);
+		return j;
+	}
 	ringlog_config_defaults(&c);
 	for (int i = 0; i < k; i++) {
 		char path[4400];
