@@ -91,25 +91,80 @@ static int hexval(int c)
 	return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
 }
 
+/* The text forms of ringlog_match_value(), parsed: false when v is not
+ * one. */
+static bool parse_int(const char *v, long long *x)
+{
+	char *end;
+
+	errno = 0;
+	/* base 0: decimal, or 0x... (a hex field shows its value so) */
+	if (!strncasecmp(v, "0x", 2) || !strncasecmp(v, "-0x", 3)) {
+		unsigned long long u = strtoull(v[0] == '-' ? v + 1 : v, &end, 16);
+
+		*x = v[0] == '-' ? -(long long)u : (long long)u;
+	} else {
+		*x = strtoll(v, &end, 10);
+	}
+	return !errno && end != v && !*end;
+}
+
+static bool parse_uint(const char *v, unsigned long long *x)
+{
+	char *end;
+
+	if (v[0] == '-')
+		return false;
+	errno = 0;
+	*x = strtoull(v, &end, !strncasecmp(v, "0x", 2) ? 16 : 10);
+	return !errno && end != v && !*end;
+}
+
+static bool parse_f64(const char *v, double *x)
+{
+	char *end;
+
+	if (!strcasecmp(v, "nan")) {
+		*x = NAN;
+		return true;
+	}
+	*x = strtod(v, &end);
+	return end != v && !*end;
+}
+
+/* 1 true, 0 false, -1 neither */
+static int parse_bool(const char *v)
+{
+	if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
+		return 1;
+	if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
+		return 0;
+	return -1;
+}
+
+/* hex digits, 0x optional: how many bytes, or -1 */
+static long hex_len(const char *v)
+{
+	size_t n;
+
+	if (!strncasecmp(v, "0x", 2))
+		v += 2;
+	n = strlen(v);
+	for (size_t i = 0; i < n; i++)
+		if (hexval((unsigned char)v[i]) < 0)
+			return -1;
+	return n % 2 ? -1 : (long)(n / 2);
+}
+
 bool ringlog_match_value(const struct ringlog_value *val, const char *v)
 {
 	const struct ringlog_field_desc *f = val->field;
-	char *end;
 
 	switch (f->type) {
 	case RINGLOG_TYPE_I8: case RINGLOG_TYPE_I16: case RINGLOG_TYPE_I32: case RINGLOG_TYPE_I64: {
 		long long x;
 
-		errno = 0;
-		/* base 0: decimal, or 0x... (a hex field shows its value so) */
-		if (!strncasecmp(v, "0x", 2) || !strncasecmp(v, "-0x", 3)) {
-			unsigned long long u = strtoull(v[0] == '-' ? v + 1 : v, &end, 16);
-
-			x = v[0] == '-' ? -(long long)u : (long long)u;
-		} else {
-			x = strtoll(v, &end, 10);
-		}
-		if (errno || end == v || *end)
+		if (!parse_int(v, &x))
 			return false;
 		/* a hex-shown field carries the bits: 0xff is -1 for an i8 */
 		if (f->format == RINGLOG_FMT_HEX)
@@ -119,45 +174,56 @@ bool ringlog_match_value(const struct ringlog_value *val, const char *v)
 	case RINGLOG_TYPE_U8: case RINGLOG_TYPE_U16: case RINGLOG_TYPE_U32: case RINGLOG_TYPE_U64: {
 		unsigned long long x;
 
-		if (v[0] == '-')
-			return false;
-		errno = 0;
-		x = strtoull(v, &end, !strncasecmp(v, "0x", 2) ? 16 : 10);
-		return !errno && end != v && !*end && x == val->u;
+		return parse_uint(v, &x) && x == val->u;
 	}
 	case RINGLOG_TYPE_F64: {
 		double x;
 
-		if (!strcasecmp(v, "nan"))
-			return isnan(val->d);
-		x = strtod(v, &end);
-		return end != v && !*end && x == val->d;
+		if (!parse_f64(v, &x))
+			return false;
+		return isnan(x) ? isnan(val->d) : x == val->d;
 	}
-	case RINGLOG_TYPE_BOOL:
-		if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
-			return val->b;
-		if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
-			return !val->b;
-		return false;
+	case RINGLOG_TYPE_BOOL: {
+		int b = parse_bool(v);
+
+		return b >= 0 && (bool)b == val->b;
+	}
 	case RINGLOG_TYPE_STR:
 		return strlen(v) == val->len && !memcmp(v, val->data, val->len);
-	case RINGLOG_TYPE_BLOB: {
-		size_t n = strlen(v);
-
-		if (!strncasecmp(v, "0x", 2)) {
-			v += 2;
-			n -= 2;
-		}
-		if (n != 2 * (size_t)val->len)
+	case RINGLOG_TYPE_BLOB:
+		if (hex_len(v) != (long)val->len)
 			return false;
-		for (uint32_t i = 0; i < val->len; i++) {
-			int hi = hexval((unsigned char)v[2 * i]), lo = hexval((unsigned char)v[2 * i + 1]);
-
-			if (hi < 0 || lo < 0 || (unsigned)(hi * 16 + lo) != val->data[i])
+		if (!strncasecmp(v, "0x", 2))
+			v += 2;
+		for (uint32_t i = 0; i < val->len; i++)
+			if ((unsigned)(hexval((unsigned char)v[2 * i]) * 16 +
+				       hexval((unsigned char)v[2 * i + 1])) != val->data[i])
 				return false;
-		}
 		return true;
+	default:
+		return false;
 	}
+}
+
+bool ringlog_match_fits(uint8_t type, const char *v)
+{
+	long long i;
+	unsigned long long u;
+	double d;
+
+	switch (type) {
+	case RINGLOG_TYPE_I8: case RINGLOG_TYPE_I16: case RINGLOG_TYPE_I32: case RINGLOG_TYPE_I64:
+		return parse_int(v, &i);
+	case RINGLOG_TYPE_U8: case RINGLOG_TYPE_U16: case RINGLOG_TYPE_U32: case RINGLOG_TYPE_U64:
+		return parse_uint(v, &u);
+	case RINGLOG_TYPE_F64:
+		return parse_f64(v, &d);
+	case RINGLOG_TYPE_BOOL:
+		return parse_bool(v) >= 0;
+	case RINGLOG_TYPE_STR:
+		return true;
+	case RINGLOG_TYPE_BLOB:
+		return hex_len(v) >= 0;
 	default:
 		return false;
 	}

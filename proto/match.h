@@ -49,6 +49,9 @@ int ringlog_match_add_field(struct ringlog_match *m, const char *name, size_t na
  * field also by its bits), doubles as numbers, true/false/1/0 for bools,
  * the exact bytes of a string, hex digits (0x optional) for a blob? */
 bool ringlog_match_value(const struct ringlog_value *v, const char *t);
+/* Is t one of those forms for a field of this type (RINGLOG_TYPE_*), so
+ * that some value could match it? */
+bool ringlog_match_fits(uint8_t type, const char *t);
 
 /* Does the event pass? provider may be NULL (unknown); values are the
  * event's decoded fields, needed only when m->nfields (NULL otherwise). */

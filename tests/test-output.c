@@ -393,6 +393,14 @@ Test(output, field_matches_globs_priorities_and_grep_on_stored_events)
 		{ "--keyword 0x6", "code=2(ENOENT)\nms=2.5 ok=true\n" },
 		{ "--pid 4242 --uid 1000 -n 1", "ms=2.5 ok=true\n" },
 		{ "--pid 1", "" },
+		/* a filter that cannot match says why (it said nothing) */
+		{ "status=abc", "ringlog read: status=abc: the field is u16 in the events read, and no "
+		  "value given is one, so nothing matched (ringlog read --help: FIELD=VALUE)\n" },
+		{ "ok=maybe ok=perhaps", "ringlog read: ok=maybe,...: the field is bool in the events "
+		  "read, and no value given is one, so nothing matched (ringlog read --help: "
+		  "FIELD=VALUE)\n" },
+		{ "stauts=503", "ringlog read: stauts=...: no event read has a field named "
+		  "\"stauts\"\n" },
 	};
 	struct live e;
 	char dir[400];

@@ -30,7 +30,56 @@ void sel_free(struct selection *s)
 		regfree(&s->grep);
 #endif
 	free(s->grep_pattern);
+	if (s->met)
+		free(s->met->f);
+	free(s->met);
 	sel_init(s);
+}
+
+/* What the field filters meet in events of type d (once per run of one
+ * type: runs are long). */
+static void met_fields(struct sel_met *met, const struct ringlog_match *m,
+		       const struct ringlog_event_desc *d)
+{
+	met->last_desc = d;
+	for (unsigned i = 0; i < m->nfields && i < met->nfields; i++)
+		for (unsigned k = 0; k < d->nfields; k++) {
+			if (strcmp(d->fields[k].name, m->fields[i].name))
+				continue;
+			met->f[i].types |= 1u << (d->fields[k].type & 31);
+			for (unsigned v = 0; v < m->fields[i].nvalues && !met->f[i].fits; v++)
+				met->f[i].fits = ringlog_match_fits(d->fields[k].type,
+								    m->fields[i].values[v]);
+		}
+}
+
+void sel_explain(const struct selection *s, const char *cmd)
+{
+	const struct ringlog_match *m = &s->m;
+
+	if (!s->met || !s->met->last_desc) /* no event read */
+		return;
+	for (unsigned i = 0; i < m->nfields && i < s->met->nfields; i++) {
+		char types[120] = "";
+		size_t used = 0;
+
+		if (s->met->f[i].fits)
+			continue;
+		if (!s->met->f[i].types) {
+			fprintf(stderr, "ringlog %s: %s=...: no event read has a field named \"%s\"\n",
+				cmd, m->fields[i].name, m->fields[i].name);
+			continue;
+		}
+		for (unsigned t = 0; t < 32; t++)
+			if (s->met->f[i].types & (1u << t))
+				used += (size_t)snprintf(types + used, used < sizeof(types) ?
+							 sizeof(types) - used : 0, "%s%s",
+							 used ? ", " : "", ringlog_type_name(t));
+		fprintf(stderr, "ringlog %s: %s=%s%s: the field is %s in the events read, and no value "
+			"given is one, so nothing matched (ringlog read --help: FIELD=VALUE)\n", cmd,
+			m->fields[i].name, m->fields[i].values[0],
+			m->fields[i].nvalues > 1 ? ",..." : "", types);
+	}
 }
 
 /* "1795428000" or "1795428000.25" seconds into ns, exactly (a double
@@ -366,13 +415,32 @@ int sel_add_field(struct selection *s, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 
+	int err;
+
 	if (!eq || eq == arg)
 		return -EINVAL;
-	return ringlog_match_add_field(&s->m, arg, (size_t)(eq - arg), eq + 1);
+	err = ringlog_match_add_field(&s->m, arg, (size_t)(eq - arg), eq + 1);
+	if (err)
+		return err;
+	if (!s->met && !(s->met = calloc(1, sizeof(*s->met))))
+		return -ENOMEM;
+	if (s->met->nfields < s->m.nfields) {
+		void *f = realloc(s->met->f, s->m.nfields * sizeof(*s->met->f));
+
+		if (!f)
+			return -ENOMEM;
+		s->met->f = f;
+		memset(&s->met->f[s->met->nfields], 0,
+		       (s->m.nfields - s->met->nfields) * sizeof(*s->met->f));
+		s->met->nfields = s->m.nfields;
+	}
+	return 0;
 }
 
 bool sel_match(const struct selection *s, const struct ringlog_dec_event *e)
 {
+	if (s->m.nfields && s->met && s->met->f && e->desc != s->met->last_desc)
+		met_fields(s->met, &s->m, e->desc);
 	if (!ringlog_match_event(&s->m, e->provider, e->desc, e->writer->w.pid, e->writer->w.uid,
 				 e->values))
 		return false;

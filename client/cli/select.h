@@ -25,6 +25,15 @@ struct selection {
 	uint64_t since_ns, until_ns; /* 0: open */
 	bool grep_given;
 	char *grep_pattern;
+	/* What the FIELD=VALUE filters met, for sel_explain(): by field
+	 * filter, the types its name had in the events read and whether a
+	 * value of it fits one of them (allocated on first use; a pointer,
+	 * since matching takes the selection const) */
+	struct sel_met {
+		const void *last_desc;    /* the events' type last looked at */
+		unsigned nfields;
+		struct { uint32_t types; bool fits; } *f;
+	} *met;
 #ifndef _WIN32
 	regex_t grep;            /* on the event's short line, without colour */
 #endif                           /* Windows (no POSIX regex in mingw-w64):
@@ -33,6 +42,12 @@ struct selection {
 
 void sel_init(struct selection *s);
 void sel_free(struct selection *s);
+
+/* After a read: a FIELD=VALUE filter that could match nothing says why on
+ * stderr (no event read had the field; its value is not of the field's
+ * type, as "status=abc" for an integer). An outsider's test: a value of
+ * the wrong type matched nothing, without a word. */
+void sel_explain(const struct selection *s, const char *cmd);
 
 /* The clock the time forms are relative to: $RINGLOG_NOW (seconds since
  * the epoch, fraction allowed; for tests) or CLOCK_REALTIME. */
