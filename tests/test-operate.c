@@ -598,6 +598,12 @@ Test(operate, vacuum_and_status_dir_name_the_store_they_act_on)
 		  "status --dir %s shows another store: %.300s", other, out);
 	json_decref(j);
 
+	/* read -f --dir OTHER cannot follow OTHER: refused, not OTHER's history
+	 * then the daemon's live events without a word */
+	snprintf(cmd, sizeof(cmd), "timeout 10 " CLI " read -f -n 5 --dir '%s' 2>&1", other);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 2, "%s", out);
+	cr_expect(strstr(out, "only the store of a running ringlogd can be followed"), "%s", out);
+
 	snprintf(cmd, sizeof(cmd), CLI " vacuum --dir '%s' --size 1 2>&1", other);
 	cr_expect_eq(live_run(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_expect(strstr(out, other), "vacuum does not name the store it acted on: %s", out);

@@ -183,7 +183,21 @@ int cli_follow(struct query *q, const char *dir)
 		}
 		if (type == RINGLOG_CTL_TAIL) {
 			json_t *j = json_loads((const char *)p, 0, NULL);
-			const char *store = dir ? dir : json_string_value(json_object_get(j, "storage_dir"));
+			const char *own = json_string_value(json_object_get(j, "storage_dir"));
+			const char *store = dir ? dir : own;
+
+			/* read -f --dir OTHER: OTHER's history followed by another
+			 * store's live events, without a word (an outsider's test) */
+			if (dir && own && !cli_same_dir(dir, own)) {
+				fprintf(stderr, "ringlog %s: -f --dir %s: ringlogd at %s stores in %s; only "
+					"the store of a running ringlogd can be followed (--socket names "
+					"the one that stores in %s; without -f, read shows %s as it is)\n", q->cmd,
+					dir, socket_path(q->socket), own, dir, dir);
+				json_decref(j);
+				free(p);
+				rc = EXIT_USAGE;
+				break;
+			}
 
 			/* the default 10 of an unreadable store is skipped quietly;
 			 * an -n asked for is not */
