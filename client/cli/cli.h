@@ -37,6 +37,8 @@ bool cli_interrupted(void);
 /* Interrupt as Ctrl-C would, ms milliseconds from now (--until). */
 void cli_interrupt_after(uint64_t ms);
 void cli_watch(int fd); /* -1: none */
+/* common.c: sleep, cut short by Ctrl-C (the caller checks). */
+void cli_sleep_ms(unsigned ms);
 int cli_send(int fd, uint16_t type, const void *p, uint32_t len);
 /* connect-unix.c / connect-win.c: whole writes and reads on a connection;
  * read: 1, 0 at end of stream, -EINTR when interrupted, -errno. */
@@ -54,9 +56,10 @@ struct query;
 /* tail.c: follow the daemon's live stream after the stored history (the
  * newest q->lines of dir, or of the daemon's store when dir is NULL). */
 int cli_follow(struct query *q, const char *dir);
-/* read.c: print the stored history before a follow (lines < 0: all).
- * Returns 0, or -1 when dir cannot be read. */
-int read_history(const struct query *q, const char *dir, long lines);
+/* read.c: print the stored history before a follow (lines < 0: all), of
+ * the segments numbered from_seg on (0: all). Returns 0, or -1 when dir
+ * cannot be read. */
+int read_history(const struct query *q, const char *dir, long lines, uint64_t from_seg);
 /* read.c: the store's segment paths, oldest first (q->dir, else the
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);

@@ -9,6 +9,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 #include "compat-win.h"
 #include "ctl.h"
@@ -29,6 +33,17 @@ int parse_level(const char *s, unsigned *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+void cli_sleep_ms(unsigned ms)
+{
+#ifdef _WIN32
+	Sleep(ms);
+#else
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL); /* Ctrl-C cuts it short: the loop checks */
+#endif
 }
 
 bool cli_same_dir(const char *a, const char *b)

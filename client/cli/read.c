@@ -458,14 +458,24 @@ static void print_lines(struct rd *r, bool tty)
 }
 
 /* The history before a follow (tail, read -f): lines < 0 all of it. */
-int read_history(const struct query *q, const char *dir, long lines)
+int read_history(const struct query *q, const char *dir, long lines, uint64_t from_seg)
 {
 	struct rd r = { .q = q };
 	char **files;
-	size_t nf;
+	size_t nf, k = 0;
 
 	if (list_dir(dir, &files, &nf) < 0)
 		return -1;
+	/* the segments from from_seg on (names are the number in hex) */
+	for (size_t i = 0; i < nf; i++) {
+		const char *name = strrchr(files[i], '/');
+
+		if (strtoull(name ? name + 1 : files[i], NULL, 16) >= from_seg)
+			files[k++] = files[i];
+		else
+			free(files[i]);
+	}
+	nf = k;
 	collect(&r, files, nf, lines);
 	print_lines(&r, false);
 	free_files(files, nf);

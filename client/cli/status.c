@@ -566,17 +566,6 @@ static json_t *fetch(const char *sock, const char *dir, bool json, bool quiet, b
 	return j;
 }
 
-static void sleep_ms(unsigned ms)
-{
-#ifdef _WIN32
-	Sleep(ms);
-#else
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL); /* Ctrl-C cuts it short: the loop checks */
-#endif
-}
-
 /* A figure's rate between two refreshes, per second. */
 static double per_s(uint64_t now, uint64_t before, double dt)
 {
@@ -722,7 +711,7 @@ static int watch(const char *sock, const char *dir, bool json, double every)
 		fflush(stdout);
 		json_decref(j);
 		for (unsigned ms = 0; ms < (unsigned)(every * 1000) && !cli_interrupted(); ms += 100)
-			sleep_ms((unsigned)(every * 1000) - ms < 100 ? (unsigned)(every * 1000) - ms : 100);
+			cli_sleep_ms((unsigned)(every * 1000) - ms < 100 ? (unsigned)(every * 1000) - ms : 100);
 	}
 	json_decref(prev);
 	return EXIT_OK;

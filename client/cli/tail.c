@@ -52,7 +52,8 @@ static void tail_help(void)
 	       "Follow live events: the newest N stored ones first (ringlog read -f -n N).\n"
 	       "Filters run in ringlogd; a --priority or --keyword above what is enabled\n"
 	       "raises enablement for matching providers while the tail runs.\n"
-	       "Ctrl-C exits 0; losing ringlogd exits 3; --until ends it at that time.\n"
+	       "Ctrl-C exits 0; --until ends it at that time. A restarted ringlogd is followed\n"
+	       "again, with what it stored before the tail joined again.\n"
 	       "\n"
 	       "  -n, --lines N          stored events shown first (default 10; 0: none; \"all\")\n"
 	       "      --since T, --until T\n"
@@ -121,12 +122,96 @@ static json_t *tail_request(const struct query *q, long backlog)
 	return req;
 }
 
+/* Send the TAIL request on fd (backlog: the stored events the reply
+ * leaves room for); 0, or EXIT_FAIL. */
+static int tail_ask(const struct query *q, int fd, long backlog)
+{
+	json_t *req = tail_request(q, backlog);
+	char *js = json_dumps(req, JSON_COMPACT);
+
+	json_decref(req);
+	if (!js)
+		return EXIT_FAIL;
+	/* A daemon at a limit sends REFUSE and closes: the send may fail,
+	 * the reason is still there to read */
+	cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js));
+	free(js);
+	return 0;
+}
+
+/* After ringlogd went away: connect again once it is back (Ctrl-C or
+ * --until end the wait). The descriptor, or -1 when interrupted. */
+static int tail_wait_back(const struct query *q)
+{
+	for (;;) {
+		int fd;
+
+		cli_sleep_ms(250);
+		if (cli_interrupted())
+			return -1;
+		if ((fd = cli_connect(socket_path(q->socket), true)) >= 0) {
+			cli_watch(fd);
+			fprintf(stderr, "ringlog: %s: ringlogd is back\n", q->cmd);
+			return fd;
+		}
+	}
+}
+
+/* The reply to TAIL: the stored events before the live ones. The first
+ * time, the newest -n of them; after ringlogd came back, those it stored
+ * before this tail joined again: the segments of its run (every one the
+ * old run stored was live here before it went). *run: the run followed. */
+static void tail_history(const struct query *q, const char *dir, const uint8_t *p, bool again,
+			 uint64_t *run)
+{
+	json_t *j = json_loads((const char *)p, 0, NULL);
+	const char *own = json_string_value(json_object_get(j, "storage_dir"));
+	const char *store = dir ? dir : own;
+	json_t *first = json_object_get(j, "run_first_segment");
+	uint64_t now = json_is_integer(first) ? (uint64_t)json_integer_value(first) : UINT64_MAX;
+
+	if (!again) {
+		/* the default 10 of an unreadable store is skipped quietly;
+		 * an -n asked for is not */
+		if (q->lines && store && read_history(q, store, q->lines, 0) < 0 && q->lines_given)
+			fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
+				"read group)\n", q->cmd, store);
+	} else if (now != UINT64_MAX && now != *run && store) {
+		if (read_history(q, store, -1, now) < 0)
+			fprintf(stderr, "ringlog: %s: cannot read %s: what ringlogd stored before this "
+				"tail joined again is not shown\n", q->cmd, store);
+	} else {
+		fprintf(stderr, "ringlog: %s: the same ringlogd as before: what it stored while this "
+			"tail was away is not shown (ringlog read --since)\n", q->cmd);
+	}
+	*run = now;
+	json_decref(j);
+}
+
+/* Whether dir is another store than the daemon's (read -f --dir OTHER):
+ * said, and the follow refused. */
+static bool other_store(const struct query *q, const char *dir, const uint8_t *p)
+{
+	json_t *j = json_loads((const char *)p, 0, NULL);
+	const char *own = json_string_value(json_object_get(j, "storage_dir"));
+	bool other = dir && own && !cli_same_dir(dir, own);
+
+	/* OTHER's history followed by another store's live events, without a
+	 * word (an outsider's test) */
+	if (other)
+		fprintf(stderr, "ringlog %s: -f --dir %s: ringlogd at %s stores in %s; only the store "
+			"of a running ringlogd can be followed (--socket names the one that stores "
+			"in %s; without -f, read shows %s as it is)\n", q->cmd, dir,
+			socket_path(q->socket), own, dir, dir);
+	json_decref(j);
+	return other;
+}
+
 int cli_follow(struct query *q, const char *dir)
 {
 	struct tl t = { q };
-	struct ringlog_decoder d;
-	json_t *req;
-	char *js;
+	uint64_t run = UINT64_MAX; /* the daemon's run_first_segment */
+	bool again = false;        /* following again after it went away */
 	int fd, rc = EXIT_OK;
 
 	/* following never pages: less would hold the stream */
@@ -149,83 +234,66 @@ int cli_follow(struct query *q, const char *dir)
 
 		cli_interrupt_after(left / 1000000u + 1);
 	}
-	req = tail_request(q, q->lines);
-	js = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	/* A daemon at a limit sends REFUSE and closes: the send may fail,
-	 * the reason is still there to read below. */
-	if (!js) {
-		close(fd);
-		return EXIT_FAIL;
-	}
-	cli_send(fd, RINGLOG_CTL_TAIL, js, (uint32_t)strlen(js));
-	free(js);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ringlog_dec_init(&d, NULL);
-	d.ctx = &t;
-	d.on_event = on_event;
-	d.on_loss = on_loss;
-	d.on_damage = on_damage;
-	while (!cli_interrupted()) {
-		uint16_t type = 0;
-		uint8_t *p;
-		long n = cli_recv(fd, &type, &p);
+	/* A restarted ringlogd is followed again, as journalctl -f follows
+	 * journald's (an outsider's test: the tail exited, 3) */
+	while (fd >= 0 && !(rc = tail_ask(q, fd, again ? 0 : q->lines))) {
+		struct ringlog_decoder d;
+		bool gone = false;
 
-		if (n < 0 && (n == -EINTR || cli_interrupted()))
-			break;
-		if (n <= 0 && !p) {
-			if (cli_interrupted())
+		/* each connection its own scopes: writer ids are the daemon's */
+		ringlog_dec_init(&d, NULL);
+		d.ctx = &t;
+		d.on_event = on_event;
+		d.on_loss = on_loss;
+		d.on_damage = on_damage;
+		while (!cli_interrupted()) {
+			uint16_t type = 0;
+			uint8_t *p;
+			long n = cli_recv(fd, &type, &p);
+
+			if (n < 0 && (n == -EINTR || cli_interrupted()))
 				break;
-			fprintf(stderr, "ringlog: %s: ringlogd went away (%s)\n", q->cmd,
-				n == 0 ? "connection closed" : strerror((int)-n));
-			rc = EXIT_NODAEMON;
-			break;
-		}
-		if (type == RINGLOG_CTL_TAIL) {
-			json_t *j = json_loads((const char *)p, 0, NULL);
-			const char *own = json_string_value(json_object_get(j, "storage_dir"));
-			const char *store = dir ? dir : own;
-
-			/* read -f --dir OTHER: OTHER's history followed by another
-			 * store's live events, without a word (an outsider's test) */
-			if (dir && own && !cli_same_dir(dir, own)) {
-				fprintf(stderr, "ringlog %s: -f --dir %s: ringlogd at %s stores in %s; only "
-					"the store of a running ringlogd can be followed (--socket names "
-					"the one that stores in %s; without -f, read shows %s as it is)\n", q->cmd,
-					dir, socket_path(q->socket), own, dir, dir);
-				json_decref(j);
-				free(p);
-				rc = EXIT_USAGE;
+			if (n <= 0 && !p) {
+				if (cli_interrupted())
+					break;
+				fprintf(stderr, "ringlog: %s: ringlogd went away (%s); following again when "
+					"it is back (Ctrl-C ends)\n", q->cmd,
+					n == 0 ? "connection closed" : strerror((int)-n));
+				gone = true;
 				break;
 			}
+			if (type == RINGLOG_CTL_TAIL) {
+				if (other_store(q, dir, p)) {
+					rc = EXIT_USAGE;
+					free(p);
+					break;
+				}
+				tail_history(q, dir, p, again, &run);
+			} else if (type == RINGLOG_CTL_DATA) {
+				ringlog_dec_records(&d, p, (size_t)n);
+			} else if (type == RINGLOG_CTL_REFUSE) {
+				char why[800];
 
-			/* the default 10 of an unreadable store is skipped quietly;
-			 * an -n asked for is not */
-			if (q->lines && store && read_history(q, store, q->lines) < 0 && q->lines_given)
-				fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
-					"read group)\n", q->cmd, store);
-			json_decref(j);
-		} else if (type == RINGLOG_CTL_DATA) {
-			ringlog_dec_records(&d, p, (size_t)n);
-		} else if (type == RINGLOG_CTL_REFUSE) {
-			char why[800];
-
-			cli_refuse_text(p, n, why, sizeof(why));
-			fprintf(stderr, "ringlog: %s: %s\n", q->cmd, why);
-			rc = EXIT_NODAEMON;
+				cli_refuse_text(p, n, why, sizeof(why));
+				fprintf(stderr, "ringlog: %s: %s\n", q->cmd, why);
+				rc = EXIT_NODAEMON;
+				free(p);
+				break;
+			} else if (type == RINGLOG_CTL_ERROR) {
+				cli_print_error(q->cmd[0] == 't' ? "ringlog: tail" : "ringlog: read", p);
+				rc = EXIT_FAIL;
+				free(p);
+				break;
+			}
 			free(p);
-			break;
-		} else if (type == RINGLOG_CTL_ERROR) {
-			cli_print_error(q->cmd[0] == 't' ? "ringlog: tail" : "ringlog: read", p);
-			rc = EXIT_FAIL;
-			free(p);
-			break;
 		}
-		free(p);
+		ringlog_dec_free(&d);
+		cli_watch(-1);
+		close(fd);
+		fd = gone ? tail_wait_back(q) : -1;
+		again = true;
 	}
-	ringlog_dec_free(&d);
-	cli_watch(-1);
-	close(fd);
 	return rc;
 }
 

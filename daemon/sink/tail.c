@@ -390,8 +390,9 @@ static void tail_flushed(struct daemon *d)
 			d_log(LOG_WARNING, "tail (pid %llu): segment writes still in flight after 2 s; its "
 			      "backlog may miss them", (unsigned long long)c->pid);
 		}
-		json_t *r = json_pack("{s:s,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
-				      (json_int_t)t->segment);
+		json_t *r = json_pack("{s:s,s:I,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
+				      (json_int_t)t->segment, "run_first_segment",
+				      (json_int_t)d->st->run_first_seq);
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };

@@ -1421,6 +1421,7 @@ struct store *store_open(const struct store_params *p, const struct ringlog_conf
 	ret_classes(st, cfg);
 	if ((err = alloc_chunks(st)) < 0 || (err = ret_scan(st)) < 0)
 		goto fail;
+	st->run_first_seq = st->next_seq;
 	if ((err = open_segment(st)) < 0) {
 		d_log(LOG_INFO, "%s", st->disk_error);
 		goto fail;

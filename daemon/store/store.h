@@ -239,6 +239,10 @@ struct store {
 	struct segfile *segs; /* index, oldest first */
 	struct segfile *cur;
 	uint64_t next_seq;
+	uint64_t run_first_seq; /* next_seq when this process opened the store:
+	                         * the segments it writes are from here on (a
+	                         * tail following again after a restart reads
+	                         * them: sink/tail.c) */
 	uint64_t used_bytes; /* sum of segfile.bytes */
 	uint64_t inflight_bytes;  /* chunk writes submitted, not completed: the
 	                           * filesystem may not count them yet */
