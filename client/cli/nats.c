@@ -471,7 +471,6 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 	size_t n = 0, cap = 0, ncut = 0, nopen = 0;
 	struct open_cut *cuts = NULL;
 	natsMsg *last = NULL; /* --durable: acknowledged once all is printed */
-	bool stopped = false;
 	int64_t dropped = 0;
 	struct rd *r;
 	int rc = conn_open(q, &c, back);
@@ -504,7 +503,6 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 			durable_stops(q);
 			natsMsg_Destroy(m);
 			rc = EXIT_DAMAGED;
-			stopped = true;
 			break;
 		}
 		if (took == TAKEN && q->durable)
@@ -617,9 +615,8 @@ static int read_stream(struct query *q, uint64_t back, bool then_follow)
 		natsMsg_Destroy(last);
 	}
 	/* read -f, tail: the same consumer goes on with what comes next
-	 * (not past a message a durable run stopped before: following would
-	 * acknowledge it with the next) */
-	if (then_follow && !stopped && (!rc || rc == EXIT_DAMAGED)) {
+	 * (never a durable one: durable_follow_refused) */
+	if (then_follow && (!rc || rc == EXIT_DAMAGED)) {
 		fflush(stdout);
 		return follow(q, &c);
 	}
@@ -669,8 +666,6 @@ static bool printed_already(const struct follow_host *fh, const struct nmsg *x)
 	return x->seg < fh->seg || (x->seg == fh->seg && x->chunk <= fh->chunk);
 }
 
-/* Print what arrives on c's subscription, each message as it comes, until
- * an error; closes c. */
 /* One message of the follow: printed when it completes a chunk of a host
  * we want (decoding it once), joined when it is a fragment. */
 static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, struct nmsg *x)
@@ -718,7 +713,7 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 		}
 		if (!next || !join(&fh->whole, x)) {
 			/* the cut being joined will not complete: the shipper
-			 * went on (a durable follow acknowledges again) */
+			 * went on */
 			free(x->data);
 			free(fh->whole.data);
 			memset(&fh->whole, 0, sizeof(fh->whole));
@@ -751,20 +746,8 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 	free(x->data);
 }
 
-/* Whether a fragment waits for the rest of its chunk: a durable follow
- * acknowledges nothing then (an acknowledgement covers every message
- * before it, that fragment's too). */
-static bool joining(const struct follow_host *hosts, size_t nh)
-{
-	for (size_t i = 0; i < nh; i++)
-		if (hosts[i].whole.data)
-			return true;
-	return false;
-}
-
 /* Print what arrives on c's subscription, each message as it comes, until
- * an error; closes c. A durable follow acknowledges each message once it
- * is printed. */
+ * an error; closes c. Never with a durable consumer (refused before). */
 static int follow(struct query *q, struct conn *c)
 {
 	struct follow_host *hosts = NULL;
@@ -786,18 +769,10 @@ static int follow(struct query *q, struct conn *c)
 			break;
 		}
 		took = take_msg(m, &x, q->cmd);
-		if (took == UNKNOWN_FORMAT && q->durable) {
-			durable_stops(q);
-			natsMsg_Destroy(m);
-			rc = EXIT_DAMAGED;
-			break;
-		}
 		if (took == TAKEN)
 			follow_one(q, &hosts, &nh, &x);
 		else
 			free(x.data);
-		if (q->durable && !joining(hosts, nh))
-			durable_ack(q, m, 0);
 		natsMsg_Destroy(m);
 	}
 	for (size_t i = 0; i < nh; i++) {
