@@ -676,15 +676,24 @@ Test(ship, two_hosts, .timeout = 300)
  * back. What could not be shipped is counted "not shipped" in status (by
  * ns_key) and reaches the stream as a loss line once shipping resumes, so
  * that in the stream + counted lost == emitted. */
+/* How not_shipped_case() goes: the cluster away from the start, or
+ * shipping first and then away (the acknowledged position inside a
+ * segment, the thread holding one open when the budget deletes it); and
+ * ringlogd restarted while it is away, by SIGTERM or SIGKILL. */
+struct ns_how {
+	bool before_start, shipped_first;
+	int restart; /* 0, SIGTERM or SIGKILL */
+};
+
 static void not_shipped_case(const char *config, const char *ship_extra, const char *ns_key,
-			     bool before_start, bool restart)
+			     struct ns_how how)
 {
 	struct live e;
 	struct cluster c = { .n = 1 };
 	struct fleet f;
-	char conf[400], out[400], urls[300], text[1500];
+	char conf[400], out[400], first[400], urls[300], text[1500];
 	pid_t d, em;
-	uint64_t ns = 0;
+	uint64_t ns = 0, emitted;
 
 	live_init(&e);
 	snprintf(c.dir, sizeof(c.dir), "%s/nats", e.dir);
@@ -701,10 +710,20 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		 "            \"create_stream\": true, \"replicas\": 1%s%s } }\n", config, urls,
 		 *ship_extra ? ", " : "", ship_extra);
 	live_write_file(conf, text);
+	if (how.shipped_first)
+		node_start(&c, 0);
 	d = live_daemon(&e, "--config", conf, NULL);
+	if (how.shipped_first) {
+		/* about half a segment shipped, then the cluster goes */
+		em = emitter(&e, "1", "12000", "0", first, sizeof(first), 1);
+		live_wait_ok(em, "emitter");
+		wait_shipped(&e, 60);
+		node_kill(&c, 0, SIGTERM);
+	}
 	em = emitter(&e, "1", "300000", "2000", out, sizeof(out), 0);
 	live_wait_ok(em, "emitter");
-	if (before_start) {
+	emitted = emitted_of(out) + (how.shipped_first ? emitted_of(first) : 0);
+	if (how.before_start) {
 		for (int i = 0; i < 100 && !ns; i++) {
 			json_t *s = ship_status(&e);
 
@@ -717,13 +736,23 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		cr_assert_gt(ns, 0, "nothing counted not shipped (%s) while the cluster was away",
 			     ns_key);
 	}
-	if (restart) {
+	if (how.restart) {
 		/* ship.state keeps the count no message has carried yet: a
 		 * restart forgot it, and no loss line ever said it (an
-		 * outsider's test: 155,000 events missing, none counted) */
+		 * outsider's test: 155,000 events missing, none counted);
+		 * and what of a segment the thread held open the budget
+		 * deleted (a kill -9 lost 14,198 events, none counted) */
 		uint64_t after = 0;
 
-		live_daemon_stop(d);
+		if (how.restart == SIGKILL) {
+			int st;
+
+			sleep_ms(3000); /* ship.state written (each 2 s at most) */
+			kill(d, SIGKILL);
+			waitpid(d, &st, 0);
+		} else {
+			live_daemon_stop(d);
+		}
 		d = live_daemon(&e, "--config", conf, NULL);
 		{
 			json_t *s = ship_status(&e);
@@ -750,14 +779,14 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 	live_daemon_stop(d);
 	read_fleet(&e, &c, "", &f);
 	fprintf(stderr, "ship: %s: %llu emitted, %llu in the stream, %llu counted lost (%llu not "
-		"shipped, %llu in status)\n", ns_key, (unsigned long long)emitted_of(out),
+		"shipped, %llu in status)\n", ns_key, (unsigned long long)emitted,
 		(unsigned long long)f.events, (unsigned long long)f.lost,
 		(unsigned long long)f.not_shipped, (unsigned long long)ns);
 	cr_expect_geq(f.not_shipped, ns, "the stream says %llu not shipped, status %llu",
 		      (unsigned long long)f.not_shipped, (unsigned long long)ns);
-	cr_expect_eq(f.events + f.lost, emitted_of(out), "%llu + lost %llu != emitted %llu",
+	cr_expect_eq(f.events + f.lost, emitted, "%llu + lost %llu != emitted %llu",
 		     (unsigned long long)f.events, (unsigned long long)f.lost,
-		     (unsigned long long)emitted_of(out));
+		     (unsigned long long)emitted);
 	cr_expect_eq(f.disorder, 0);
 	node_kill(&c, 0, SIGTERM);
 	live_cleanup(&e);
@@ -768,7 +797,7 @@ Test(ship, budget_deletes_before_shipping, .timeout = 300)
 {
 	need_nats();
 	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
-			 true, false);
+			 (struct ns_how){ .before_start = true });
 }
 
 /* The same with ringlogd restarted while the cluster is away. */
@@ -776,7 +805,29 @@ Test(ship, budget_deletes_before_shipping_across_a_restart, .timeout = 300)
 {
 	need_nats();
 	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
-			 true, true);
+			 (struct ns_how){ .before_start = true, .restart = SIGTERM });
+}
+
+/* Shipping, then the cluster goes and the budget deletes: the segment
+ * shipped in part, the one the thread held open and those behind them
+ * are each counted for what no acknowledgement covered (an outsider's
+ * test: 4,882 to 17,600 events missing and not counted, about a segment). */
+Test(ship, budget_deletes_a_store_shipped_in_part, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 (struct ns_how){ .before_start = true, .shipped_first = true });
+}
+
+/* The same with ringlogd killed -9 while the cluster is away: the segment
+ * the thread held open dies with its descriptor, and the next start
+ * counts it from ship.state. */
+Test(ship, budget_deletes_a_store_shipped_in_part_across_a_kill, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 (struct ns_how){ .before_start = true, .shipped_first = true,
+					  .restart = SIGKILL });
 }
 
 /* More un-shipped bytes than ship.max_backlog when the cluster comes back:
@@ -785,7 +836,7 @@ Test(ship, backlog_over_max_backlog, .timeout = 300)
 {
 	need_nats();
 	not_shipped_case("\"max_disk\": \"64M\", \"max_segment_size\": \"1M\"",
-			 "\"max_backlog\": \"2M\"", "backlog", false, false);
+			 "\"max_backlog\": \"2M\"", "backlog", (struct ns_how){ 0 });
 }
 
 /* read --durable: a job that reads again goes on after what it read. */

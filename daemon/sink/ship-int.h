@@ -76,6 +76,26 @@ struct ship_conf {
 	uint64_t files;                       /* the files named: inode, size, time */
 };
 
+/* The segments given up for ship.max_backlog: never sent, counted once
+ * when given up. Ranges [lo, hi), oldest first; not one number below
+ * which all were: segments in the window or being read lie between two
+ * give-ups, and were neither sent nor counted when one number said so (a
+ * review found). */
+struct ship_skips {
+	struct { uint64_t lo, hi; } r[8];
+	size_t n;
+};
+bool ship_skipped(const struct ship_skips *k, uint64_t seq);
+/* The first segment after seq (UINT64_MAX: the oldest) in dir that was
+ * not given up; UINT64_MAX: none. */
+uint64_t ship_next_kept(const char *dir, const struct ship_skips *k, uint64_t seq);
+
+/* A segment deleted while in use (struct ship's held). */
+struct ship_held {
+	uint64_t seg, events, acked;
+};
+#define SHIP_HELD_MAX 8
+
 struct pend {
 	uint64_t seg, chunk;
 	uint16_t part, parts;
@@ -86,7 +106,6 @@ struct pend {
 	uint64_t raw_bytes;    /* of the message before compression */
 	uint64_t file_end;     /* offset past the chunk in its segment */
 	uint64_t last_real_ns;
-	uint64_t not_shipped;  /* the loss count this message carries */
 };
 
 struct ship {
@@ -118,17 +137,27 @@ struct ship {
 	uint64_t acked_chunks, acked_msgs, acked_events, acked_bytes, acked_raw_bytes;
 	uint64_t last_ack_real_ns;
 	bool dirty;            /* ship.state is behind */
-	uint64_t skip_below;   /* segments below it were given up for
-	                        * ship.max_backlog: never sent, never counted
-	                        * again (0: none; segments start at 0) */
+	uint64_t state_gen;    /* ship_saved_of()'s, in order */
+	/* ship.state is written by the thread, and by the loop when the
+	 * budget deletes a segment not shipped (ship_seg_deleting()): one at a
+	 * time, never an older copy over a newer one (written_gen) */
+	pthread_mutex_t save_mu;
+	uint64_t written_gen;
+	struct ship_skips skip; /* given up for ship.max_backlog */
 	uint64_t reading_seg;  /* the segment the thread has open, UINT64_MAX none */
-	uint64_t ack_seg_events; /* acknowledged of ack_seg so far */
-	/* The segment the budget deleted while the thread held it open
-	 * (held_gone_valid): not counted then, since its descriptor still reads it, but
-	 * once the thread lets it go with chunks not acknowledged, those are
-	 * lost: its events less those acknowledged are counted then. */
-	bool held_gone_valid;
-	uint64_t held_gone, held_gone_events, held_gone_acked;
+	uint64_t ack_seg_events; /* events acknowledged of ack_events_seg, in order */
+	uint64_t ack_events_seg; /* UINT64_MAX: not known (a ship.state from
+	                          * before the count) */
+	uint64_t cut_events;     /* of the parts of a chunk acknowledged so
+	                          * far (counted with its last part) */
+	/* Segments the budget deleted while they were still in use: the
+	 * thread held one open (its descriptor still reads it), or the window
+	 * has its messages in flight. Not counted then, since they may yet be
+	 * acknowledged; once neither holds (ship_held_settle()), what of each
+	 * no acknowledgement covered is lost and counted. Kept in ship.state:
+	 * a crash loses the descriptor, and the next start counts them. */
+	struct ship_held held[SHIP_HELD_MAX];
+	size_t nheld;
 
 	/* the window, oldest first */
 	struct pend *win;
@@ -139,7 +168,19 @@ struct ship {
 	uint64_t resent, dedup, not_shipped_total, not_shipped_pending;
 	uint64_t ns_by_reason[3];
 	uint32_t ns_reason;    /* of the pending count */
-	bool ns_inflight;
+	/* The chunk whose messages carry the pending count (proto/ship.h's
+	 * not_shipped): chosen once, among chunks this process never sent, so
+	 * that every copy of it carries the same count. A copy the stream
+	 * discards as a duplicate then discards nothing the stored one did
+	 * not carry (a test: the count rode on a resent copy JetStream
+	 * discarded, and never reached the stream). */
+	struct {
+		bool on;
+		uint64_t seg, chunk, x;
+		uint32_t reason;
+	} carry;
+	bool pub_any;          /* pub_seg, pub_chunk: the newest chunk sent */
+	uint64_t pub_seg, pub_chunk;
 	char state[64];        /* "connecting", "connected", "refused", ... */
 	char error[512];       /* the last problem, for status */
 	char server[256];      /* connected URL, without user info */
@@ -169,20 +210,31 @@ void ship_say(struct ship *s, int level, const char *fmt, ...) __attribute__((fo
 void ship_set_error(struct ship *s, const char *state, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ship_give_up(struct ship *s, uint64_t events, uint32_t reason);
-void ship_held_let_go(struct ship *s);
+/* Segment seq given up for the backlog, into s->skip (mu held). */
+void ship_skip_add(struct ship *s, uint64_t seq);
+
+/* ship-status.c: count what no acknowledgement covered of each held
+ * segment that neither the reader nor the window uses any more, or of
+ * all of them (all: this process lets go of them) (mu held). */
+void ship_held_settle(struct ship *s, bool all);
 
 /* ship-state.c: ship.state read at start; written (without mu, from a
- * copy ship_saved_of() took under it): 0 or -errno. */
+ * copy ship_saved_of() took under it): 0 or -errno; 0 without writing
+ * when a newer copy was written already. */
 struct ship_saved {
 	bool acked;               /* seg, chunk, off: the acknowledged position */
 	uint64_t seg, chunk, off;
-	uint64_t skip;            /* skip_below */
+	struct ship_skips skip;
 	uint64_t pending;         /* not_shipped_pending, not yet in a message */
 	uint32_t reason;          /* its ns_reason */
+	uint64_t ev_seg, ev;      /* ack_events_seg, ack_seg_events */
+	size_t nheld;
+	struct ship_held held[SHIP_HELD_MAX];
+	uint64_t gen;             /* taken in this order (ship_state_save()) */
 };
 void ship_state_load(struct ship *s);
-struct ship_saved ship_saved_of(const struct ship *s);
-int ship_state_save(const struct ship *s, const struct ship_saved *v);
+struct ship_saved ship_saved_of(struct ship *s);
+int ship_state_save(struct ship *s, const struct ship_saved *v);
 
 /* ship-window.c */
 struct pend *ship_win_at(struct ship *s, size_t i);

@@ -41,22 +41,81 @@ void ship_set_error(struct ship *s, const char *state, const char *fmt, ...)
 		ship_say(s, LOG_WARNING, "ship: %s", s->error);
 }
 
-/* The thread let go of the segment the budget deleted under it (or
- * another took its place): what of it no acknowledgement covers will not
- * be sent, and is counted now (mu held). */
-void ship_held_let_go(struct ship *s)
+/* Whether the window has a message of seg in flight (mu held). */
+static bool in_window(struct ship *s, uint64_t seg)
 {
-	uint64_t lost;
+	for (size_t i = 0; i < s->n; i++)
+		if (ship_win_at(s, i)->seg == seg)
+			return true;
+	return false;
+}
 
-	if (!s->held_gone_valid)
-		return;
-	lost = s->held_gone_events > s->held_gone_acked ? s->held_gone_events - s->held_gone_acked : 0;
-	if (lost) {
-		ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
-		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " while it was "
-		    "being shipped: %" PRIu64 " events not shipped", s->held_gone, lost);
+void ship_held_settle(struct ship *s, bool all)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct ship_held *h = &s->held[i];
+		uint64_t lost;
+
+		if (!all && (h->seg == s->reading_seg || in_window(s, h->seg))) {
+			s->held[k++] = *h;
+			continue;
+		}
+		lost = h->events > h->acked ? h->events - h->acked : 0;
+		if (s->carry.on && s->carry.seg == h->seg)
+			s->carry.on = false; /* its chunk will not go again */
+		if (lost) {
+			ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
+			ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " while "
+			    "it was being shipped: %" PRIu64 " events not shipped", h->seg, lost);
+		}
+		s->dirty = true;
 	}
-	s->held_gone_valid = false;
+	s->nheld = k;
+}
+
+bool ship_skipped(const struct ship_skips *k, uint64_t seq)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (seq >= k->r[i].lo && seq < k->r[i].hi)
+			return true;
+	return false;
+}
+
+uint64_t ship_next_kept(const char *dir, const struct ship_skips *k, uint64_t seq)
+{
+	do
+		seq = shipr_next_seq(dir, seq);
+	while (seq != UINT64_MAX && ship_skipped(k, seq));
+	return seq;
+}
+
+void ship_skip_add(struct ship *s, uint64_t seq)
+{
+	struct ship_skips *k = &s->skip;
+	size_t j = 0;
+
+	if (k->n && k->r[k->n - 1].hi == seq) {
+		k->r[k->n - 1].hi++;
+		return;
+	}
+	/* ranges the acknowledged position has passed are never looked at
+	 * again: reading resumes after it */
+	for (size_t i = 0; i < k->n; i++)
+		if (!s->ack_valid || k->r[i].hi > s->ack_seg)
+			k->r[j++] = k->r[i];
+	k->n = j;
+	if (k->n == sizeof(k->r) / sizeof(k->r[0])) {
+		/* never seen: the oldest range is forgotten, and should one of
+		 * its segments still be on disk behind the acknowledged
+		 * position, it is sent, and counted both ways */
+		memmove(&k->r[0], &k->r[1], (k->n - 1) * sizeof(k->r[0]));
+		k->n--;
+	}
+	k->r[k->n].lo = seq;
+	k->r[k->n].hi = seq + 1;
+	k->n++;
 }
 
 /* Count a segment given up (mu held). */
@@ -105,28 +164,68 @@ bool ship_tick(struct daemon *d)
 void ship_seg_deleting(struct daemon *d, const struct segfile *seg)
 {
 	struct ship *s = ship_g;
+	uint64_t acked;
 
 	(void)d;
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->mu);
-	/* Shipped already, or open in the thread (its descriptor keeps it
-	 * readable: it goes out all the same)? */
-	if ((!s->ack_valid || seg->seq > s->ack_seg) && seg->seq >= s->skip_below &&
-	    seg->seq != s->reading_seg) {
-		ship_give_up(s, seg->events, RINGLOG_SHIP_LOST_RETENTION);
-		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " before it was "
-		    "shipped: %" PRIu64 " events not shipped", seg->seq, seg->events);
-	} else if (seg->seq == s->reading_seg && seg->seq >= s->skip_below &&
-		   (!s->ack_valid || seg->seq >= s->ack_seg)) {
-		/* held open: it may go out all the same (ship_held_let_go()) */
-		ship_held_let_go(s); /* one at a time: an earlier one is settled */
-		s->held_gone_valid = true;
-		s->held_gone = seg->seq;
-		s->held_gone_events = seg->events;
-		s->held_gone_acked = s->ack_valid && s->ack_seg == seg->seq ? s->ack_seg_events : 0;
+	/* Acknowledged in full, or given up for the backlog (counted then)? */
+	if ((s->ack_valid && (seg->seq < s->ack_seg ||
+			      (seg->seq == s->ack_seg && s->ack_off >= seg->bytes))) ||
+	    ship_skipped(&s->skip, seg->seq)) {
+		pthread_mutex_unlock(&s->mu);
+		return;
 	}
-	pthread_mutex_unlock(&s->mu);
+	/* What is acknowledged of it: in order, so none past ack_seg. The
+	 * acknowledged segment's share was once taken as all (an outsider's
+	 * test: a partly shipped segment the budget deleted during an outage,
+	 * read past while the thread was on a later one, went uncounted). */
+	if (s->ack_valid && seg->seq == s->ack_seg && s->ack_events_seg != seg->seq) {
+		/* a message of a later segment acknowledged: all of it was */
+		if (s->ack_events_seg != UINT64_MAX) {
+			pthread_mutex_unlock(&s->mu);
+			return;
+		}
+		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 ", shipped in "
+		    "part; how many of its %" PRIu64 " events were not is not known (ship.state from an "
+		    "older ringlogd)", seg->seq, seg->events);
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	acked = s->ack_events_seg == seg->seq ? s->ack_seg_events : 0;
+	if (seg->seq == s->reading_seg || in_window(s, seg->seq)) {
+		/* in use: it may go out all the same (ship_held_settle()) */
+		if (s->nheld == SHIP_HELD_MAX)
+			ship_held_settle(s, false);
+		if (s->nheld == SHIP_HELD_MAX)
+			ship_held_settle(s, true); /* never seen: 8 in flight at once */
+		s->held[s->nheld++] = (struct ship_held){ seg->seq, seg->events, acked };
+	} else if (seg->events > acked) {
+		if (s->carry.on && s->carry.seg == seg->seq)
+			s->carry.on = false; /* its chunk will not go again */
+		ship_give_up(s, seg->events - acked, RINGLOG_SHIP_LOST_RETENTION);
+		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " before it was "
+		    "shipped: %" PRIu64 " events not shipped", seg->seq, seg->events - acked);
+	} else {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	/* On disk before the file goes: the thread writes ship.state on its
+	 * next turn, seconds away while it waits on an unreachable cluster,
+	 * and a kill -9 meanwhile lost the count (a review found). A segment
+	 * a few a second at most while the cluster is away: one small write
+	 * each. */
+	{
+		struct ship_saved now = ship_saved_of(s);
+		int err;
+
+		s->dirty = false;
+		pthread_mutex_unlock(&s->mu);
+		if ((err = ship_state_save(s, &now)) < 0)
+			d_log(LOG_WARNING, "ship: cannot write %s/ship.state: %s; a crash now would not "
+			      "count segment %" PRIu64 " as not shipped", s->dir, strerror(-err), seg->seq);
+	}
 }
 
 bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
@@ -138,11 +237,11 @@ bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
 	if (!s)
 		return false;
 	pthread_mutex_lock(&s->mu);
-	keep = !s->off && seg->seq >= s->skip_below && (!s->ack_valid || seg->seq > s->ack_seg ||
+	keep = !s->off && !ship_skipped(&s->skip, seg->seq) && (!s->ack_valid || seg->seq > s->ack_seg ||
 	       (seg->seq == s->ack_seg && s->ack_off < seg->bytes));
 	if (keep) {
 		for (struct segfile *f = d->st->segs; f; f = f->next)
-			if (!s->ack_valid || f->seq >= s->ack_seg)
+			if ((!s->ack_valid || f->seq >= s->ack_seg) && !ship_skipped(&s->skip, f->seq))
 				unshipped += f->bytes;
 		keep = unshipped <= s->c.max_backlog;
 	}
@@ -168,7 +267,7 @@ json_t *ship_status(struct daemon *d)
 	 * their bytes (a segment's header is not shipped) */
 	lag_chunks = 0;
 	for (struct segfile *f = d->st->segs; f; f = f->next) {
-		if (f->seq < s->skip_below)
+		if (ship_skipped(&s->skip, f->seq))
 			continue; /* given up: never sent */
 		if (!s->ack_valid || f->seq > s->ack_seg) {
 			lag_bytes += f->bytes > RINGLOG_SEG_HEADER_SIZE ? f->bytes - RINGLOG_SEG_HEADER_SIZE : 0;

@@ -43,6 +43,15 @@ static bool more_on_disk(const struct ship *s, const struct ship_reader *r, int6
 	return (int64_t)last_chunk < s->front_chunk;
 }
 
+/* The reader's segment, as the loop sees it; a held segment the reader
+ * left may now be settled (mu held). */
+static void reading(struct ship *s, const struct ship_reader *r)
+{
+	s->reading_seg = r->open ? r->seg : UINT64_MAX;
+	if (s->nheld)
+		ship_held_settle(s, false);
+}
+
 /* Take the section a reload left in next (mu held; dropped meanwhile):
  * the connection goes, the window is the new one, empty (what was not
  * acknowledged goes again, from the acknowledged position). */
@@ -64,7 +73,9 @@ static void apply_reload(struct ship *s)
 	}
 	s->head = s->n = 0;
 	s->failed = false;
-	s->ns_inflight = false;
+	/* another stream or host may take them: chosen again */
+	s->carry.on = false;
+	s->pub_any = false;
 	s->reload = false;
 	s->nc = NULL;
 	s->js = NULL;
@@ -111,6 +122,7 @@ void *ship_thread_main(void *arg)
 
 			s->dirty = false;
 			pthread_mutex_unlock(&s->mu);
+			saved.gen = now.gen; /* the rest tells a change */
 			if (memcmp(&now, &saved, sizeof(now))) {
 				int err = ship_state_save(s, &now);
 
@@ -180,11 +192,11 @@ void *ship_thread_main(void *arg)
 			continue;
 		}
 		if (reposition) {
+			struct ship_skips skip = s->skip;
 			uint64_t seg;
 
 			ship_resume_point(s, &seg, &min_chunk);
-			s->n = 0; /* the unacknowledged go again */
-			s->ns_inflight = false;
+			s->n = 0; /* the unacknowledged go again (the same carry) */
 			pthread_mutex_unlock(&s->mu);
 			last = -1;
 			/* The segment held open may be gone from the directory
@@ -196,23 +208,21 @@ void *ship_thread_main(void *arg)
 			if (r->open && seg == r->seg) {
 				shipr_rewind(r);
 			} else {
-				pthread_mutex_lock(&s->mu);
-				/* its unacknowledged chunks go again only if it can
-				 * be read again: the held one cannot */
-				if (s->held_gone_valid && seg <= s->held_gone)
-					ship_held_let_go(s);
-				pthread_mutex_unlock(&s->mu);
+				/* a held segment's unacknowledged chunks go again
+				 * only through its descriptor: closed, they are
+				 * counted (reading() below) */
 				shipr_close(r);
 				if (seg != UINT64_MAX && shipr_open(r, seg) < 0) {
-					uint64_t next = shipr_next_seq(s->dir, seg);
+					/* gone: counted when the store deleted it;
+					 * never one given up for the backlog */
+					uint64_t next = ship_next_kept(s->dir, &skip, seg);
 
-					/* gone: counted when the store deleted it */
 					if (next != UINT64_MAX && shipr_open(r, next) == 0)
 						min_chunk = 0;
 				}
 			}
 			pthread_mutex_lock(&s->mu);
-			s->reading_seg = r->open ? r->seg : UINT64_MAX;
+			reading(s, r);
 			reposition = false;
 			continue;
 		}
@@ -228,7 +238,7 @@ void *ship_thread_main(void *arg)
 			uint64_t front = s->front_seg, limit = s->max_payload ? s->max_payload : 1u << 20;
 			uint64_t max_backlog = s->c.max_backlog;
 			uint64_t aseg = s->ack_valid ? s->ack_seg : 0, achunk = s->ack_chunk;
-			uint64_t skip = s->skip_below;
+			struct ship_skips skip = s->skip;
 			bool ackv = s->ack_valid;
 			struct ship_part msg;
 			int got;
@@ -238,19 +248,15 @@ void *ship_thread_main(void *arg)
 				/* the oldest segment not acknowledged in full, never
 				 * one before the acknowledged position */
 				uint64_t from = ackv && aseg ? aseg - 1 : UINT64_MAX;
-				uint64_t seg;
-
 				/* never one given up for the backlog */
-				if (skip && (from == UINT64_MAX || from < skip - 1))
-					from = skip - 1;
-				seg = shipr_next_seq(s->dir, from);
+				uint64_t seg = ship_next_kept(s->dir, &skip, from);
 
 				if (seg != UINT64_MAX && seg <= front && shipr_open(r, seg) == 0) {
 					last = -1;
 					min_chunk = ackv && seg == aseg ? achunk + 1 : 0;
 				}
 				pthread_mutex_lock(&s->mu);
-				s->reading_seg = r->open ? r->seg : UINT64_MAX;
+				reading(s, r);
 				if (!r->open)
 					wait_ms(s, 200);
 				continue;
@@ -269,7 +275,8 @@ void *ship_thread_main(void *arg)
 					 * again at the acknowledged position, behind
 					 * them, and they counted again each time (an
 					 * outsider saw 10 times the events missing). */
-					while ((behind > max_backlog || next < skip) && next < front) {
+					while ((behind > max_backlog || ship_skipped(&skip, next)) &&
+					       next < front) {
 						struct ringlog_seg_file f;
 						const char *why;
 						char path[1100];
@@ -277,13 +284,17 @@ void *ship_thread_main(void *arg)
 
 						snprintf(path, sizeof(path), "%s/%016" PRIx64 ".rlseg",
 							 s->dir, next);
-						if (next >= skip && ringlog_seg_open(&f, path, &why) == 0) {
+						if (!ship_skipped(&skip, next) &&
+						    ringlog_seg_open(&f, path, &why) == 0) {
 							ev = ringlog_count_sum(f.hdr.events, 0);
 							ringlog_seg_close(&f);
 						}
 						pthread_mutex_lock(&s->mu);
-						if (next >= s->skip_below) {
-							s->skip_below = skip = next + 1;
+						if (!ship_skipped(&s->skip, next)) {
+							if (s->carry.on && s->carry.seg == next)
+								s->carry.on = false;
+							ship_skip_add(s, next);
+							skip = s->skip;
 							ship_give_up(s, ev, RINGLOG_SHIP_LOST_BACKLOG);
 							ship_say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not "
 							    "shipped are over ship.max_backlog (%" PRIu64 "): "
@@ -303,7 +314,7 @@ void *ship_thread_main(void *arg)
 					}
 				}
 				pthread_mutex_lock(&s->mu);
-				s->reading_seg = r->open ? r->seg : UINT64_MAX;
+				reading(s, r);
 				if (next == UINT64_MAX)
 					wait_ms(s, 200);
 				continue;
@@ -338,14 +349,15 @@ void *ship_thread_main(void *arg)
 		js_PublishAsyncComplete(s->js, &po);
 	}
 	pthread_mutex_lock(&s->mu);
-	/* the held segment the budget deleted: what no ack covered is gone
-	 * with this process (the next opens it by name, and it is not there) */
-	ship_held_let_go(s);
+	/* the held segments the budget deleted: what no ack covered is gone
+	 * with this process (the next opens them by name, and they are not
+	 * there) */
+	ship_held_settle(s, true);
 	{
 		struct ship_saved now = ship_saved_of(s);
 
 		pthread_mutex_unlock(&s->mu);
-		if (now.acked || now.skip || now.pending)
+		if (now.acked || now.skip.n || now.pending || now.nheld)
 			ship_state_save(s, &now);
 	}
 	shipr_free(r);

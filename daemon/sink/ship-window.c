@@ -72,12 +72,27 @@ static void advance(struct ship *s)
 	while (s->n && ship_win_at(s, 0)->state == P_ACKED) {
 		struct pend *p = ship_win_at(s, 0);
 
-		if (p->seg != s->ack_seg)
-			s->ack_seg_events = 0;
-		s->ack_seg_events += p->events;
-		if (s->held_gone_valid && p->seg == s->held_gone)
-			s->held_gone_acked += p->events;
+		/* A chunk's events count as shipped with its last part: readers
+		 * skip a chunk whose parts are not all there, and a chunk sent
+		 * again after a failure sends part 0 again (its events counted
+		 * once more, a review found). */
+		if (p->part == 0)
+			s->cut_events = 0;
+		s->cut_events += p->events;
 		if (p->part + 1 == p->parts) {
+			uint64_t ev = s->cut_events;
+
+			s->cut_events = 0;
+			/* by the chunk's own segment */
+			if (p->seg != s->ack_events_seg) {
+				s->ack_events_seg = p->seg;
+				s->ack_seg_events = 0;
+			}
+			s->ack_seg_events += ev;
+			for (size_t i = 0; i < s->nheld; i++)
+				if (s->held[i].seg == p->seg)
+					s->held[i].acked += ev;
+			s->acked_events += ev;
 			s->ack_valid = true;
 			s->ack_seg = p->seg;
 			s->ack_chunk = p->chunk;
@@ -86,17 +101,19 @@ static void advance(struct ship *s)
 			s->acked_chunks++;
 			s->dirty = true;
 		}
-		s->acked_events += p->events;
 		s->acked_bytes += p->bytes;
 		s->acked_raw_bytes += p->raw_bytes;
-		if (p->not_shipped) {
-			s->not_shipped_pending -= p->not_shipped < s->not_shipped_pending ?
-				p->not_shipped : s->not_shipped_pending;
-			s->ns_inflight = false;
+		if (s->carry.on && p->seg == s->carry.seg && p->chunk == s->carry.chunk &&
+		    p->part + 1 == p->parts) {
+			s->not_shipped_pending -= s->carry.x < s->not_shipped_pending ?
+				s->carry.x : s->not_shipped_pending;
+			s->carry.on = false;
 		}
 		s->head = (s->head + 1) % s->cap;
 		s->n--;
 	}
+	if (s->nheld)
+		ship_held_settle(s, false);
 }
 
 void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
@@ -161,7 +178,8 @@ void ship_resume_point(struct ship *s, uint64_t *seg, uint64_t *min_chunk)
 		*seg = s->ack_seg;
 		*min_chunk = s->ack_chunk + 1;
 	} else {
-		*seg = shipr_next_seq(s->dir, UINT64_MAX);
+		/* never one given up for the backlog (the oldest on disk may be) */
+		*seg = ship_next_kept(s->dir, &s->skip, UINT64_MAX);
 		*min_chunk = 0;
 	}
 }
@@ -214,11 +232,32 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 	int err = 0;
 
 	pthread_mutex_lock(&s->mu);
-	/* The loss a resumed shipping reports, once in flight. */
-	if (s->not_shipped_pending && !s->ns_inflight) {
-		h->not_shipped = s->not_shipped_pending;
-		h->not_shipped_reason = s->ns_reason;
-		s->ns_inflight = true;
+	/* The loss a resumed shipping reports, on one chunk at a time, the
+	 * same on every copy of it (struct ship's carry) */
+	{
+		uint64_t seg = r->seg, chunk = r->f.chunk.seq;
+		bool fresh = !s->pub_any || seg > s->pub_seg ||
+			     (seg == s->pub_seg && chunk > s->pub_chunk);
+
+		h->not_shipped = 0;
+		h->not_shipped_reason = 0;
+		if (s->carry.on && s->carry.seg == seg && s->carry.chunk == chunk) {
+			h->not_shipped = s->carry.x;
+			h->not_shipped_reason = s->carry.reason;
+		} else if (fresh && !s->carry.on && s->not_shipped_pending) {
+			s->carry.on = true;
+			s->carry.seg = seg;
+			s->carry.chunk = chunk;
+			s->carry.x = s->not_shipped_pending;
+			s->carry.reason = s->ns_reason;
+			h->not_shipped = s->carry.x;
+			h->not_shipped_reason = s->carry.reason;
+		}
+		if (fresh) {
+			s->pub_any = true;
+			s->pub_seg = seg;
+			s->pub_chunk = chunk;
+		}
 	}
 	level = s->c.compress;
 	pthread_mutex_unlock(&s->mu);
@@ -249,8 +288,7 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 				    .parts = (uint16_t)nparts, .state = P_SENT,
 				    .events = i ? 0 : h->events, .bytes = len,
 				    .raw_bytes = i ? 0 : msg->len,
-				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns,
-				    .not_shipped = i ? 0 : h->not_shipped };
+				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns};
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 

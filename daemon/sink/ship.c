@@ -138,6 +138,7 @@ static void init_with(struct daemon *d, const struct ringlog_config *c)
 		return;
 	s->d = d;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->save_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (strlen(c->storage_dir) >= sizeof(s->dir)) {
 		d_log(LOG_ERR, "ship: storage_dir is longer than %zu bytes: shipping is off",
@@ -147,6 +148,7 @@ static void init_with(struct daemon *d, const struct ringlog_config *c)
 	}
 	memcpy(s->dir, c->storage_dir, strlen(c->storage_dir) + 1);
 	s->reading_seg = UINT64_MAX;
+	s->ack_events_seg = UINT64_MAX;
 	ship_state_load(s);
 	snprintf(s->state, sizeof(s->state), "starting");
 	ship_g = s;
@@ -283,6 +285,7 @@ void ship_stop(struct daemon *d)
 	free(s->next_win);
 	ringlog_ship_zbuf_free(&s->z);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->save_mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
 	ship_g = NULL;
