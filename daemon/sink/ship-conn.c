@@ -159,15 +159,6 @@ int ship_options(struct ship *s, const struct ship_conf *sc, natsOptions **out, 
 		st = natsOptions_SetMaxReconnect(o, -1);
 	if (st == NATS_OK)
 		st = natsOptions_SetReconnectWait(o, 250);
-	/* No publishing into libnats's reconnect buffer (8 MB by default):
-	 * a message that failed there went out all the same once the cluster
-	 * was back, so a segment the budget deleted meanwhile was counted not
-	 * shipped and was shipped (a test: 182,292 counted, all 312,000 in
-	 * the stream). Refused at once while disconnected, a publish that
-	 * failed was not sent; the disk holds the backlog. (0 means the
-	 * default: 1 byte holds no message.) */
-	if (st == NATS_OK)
-		st = natsOptions_SetReconnectBufSize(o, 1);
 	if (st == NATS_OK)
 		st = natsOptions_SetTimeout(o, 2000);
 	if (st == NATS_OK)
