@@ -56,10 +56,14 @@ struct query;
 /* tail.c: follow the daemon's live stream after the stored history (the
  * newest q->lines of dir, or of the daemon's store when dir is NULL). */
 int cli_follow(struct query *q, const char *dir);
-/* read.c: print the stored history before a follow (lines < 0: all), of
- * the segments numbered from_seg on (0: all). Returns 0, or -1 when dir
- * cannot be read. */
-int read_history(const struct query *q, const char *dir, long lines, uint64_t from_seg);
+/* read.c: print the stored history before a follow (lines < 0: all): of
+ * every segment, or (ends not NULL) of those named there, each up to its
+ * end. Returns 0, or -1 when dir cannot be read. */
+struct seg_end {
+	uint64_t seq, end;
+};
+int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
+		 size_t nends);
 /* read.c: the store's segment paths, oldest first (q->dir, else the
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);

@@ -39,6 +39,9 @@ struct rd {
 	struct ringlog_dedup dedup; /* across files: no duplicate after a crash */
 	uint64_t first_ns, last_ns; /* of the store, from segment and chunk headers */
 	const char *host;      /* of what is decoded now (--nats), or NULL */
+	const struct seg_end *ends; /* read_history(): the files and where
+	                             * they end, or NULL: all of each */
+	size_t nends;
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
@@ -188,6 +191,13 @@ static void read_file(struct rd *r, const char *path, uint64_t start)
 		return;
 	if (start > f.off)
 		f.off = start;
+	for (size_t i = 0; i < r->nends; i++) {
+		const char *name = strrchr(path, '/');
+
+		if (strtoull(name ? name + 1 : path, NULL, 16) == r->ends[i].seq &&
+		    r->ends[i].end < f.size)
+			f.size = r->ends[i].end; /* what is after is another's */
+	}
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
 		/* a loss may lie outside the events' range: only skip a file
@@ -458,19 +468,24 @@ static void print_lines(struct rd *r, bool tty)
 }
 
 /* The history before a follow (tail, read -f): lines < 0 all of it. */
-int read_history(const struct query *q, const char *dir, long lines, uint64_t from_seg)
+int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
+		 size_t nends)
 {
-	struct rd r = { .q = q };
+	struct rd r = { .q = q, .ends = ends, .nends = nends };
 	char **files;
 	size_t nf, k = 0;
 
 	if (list_dir(dir, &files, &nf) < 0)
 		return -1;
-	/* the segments from from_seg on (names are the number in hex) */
+	/* with ends, those segments alone (names are the number in hex) */
 	for (size_t i = 0; i < nf; i++) {
 		const char *name = strrchr(files[i], '/');
+		uint64_t seq = strtoull(name ? name + 1 : files[i], NULL, 16);
+		bool keep = !ends;
 
-		if (strtoull(name ? name + 1 : files[i], NULL, 16) >= from_seg)
+		for (size_t e = 0; e < nends && !keep; e++)
+			keep = ends[e].seq == seq;
+		if (keep)
 			files[k++] = files[i];
 		else
 			free(files[i]);

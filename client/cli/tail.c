@@ -122,12 +122,17 @@ static json_t *tail_request(const struct query *q, long backlog)
 	return req;
 }
 
-/* Send the TAIL request on fd (backlog: the stored events the reply
- * leaves room for); 0, or EXIT_FAIL. */
-static int tail_ask(const struct query *q, int fd, long backlog)
+/* Send the TAIL request on fd: the first (-n N), or again after ringlogd
+ * came back (its run's segments, to where they ended when it asked); 0,
+ * or EXIT_FAIL. */
+static int tail_ask(const struct query *q, int fd, bool again)
 {
-	json_t *req = tail_request(q, backlog);
-	char *js = json_dumps(req, JSON_COMPACT);
+	json_t *req = tail_request(q, again ? 0 : q->lines);
+	char *js;
+
+	if (again)
+		json_object_set_new(req, "run_ends", json_true());
+	js = json_dumps(req, JSON_COMPACT);
 
 	json_decref(req);
 	if (!js)
@@ -167,22 +172,37 @@ static void tail_history(const struct query *q, const char *dir, const uint8_t *
 	json_t *j = json_loads((const char *)p, 0, NULL);
 	const char *own = json_string_value(json_object_get(j, "storage_dir"));
 	const char *store = dir ? dir : own;
-	json_t *first = json_object_get(j, "run_first_segment");
+	json_t *first = json_object_get(j, "run_first_segment"), *ends = json_object_get(j, "ends");
 	uint64_t now = json_is_integer(first) ? (uint64_t)json_integer_value(first) : UINT64_MAX;
 
 	if (!again) {
 		/* the default 10 of an unreadable store is skipped quietly;
 		 * an -n asked for is not */
-		if (q->lines && store && read_history(q, store, q->lines, 0) < 0 && q->lines_given)
+		if (q->lines && store && read_history(q, store, q->lines, NULL, 0) < 0 &&
+		    q->lines_given)
 			fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
 				"read group)\n", q->cmd, store);
-	} else if (now != UINT64_MAX && now != *run && store) {
-		if (read_history(q, store, -1, now) < 0)
+	} else if (now != UINT64_MAX && now != *run && store && json_is_array(ends)) {
+		size_t n = json_array_size(ends), k = 0;
+		struct seg_end *e = calloc(n ? n : 1, sizeof(*e));
+
+		for (size_t i = 0; e && i < n; i++) {
+			json_t *a = json_array_get(ends, i);
+
+			if (json_is_integer(json_array_get(a, 0)) && json_is_integer(json_array_get(a, 1)))
+				e[k++] = (struct seg_end){ (uint64_t)json_integer_value(json_array_get(a, 0)),
+							   (uint64_t)json_integer_value(json_array_get(a, 1)) };
+		}
+		if (!e || read_history(q, store, -1, e, k) < 0)
 			fprintf(stderr, "ringlog: %s: cannot read %s: what ringlogd stored before this "
 				"tail joined again is not shown\n", q->cmd, store);
-	} else {
+		free(e);
+	} else if (now != UINT64_MAX && now == *run) {
 		fprintf(stderr, "ringlog: %s: the same ringlogd as before: what it stored while this "
 			"tail was away is not shown (ringlog read --since)\n", q->cmd);
+	} else {
+		fprintf(stderr, "ringlog: %s: this ringlogd does not say what it stored before this "
+			"tail joined again: that is not shown (ringlog read --since)\n", q->cmd);
 	}
 	*run = now;
 	json_decref(j);
@@ -237,7 +257,7 @@ int cli_follow(struct query *q, const char *dir)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* A restarted ringlogd is followed again, as journalctl -f follows
 	 * journald's (an outsider's test: the tail exited, 3) */
-	while (fd >= 0 && !(rc = tail_ask(q, fd, again ? 0 : q->lines))) {
+	while (fd >= 0 && !(rc = tail_ask(q, fd, again))) {
 		struct ringlog_decoder d;
 		bool gone = false;
 
@@ -293,6 +313,10 @@ int cli_follow(struct query *q, const char *dir)
 		close(fd);
 		fd = gone ? tail_wait_back(q) : -1;
 		again = true;
+	}
+	if (fd >= 0) { /* the request could not be made */
+		cli_watch(-1);
+		close(fd);
 	}
 	return rc;
 }

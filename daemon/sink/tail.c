@@ -70,6 +70,8 @@ struct tail {
 	uint64_t segment;       /* where the store writes next, as last told */
 	uint64_t start_ns;      /* CLOCK_MONOTONIC */
 	uint64_t held;          /* events in the frame before the reply */
+	json_t *ends;           /* "run_ends": this run's segments and where
+	                         * they ended when it asked, [[seq, end], ...] */
 };
 
 static int rec(struct tail *t, uint16_t type, uint32_t id, const void *a, size_t alen,
@@ -368,6 +370,7 @@ static void tail_free(struct tail *t)
 		free(t->verdicts[i].v);
 	free(t->verdicts);
 	free(t->frame);
+	json_decref(t->ends);
 	free(t);
 }
 
@@ -393,6 +396,9 @@ static void tail_flushed(struct daemon *d)
 		json_t *r = json_pack("{s:s,s:I,s:I}", "storage_dir", d->cfg.storage_dir, "segment",
 				      (json_int_t)t->segment, "run_first_segment",
 				      (json_int_t)d->st->run_first_seq);
+
+		if (r && t->ends)
+			json_object_set(r, "ends", t->ends);
 		char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		struct ringlog_seg_rec h = { .len = sizeof(h) + sizeof(d->clock.seg),
 					     .type = RINGLOG_SEG_REC_CLOCK };
@@ -421,7 +427,7 @@ static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t
 	json_error_t jerr;
 	json_t *j = json_loadb((const char *)p, len, 0, &jerr), *v;
 	struct tail *t;
-	bool oom;
+	bool oom, run_ends;
 
 	if (!j || !json_is_object(j) || c->tail || c->writer) {
 		json_decref(j);
@@ -448,6 +454,7 @@ static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t
 		t->m.pid = json_integer_value(v);
 	if ((v = json_object_get(j, "uid")) && json_is_integer(v))
 		t->m.uid = json_integer_value(v);
+	run_ends = json_is_true(json_object_get(j, "run_ends"));
 	json_decref(j);
 	if (oom || t->m.level_max < 1 || t->m.level_max > 5 || t->m.level_min < 1 ||
 	    t->m.level_min > t->m.level_max) {
@@ -456,6 +463,14 @@ static int tail_start(struct client *c, const uint8_t *p, uint32_t len, uint64_t
 		tool_error(c, oom ? "out of memory" : "level must be 1..5 and level_min 1..level");
 		return 0;
 	}
+	/* A tail following again after a restart reads what this run stored
+	 * before it asked, up to here: what is stored after is live (read to
+	 * the files' ends, a chunk written meanwhile was shown twice) */
+	if (run_ends && (t->ends = json_array()))
+		for (struct segfile *f = d->st->segs; f; f = f->next)
+			if (f->seq >= d->st->run_first_seq)
+				json_array_append_new(t->ends, json_pack("[I,I]", (json_int_t)f->seq,
+					(json_int_t)(f->current ? f->off : f->bytes)));
 	/* Everything emitted before this point went to the segments (the
 	 * backlog: ctl.c drained every ring and sealed the open chunk before
 	 * the request): answer once it is written. Events stored from here on
@@ -484,6 +499,15 @@ static void tail_send_all(struct daemon *d)
 		flush_frame(d, t, 0);
 		report_dropped(d, t);
 	}
+}
+
+bool tail_sending(struct daemon *d)
+{
+	tail_send_all(d);
+	for (struct tail *t = d->tails; t; t = t->next)
+		if (!t->c->gone && t->answered && (t->flen || t->c->tx.len))
+			return true;
+	return false;
 }
 
 void tail_tick(struct daemon *d)

@@ -4,6 +4,7 @@
 #ifndef RINGLOG_DAEMON_TAIL_H
 #define RINGLOG_DAEMON_TAIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct daemon;
@@ -15,6 +16,9 @@ struct tail;
 uint64_t tail_lost_total(const struct daemon *d);
 /* Periodic: answer the tails whose backlog write takes too long. */
 void tail_tick(struct daemon *d);
+/* Shutdown: what is batched goes out; whether a tail still has bytes
+ * queued (the connection's close would drop them). */
+bool tail_sending(struct daemon *d);
 extern const struct sink_ops tail_sink_ops;
 
 #endif /* RINGLOG_DAEMON_TAIL_H */
