@@ -61,7 +61,6 @@ static void apply_reload(struct ship *s)
 	natsConnection *nc = s->nc;
 	jsCtx *js = s->js;
 
-	s->resent += s->n;
 	s->c = s->next;
 	s->off = !s->c.servers[0];
 	if (s->next_win) {
@@ -184,7 +183,6 @@ void *ship_thread_main(void *arg)
 				wait_ms(s, 100);
 				continue;
 			}
-			s->resent += s->n;
 			reposition = true;
 			s->failed = false;
 			wait_ms(s, backoff);

@@ -230,14 +230,15 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 	uint32_t tag = 0;
 	size_t total;
 	int err = 0;
+	bool fresh;
 
 	pthread_mutex_lock(&s->mu);
 	/* The loss a resumed shipping reports, on one chunk at a time, the
 	 * same on every copy of it (struct ship's carry) */
 	{
 		uint64_t seg = r->seg, chunk = r->f.chunk.seq;
-		bool fresh = !s->pub_any || seg > s->pub_seg ||
-			     (seg == s->pub_seg && chunk > s->pub_chunk);
+
+		fresh = !s->pub_any || seg > s->pub_seg || (seg == s->pub_seg && chunk > s->pub_chunk);
 
 		h->not_shipped = 0;
 		h->not_shipped_reason = 0;
@@ -252,11 +253,6 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 			s->carry.reason = s->ns_reason;
 			h->not_shipped = s->carry.x;
 			h->not_shipped_reason = s->carry.reason;
-		}
-		if (fresh) {
-			s->pub_any = true;
-			s->pub_seg = seg;
-			s->pub_chunk = chunk;
 		}
 	}
 	level = s->c.compress;
@@ -326,6 +322,21 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 			st = js_PublishMsgAsync(s->js, &m, &po);
 		}
 		natsMsg_Destroy(m);
+		/* sent again: a message that went out before, now out again
+		 * (not each attempt refused while the cluster is away: the
+		 * count ran to 2,749 for some 350 chunks in an outsider's
+		 * outage) */
+		if (st == NATS_OK) {
+			pthread_mutex_lock(&s->mu);
+			if (!fresh)
+				s->resent++;
+			else if (i + 1 == nparts) { /* the newest sent */
+				s->pub_any = true;
+				s->pub_seg = r->seg;
+				s->pub_chunk = r->f.chunk.seq;
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
 		if (st != NATS_OK) {
 			const char *why = nats_GetLastError(NULL);
 
