@@ -126,7 +126,10 @@ struct ship_saved ship_saved_of(struct ship *s)
 	memset(&v, 0, sizeof(v)); /* compared whole with memcmp(): padding too */
 	v.acked = s->ack_valid;
 	v.seg = s->ack_valid ? s->ack_seg : 0;
-	v.chunk = s->ack_valid ? s->ack_chunk : 0;
+	/* none acknowledged: chunk "-1", so that an older ringlogd, which
+	 * reads the position alone, resumes at chunk 0 of segment 0 (with 0
+	 * it took chunk 0 as shipped, a review found) */
+	v.chunk = s->ack_valid ? s->ack_chunk : UINT64_MAX;
 	v.off = s->ack_valid ? s->ack_off : 0;
 	v.skip = s->skip;
 	v.pending = s->not_shipped_pending;
