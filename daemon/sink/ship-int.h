@@ -76,8 +76,8 @@ struct ship_conf {
 	uint64_t files;                       /* the files named: inode, size, time */
 };
 
-/* The segments given up for ship.max_backlog: never sent, counted once
- * when given up. Ranges [lo, hi), oldest first; not one number below
+/* The segments given up for ship.max_backlog, and those the budget deleted
+ * unshipped: never sent, counted once. Ranges [lo, hi); not one number below
  * which all were: segments in the window or being read lie between two
  * give-ups, and were neither sent nor counted when one number said so (a
  * review found). */

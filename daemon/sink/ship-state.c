@@ -4,7 +4,7 @@
  *       [given_up=LO-HI,...] [acked_events=SEG:N] [held=SEG:EVENTS:ACKED]...
  *
  * the acknowledged position (A 0: none yet); the segments given up for
- * ship.max_backlog, as ranges [LO, HI) (skip=: the top of the last, for
+ * ship.max_backlog or deleted unshipped, as ranges [LO, HI) (skip=: their top, for
  * an older ringlogd, which took all below it as given up); the events
  * counted not shipped that no message has carried yet; how many events
  * of one segment are acknowledged in order; and the segments the budget
@@ -145,6 +145,7 @@ struct ship_saved ship_saved_of(struct ship *s)
 /* Called without mu: the values are passed in. */
 static int save(const struct ship *s, const struct ship_saved *v)
 {
+	uint64_t top = 0;
 	char tmp[1100], path[1100];
 	FILE *f;
 	int err = 0;
@@ -154,10 +155,13 @@ static int save(const struct ship *s, const struct ship_saved *v)
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	/* skip=: the top of the last range, what an older ringlogd reads */
+	/* skip=: the top of the ranges, what an older ringlogd reads */
+	for (size_t i = 0; i < v->skip.n; i++)
+		if (v->skip.r[i].hi > top)
+			top = v->skip.r[i].hi;
 	fprintf(f, "ringlog-ship 1 %s %" PRIu64 " %" PRIu64 " %" PRIu64 " acked=%d skip=%" PRIu64
 		" pending=%" PRIu64 " reason=%u", s->c.host, v->seg, v->chunk, v->off, v->acked ? 1 : 0,
-		v->skip.n ? v->skip.r[v->skip.n - 1].hi : 0, v->pending, (unsigned)v->reason);
+		top, v->pending, (unsigned)v->reason);
 	for (size_t i = 0; i < v->skip.n; i++)
 		fprintf(f, "%s%" PRIu64 "-%" PRIu64, i ? "," : " given_up=", v->skip.r[i].lo,
 			v->skip.r[i].hi);

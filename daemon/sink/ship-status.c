@@ -96,9 +96,18 @@ void ship_skip_add(struct ship *s, uint64_t seq)
 	struct ship_skips *k = &s->skip;
 	size_t j = 0;
 
-	if (k->n && k->r[k->n - 1].hi == seq) {
-		k->r[k->n - 1].hi++;
-		return;
+	for (size_t i = 0; i < k->n; i++) {
+		if (seq >= k->r[i].lo && seq < k->r[i].hi)
+			return;
+		if (k->r[i].hi == seq || k->r[i].lo == seq + 1) {
+			/* next to a range: it grows (the budget deletes in
+			 * order, the thread gives up in order) */
+			if (k->r[i].hi == seq)
+				k->r[i].hi++;
+			else
+				k->r[i].lo--;
+			return;
+		}
 	}
 	/* ranges the acknowledged position has passed are never looked at
 	 * again: reading resumes after it */
@@ -205,6 +214,10 @@ void ship_seg_deleting(struct daemon *d, const struct segfile *seg)
 		if (s->carry.on && s->carry.seg == seg->seq)
 			s->carry.on = false; /* its chunk will not go again */
 		ship_give_up(s, seg->events - acked, RINGLOG_SHIP_LOST_RETENTION);
+		/* counted: the thread, which may have read its header before the
+		 * file went, must not give it up for the backlog and count it
+		 * again (a review found the race) */
+		ship_skip_add(s, seg->seq);
 		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " before it was "
 		    "shipped: %" PRIu64 " events not shipped", seg->seq, seg->events - acked);
 	} else {
