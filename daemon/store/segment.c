@@ -328,14 +328,51 @@ static int put_provider(struct store *st, struct client *cl, uint32_t id, const 
 	return put_rec(st, RINGLOG_SEG_REC_META, cl->id, e, len, NULL, 0);
 }
 
+/* At most the bytes describe() writes for r now (records are padded to
+ * 8; a provider entry is at most RINGLOG_META_PROVIDER_ENTRY_MAX). */
+static size_t describe_bytes(const struct store *st, const struct ring *r)
+{
+	const struct client *c = r->c;
+	const struct store_desc *d = &c->store.lane[st->active];
+	bool again = d->seg_gen != st->seg_gen;
+	uint32_t p = again || !d->seg_nprov ? 1 : d->seg_nprov, e = again || !d->seg_nev ? 1 : d->seg_nev;
+	size_t n = 0, rec = sizeof(struct ringlog_seg_rec) + 7;
+
+	if (again)
+		n += rec + sizeof(struct ringlog_seg_writer) + (c->exe ? strlen(c->exe) : 0);
+	for (; p < c->meta.nprov && c->meta.providers[p]; p++)
+		n += rec + RINGLOG_META_PROVIDER_ENTRY_MAX;
+	for (; e < c->meta.nev && c->meta.events[e]; e++)
+		n += rec + c->meta.events[e]->raw_len;
+	if (r->store.seg_gen[st->active] != st->seg_gen)
+		n += rec + sizeof(struct ringlog_seg_stream);
+	return n;
+}
+
 /* Make the segment able to decode r's events on its own: WRITER, all
- * metadata entries not yet written, STREAM. */
+ * metadata entries not yet written, STREAM. In one chunk when they fit:
+ * a chunk opened between them may start a segment, and a META record
+ * written there before its WRITER was reported as damage ("META record of
+ * an undefined writer", CI 77). So room for all of them is made first;
+ * opening a chunk may change the generation (a new segment, or the 4th
+ * chunk), and then more is needed: asked again. */
 static int describe(struct store *st, struct ring *r)
 {
 	struct client *c = r->c;
 	struct store_desc *d = &c->store.lane[st->active];
 	int err;
 
+	for (int tries = 0; tries < 3; tries++) {
+		uint32_t gen = st->seg_gen;
+		size_t need = describe_bytes(st, r);
+
+		if (!need)
+			return 0;
+		if (!room(st, need))
+			break; /* larger than a chunk, or no room now: one by one */
+		if (st->seg_gen == gen)
+			break;
+	}
 	if (d->seg_gen != st->seg_gen) {
 		struct ringlog_seg_writer w = {
 			.pid = c->pid, .uid = c->uid, .gid = c->gid,
