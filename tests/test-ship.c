@@ -776,6 +776,10 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		 * first, or nothing yet): nothing went out twice. Attempts
 		 * refused while it was away counted as "sent again" (an
 		 * outsider saw 2,749 for some 350 chunks). */
+		/* and the outage's error is gone once the stream acknowledges
+		 * again (an outsider saw it stay after the catch-up) */
+		cr_expect_str_eq(json_string_value(json_object_get(s, "error")) ?: "?", "",
+				 "status still says: %s", json_string_value(json_object_get(s, "error")));
 		cr_expect_eq(json_integer_value(json_object_get(s, "resent")), 0,
 			     "%lld messages \"sent again\" after an outage with none in flight",
 			     (long long)json_integer_value(json_object_get(s, "resent")));

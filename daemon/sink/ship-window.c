@@ -140,7 +140,9 @@ void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *
 			continue;
 		if (pa) {
 			/* acknowledged again after a failure: back to normal */
-			if (!s->failed && !strcmp(s->state, "retrying")) {
+			/* (the reconnection may have said "connected" already,
+			 * leaving the outage's error in status: an outsider) */
+			if (!s->failed && (!strcmp(s->state, "retrying") || s->error[0])) {
 				snprintf(s->state, sizeof(s->state), "connected");
 				s->error[0] = '\0';
 				ship_say(s, LOG_NOTICE, "ship: the stream acknowledges again");
