@@ -598,6 +598,13 @@ Test(operate, vacuum_and_status_dir_name_the_store_they_act_on)
 		  "status --dir %s shows another store: %.300s", other, out);
 	json_decref(j);
 
+	/* a store that is not there, while a daemon runs: an error (it
+	 * exited 0 saying "figures read from" it) */
+	snprintf(cmd, sizeof(cmd), CLI " status --dir '%s/not-there' 2>&1", e.dir);
+	cr_expect_eq(live_run(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_expect(strstr(out, "cannot read the storage directory") && !strstr(out, "figures read"),
+		  "%s", out);
+
 	/* read -f --dir OTHER cannot follow OTHER: refused, not OTHER's history
 	 * then the daemon's live events without a word */
 	snprintf(cmd, sizeof(cmd), "timeout 10 " CLI " read -f -n 5 --dir '%s' 2>&1", other);

@@ -284,6 +284,10 @@ static void print_human(json_t *j, bool down)
 	json_t *v;
 	size_t i;
 
+	if (down && !json_object_get(j, "segments")) { /* the directory could not be read */
+		printf("%-22s %s\n%-22s %s\n", "storage", S(j, "storage_dir"), "", S(j, "error"));
+		return;
+	}
 	if (down && !strcmp(S(j, "daemon"), "refused"))
 		printf("ringlogd refused this user at its socket (access refused, see above; it may "
 		       "well be running): figures read from the storage directory\n\n");
@@ -293,10 +297,6 @@ static void print_human(json_t *j, bool down)
 	else if (down)
 		printf("ringlogd is not running: figures read from the storage directory\n\n");
 	printf("%-22s %s\n", "storage", S(j, "storage_dir"));
-	if (down && !json_object_get(j, "segments")) {
-		printf("%-22s %s\n", "", S(j, "error"));
-		return;
-	}
 	print_disk(j);
 	printf("%-22s %llu\n", "segments", (unsigned long long)I(j, "segment_count"));
 	v = json_object_get(j, "store");
@@ -518,16 +518,20 @@ static json_t *fetch(const char *sock, const char *dir, bool json, bool quiet, b
 	/* --dir names another store than the daemon's: that store's files
 	 * (it showed the daemon's own, saying nothing: an outsider's test) */
 	if (j && dir && !cli_same_dir(dir, json_string_value(json_object_get(j, "storage_dir")))) {
+		json_t *o = offline(dir);
+		/* a directory that cannot be read is an error (exit 1), not
+		 * figures (an outsider: exit 0, "figures read from" it) */
+		bool unread = !json_object_get(o, "segments");
+
 		if (!quiet)
-			fprintf(stderr, "ringlog status: ringlogd at %s stores in %s, not %s: figures "
-				"read from %s\n", socket_path(sock),
-				json_string_value(json_object_get(j, "storage_dir")), dir, dir);
+			fprintf(stderr, "ringlog status: ringlogd at %s stores in %s, not %s%s\n",
+				socket_path(sock), json_string_value(json_object_get(j, "storage_dir")),
+				dir, unread ? "" : ": figures read from it");
 		json_decref(j);
 		*down = true;
-		j = offline(dir);
-		json_object_set_new(j, "daemon", json_string("elsewhere"));
-		*rc = EXIT_OK;
-		return j;
+		json_object_set_new(o, "daemon", json_string("elsewhere"));
+		*rc = unread ? EXIT_FAIL : EXIT_OK;
+		return o;
 	}
 	if (!j) {
 		struct ringlog_config c;
