@@ -439,6 +439,8 @@ Test(output, every_refused_option_names_itself_with_exit_code_2)
 		{ "read -x", "ringlog read: unknown option -x (see ringlog read --help)\n" },
 		{ "read --bogus", "ringlog read: unknown option --bogus (see ringlog read --help)\n" },
 		{ "read --dir /x f.rlseg", "ringlog read: --dir and FILE arguments both given: give one\n" },
+		{ "read --dir /x =5", "ringlog read: \"=5\": a FIELD=VALUE filter needs the field's name "
+		  "before the =\n" },
 		{ "read -f --until -1h", "ringlog read: --until \"-1h\" is not in the future: following would never "
 		  "show an event; use ringlog read --until\n" },
 		{ "read -f f.rlseg", "ringlog read: --follow reads the daemon's store, not FILE arguments\n" },

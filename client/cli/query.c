@@ -248,6 +248,10 @@ not_here:
 		if (eq && eq != a && !memchr(a, '/', (size_t)(eq - a))) {
 			if (sel_add_field(&q->sel, a))
 				return EXIT_FAIL;
+		} else if (eq == a) { /* taken for a file, it said "--dir and FILE" */
+			fprintf(stderr, "ringlog %s: \"%s\": a FIELD=VALUE filter needs the field's "
+				"name before the =\n", cmd, a);
+			return EXIT_USAGE;
 		} else if (allow & Q_FILES) {
 			q->files[q->nfiles++] = argv[i];
 		} else {
