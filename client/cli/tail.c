@@ -156,7 +156,6 @@ static int tail_wait_back(const struct query *q)
 			return -1;
 		if ((fd = cli_connect(socket_path(q->socket), true)) >= 0) {
 			cli_watch(fd);
-			fprintf(stderr, "ringlog: %s: ringlogd is back\n", q->cmd);
 			return fd;
 		}
 	}
@@ -232,6 +231,7 @@ int cli_follow(struct query *q, const char *dir)
 	struct tl t = { q };
 	uint64_t run = UINT64_MAX; /* the daemon's run_first_segment */
 	bool again = false;        /* following again after it went away */
+	char refused[800] = "";    /* the last refusal said while following again */
 	int fd, rc = EXIT_OK;
 
 	/* following never pages: less would hold the stream */
@@ -289,6 +289,9 @@ int cli_follow(struct query *q, const char *dir)
 					free(p);
 					break;
 				}
+				if (again) /* said once it takes this tail */
+					fprintf(stderr, "ringlog: %s: ringlogd is back\n", q->cmd);
+				refused[0] = '\0';
 				tail_history(q, dir, p, again, &run);
 			} else if (type == RINGLOG_CTL_DATA) {
 				ringlog_dec_records(&d, p, (size_t)n);
@@ -296,6 +299,18 @@ int cli_follow(struct query *q, const char *dir)
 				char why[800];
 
 				cli_refuse_text(p, n, why, sizeof(why));
+				/* Following again, a refusal is waited out like the
+				 * restart (a restarted ringlogd at limits.clients
+				 * while every tail reconnects), said once */
+				if (again) {
+					if (strcmp(why, refused))
+						fprintf(stderr, "ringlog: %s: %s; trying again (Ctrl-C "
+							"ends)\n", q->cmd, why);
+					snprintf(refused, sizeof(refused), "%s", why);
+					gone = true;
+					free(p);
+					break;
+				}
 				fprintf(stderr, "ringlog: %s: %s\n", q->cmd, why);
 				rc = EXIT_NODAEMON;
 				free(p);
