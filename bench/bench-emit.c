@@ -231,6 +231,7 @@ struct results {
 	struct run at48[16], at48_2[16]; /* the runs at those rates */
 	double steal[16]; /* % of the machine's time stolen during run i */
 	double gaps[16], gaps_lost[16]; /* bu_hiccups() before run i */
+	double line[16]; /* bu_line_transfer_ns() before run i */
 };
 
 /* The highest paced rate in all, from THREADS threads, stored with no
@@ -276,6 +277,10 @@ static double lossless_rate(struct collector *c, bool quick, int kind, int threa
 	return best;
 }
 
+/* A cache line slower than this between the two CPUs: the host has put
+ * them apart (bench-ring.c has the figures behind it) */
+#define LINE_APART_NS 100
+
 /* Steal time so far, and all time, in jiffies of every CPU (/proc/stat):
  * on a shared machine another guest's load shows as steal. */
 static void cpu_times(uint64_t *steal, uint64_t *all)
@@ -306,6 +311,7 @@ static void measure_run(struct collector *c, int i, int runs, bool quick, long n
 	char q[600] = "";
 
 	bu_hiccups(1.0, tpn, &r->gaps[i], &r->gaps_lost[i]);
+	r->line[i] = bu_line_transfer_ns(tpn);
 	cpu_times(&s0, &a0);
 	if (i == 0 && out_dir)
 		snprintf(q, sizeof(q), "%s/latency-%s.dat", out_dir, c->name);
@@ -502,13 +508,21 @@ int main(int argc, char **argv)
 	    "share of its time lost so (a hypervisor that does not report steal still shows "
 	    "here). A batch of 64 emits that such a gap lands in reads as gap / 64 ns per "
 	    "call: with gaps taking a few %% of the time, that is what the p99.9 rows are "
-	    "made of, for both collectors and for the bare loop alike.\n\n");
+	    "made of, for both collectors and for the bare loop alike. line: what one cache "
+	    "line took to move from one CPU to the other just before the run, one way: the "
+	    "host puts a VM's two CPUs near each other (tens of ns) or apart (150-250 ns here), "
+	    "and every line between the emitting threads and the collector pays it; over "
+	    "100 ns is marked (CPUs apart): the emit tails and the collector's CPU per event "
+	    "are then higher for both collectors.\n\n");
 	for (int i = 0; i < runs; i++) {
-		bu_out("- run %d: ringlog steal %.1f%%%s, gaps %.0f/s (%.2f%% lost)", i + 1,
-		    rl.steal[i], rl.steal[i] > 2 ? " (disturbed)" : "", rl.gaps[i], rl.gaps_lost[i]);
+		bu_out("- run %d: ringlog steal %.1f%%%s, gaps %.0f/s (%.2f%% lost), line %.0f ns%s",
+		    i + 1, rl.steal[i], rl.steal[i] > 2 ? " (disturbed)" : "", rl.gaps[i],
+		    rl.gaps_lost[i], rl.line[i], rl.line[i] > LINE_APART_NS ? " (CPUs apart)" : "");
 		if (have_lt)
-			bu_out(", LTTng-UST steal %.1f%%%s, gaps %.0f/s (%.2f%% lost)", lt.steal[i],
-			    lt.steal[i] > 2 ? " (disturbed)" : "", lt.gaps[i], lt.gaps_lost[i]);
+			bu_out(", LTTng-UST steal %.1f%%%s, gaps %.0f/s (%.2f%% lost), line %.0f ns%s",
+			    lt.steal[i], lt.steal[i] > 2 ? " (disturbed)" : "", lt.gaps[i],
+			    lt.gaps_lost[i], lt.line[i],
+			    lt.line[i] > LINE_APART_NS ? " (CPUs apart)" : "");
 		bu_out("\n");
 	}
 	bu_table_close();

@@ -37,6 +37,10 @@ int bu_pin_cpu(int cpu);
  * time. Steal time (/proc/stat) misses them where the hypervisor does not
  * report it, as on the machine docs/PERFORMANCE.md was measured on. */
 void bu_hiccups(double seconds, double tpn, double *per_s, double *lost_pct);
+/* What one cache line costs to move from CPU 0 to CPU 1, one way, now
+ * (ns; 0 when the threads cannot be pinned apart). The calling thread's
+ * CPUs are as before on return. */
+double bu_line_transfer_ns(double tpn);
 /* Sort samples in place and return the q-quantile (0..1). */
 void bu_sort(uint64_t *v, size_t n);
 uint64_t bu_quantile(const uint64_t *sorted, size_t n, double q);
