@@ -278,7 +278,7 @@ static double lossless_rate(struct collector *c, bool quick, int kind, int threa
 }
 
 /* A cache line slower than this between the two CPUs: the host has put
- * them apart (bench-ring.c has the figures behind it) */
+ * them apart (bu_line_transfer_ns() has the figures behind it) */
 #define LINE_APART_NS 100
 
 /* Steal time so far, and all time, in jiffies of every CPU (/proc/stat):
@@ -512,8 +512,8 @@ int main(int argc, char **argv)
 	    "line took to move from one CPU to the other just before the run, one way: the "
 	    "host puts a VM's two CPUs near each other (tens of ns) or apart (150-250 ns here), "
 	    "and every line between the emitting threads and the collector pays it; over "
-	    "100 ns is marked (CPUs apart): the emit tails and the collector's CPU per event "
-	    "are then higher for both collectors.\n\n");
+	    "100 ns is marked (CPUs apart), 0 when the two threads could not be pinned "
+	    "apart.\n\n");
 	for (int i = 0; i < runs; i++) {
 		bu_out("- run %d: ringlog steal %.1f%%%s, gaps %.0f/s (%.2f%% lost), line %.0f ns%s",
 		    i + 1, rl.steal[i], rl.steal[i] > 2 ? " (disturbed)" : "", rl.gaps[i],

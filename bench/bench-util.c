@@ -60,10 +60,11 @@ int bu_pin_cpu(int cpu)
 }
 
 /* What one cache line costs to move from one CPU to the other, one way,
- * on this machine now: context for the producer's figures, which pay it
- * for the lines the consumer read, spread over the records in flight.
- * Printed because a VM's two vCPUs sit where the host puts them, and that
- * moves p50 more than any change to the ring: on one commit, 9.2 ns in
+ * on this machine now: context for figures that pay it for every line one
+ * side writes and the other reads (bench-ring's producer, bench-emit's
+ * emitters and collectors). Printed because a VM's two vCPUs sit where
+ * the host puts them, and that moved the ring producer's p50 more than any
+ * change to the ring: on one commit, 9.2 ns in
  * every run whose lines moved in 39-60 ns, 10.6-17.7 ns in most runs
  * whose lines took 170-210 ns. Two threads bounce a counter; median of 20
  * blocks of 10,000. 0 when the two threads cannot be pinned apart. */
