@@ -378,6 +378,45 @@ Test(cli, tail_n_prints_the_newest_events_unflushed_ones_included_then_follows)
 	live_cleanup(&e);
 }
 
+/* A tail whose FIELD=VALUE the stored events show cannot match says so on
+ * stderr, once, and follows on (it waited without a word: an outsider's
+ * test); one that can match says nothing of the kind. */
+Test(cli, a_tail_whose_field_filter_cannot_match_says_why_and_follows)
+{
+	static const struct {
+		const char *args, *want;
+	} t[] = {
+		{ "stauts=503", "ringlog tail: stauts=...: no event stored has a field named "
+		  "\"stauts\"; still following (Ctrl-C ends)\n" },
+		{ "status=abc", "ringlog tail: status=abc: the field is i64 in the events stored, "
+		  "and no value given is one, so nothing matched (ringlog read --help: "
+		  "FIELD=VALUE); still following (Ctrl-C ends)\n" },
+		{ "status=503 -o cat", "status=503 host=db1\nstatus=503 host=db2\n" },
+	};
+	enum { N = sizeof(t) / sizeof(t[0]) };
+	struct live e;
+	char path[N][400], out[4096];
+	pid_t d, tp[N];
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	must_run(CLI " emit Acme.Web Req status=503 host=db1");
+	must_run(CLI " emit Acme.Web Req status=200 host=db1");
+	for (int i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/tail-%d", e.dir, i);
+		tp[i] = tail_start(t[i].args, path[i]);
+	}
+	must_run(CLI " emit Acme.Web Req status=503 host=db2");
+	sleep_ms(500);
+	for (int i = 0; i < N; i++) {
+		tail_stop(tp[i]);
+		slurp(path[i], out, sizeof(out));
+		cr_expect_str_eq(out, t[i].want, "tail %s printed:\n%s", t[i].args, out);
+	}
+	live_daemon_stop(d);
+	live_cleanup(&e);
+}
+
 /* A level-5 event is filtered in the program until a `--level 5` tail
  * runs, and again after it ends (tests/fwd-client.c reports it). */
 Test(cli, a_verbose_tail_raises_enablement_while_it_runs)

@@ -343,7 +343,7 @@ int cmd_export(int argc, char **argv)
 		(unsigned long long)bytes, output,
 		x.damaged ? " (damaged ranges skipped, see above)" : "");
 	rc = x.damaged ? EXIT_DAMAGED : EXIT_OK;
-	sel_explain(&q.sel, "export");
+	sel_explain(&q.sel, "export", false);
 out:
 	ringlog_dedup_free(&x.dedup);
 	if (own_files)

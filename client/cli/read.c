@@ -599,7 +599,7 @@ int cmd_read(int argc, char **argv)
 		out_pager_start();
 	print_lines(&r, tty);
 	out_pager_end();
-	sel_explain(&q.sel, "read");
+	sel_explain(&q.sel, "read", false);
 	query_free(&q);
 	return r.damaged ? EXIT_DAMAGED : EXIT_OK;
 }

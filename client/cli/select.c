@@ -53,9 +53,12 @@ static void met_fields(struct sel_met *met, const struct ringlog_match *m,
 		}
 }
 
-void sel_explain(const struct selection *s, const char *cmd)
+void sel_explain(const struct selection *s, const char *cmd, bool following)
 {
 	const struct ringlog_match *m = &s->m;
+	/* a follow goes on: live events meet the same filter (the daemon's) */
+	const char *read = following ? "stored" : "read";
+	const char *then = following ? "; still following (Ctrl-C ends)" : "";
 
 	if (!s->met || !s->met->last_desc) /* no event read */
 		return;
@@ -66,8 +69,8 @@ void sel_explain(const struct selection *s, const char *cmd)
 		if (s->met->f[i].fits)
 			continue;
 		if (!s->met->f[i].types) {
-			fprintf(stderr, "ringlog %s: %s=...: no event read has a field named \"%s\"\n",
-				cmd, m->fields[i].name, m->fields[i].name);
+			fprintf(stderr, "ringlog %s: %s=...: no event %s has a field named \"%s\"%s\n",
+				cmd, m->fields[i].name, read, m->fields[i].name, then);
 			continue;
 		}
 		for (unsigned t = 0; t < 32; t++)
@@ -75,10 +78,10 @@ void sel_explain(const struct selection *s, const char *cmd)
 				used += (size_t)snprintf(types + used, used < sizeof(types) ?
 							 sizeof(types) - used : 0, "%s%s",
 							 used ? ", " : "", ringlog_type_name(t));
-		fprintf(stderr, "ringlog %s: %s=%s%s: the field is %s in the events read, and no value "
-			"given is one, so nothing matched (ringlog read --help: FIELD=VALUE)\n", cmd,
+		fprintf(stderr, "ringlog %s: %s=%s%s: the field is %s in the events %s, and no value "
+			"given is one, so nothing matched (ringlog read --help: FIELD=VALUE)%s\n", cmd,
 			m->fields[i].name, m->fields[i].values[0],
-			m->fields[i].nvalues > 1 ? ",..." : "", types);
+			m->fields[i].nvalues > 1 ? ",..." : "", types, read, then);
 	}
 }
 

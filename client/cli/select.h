@@ -46,8 +46,9 @@ void sel_free(struct selection *s);
 /* After a read: a FIELD=VALUE filter that could match nothing says why on
  * stderr (no event read had the field; its value is not of the field's
  * type, as "status=abc" for an integer). An outsider's test: a value of
- * the wrong type matched nothing, without a word. */
-void sel_explain(const struct selection *s, const char *cmd);
+ * the wrong type matched nothing, without a word. following: said by a
+ * tail after the stored events it showed, which then waits on. */
+void sel_explain(const struct selection *s, const char *cmd, bool following);
 
 /* The clock the time forms are relative to: $RINGLOG_NOW (seconds since
  * the epoch, fraction allowed; for tests) or CLOCK_REALTIME. */

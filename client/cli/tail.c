@@ -181,6 +181,9 @@ static void tail_history(const struct query *q, const char *dir, const uint8_t *
 		    q->lines_given)
 			fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
 				"read group)\n", q->cmd, store);
+		/* a filter the stored events show cannot match waits on, but
+		 * says so (it waited without a word: an outsider's test) */
+		sel_explain(&q->sel, q->cmd, true);
 	} else if (now != UINT64_MAX && now != *run && store && json_is_array(ends)) {
 		size_t n = json_array_size(ends), k = 0;
 		struct seg_end *e = calloc(n ? n : 1, sizeof(*e));
