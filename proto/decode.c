@@ -188,6 +188,54 @@ static struct ringlog_dedup_slot *dedup_slot(struct ringlog_dedup *x,
 	}
 }
 
+/* New: at or past the mark (unsigned distance), or inside a range a jump
+ * forward skipped, which shrinks; what a jump skips becomes such a range,
+ * the oldest given up when all are in use (its records are then taken as
+ * seen, as before there were ranges). */
+bool ringlog_dedup_new(struct ringlog_dedup_slot *s, uint64_t at, uint64_t end)
+{
+	const uint64_t half = UINT64_MAX >> 1;
+
+	if (at - s->next <= half) {
+		if (at != s->next && s->next) {
+			unsigned k = 0;
+
+			for (unsigned i = 1; i < RINGLOG_DEDUP_HOLES; i++)
+				if (s->hole[i].hi - s->hole[k].hi > half) /* older */
+					k = i;
+			for (unsigned i = 0; i < RINGLOG_DEDUP_HOLES; i++)
+				if (s->hole[i].lo == s->hole[i].hi)
+					k = i;
+			s->hole[k].lo = s->next;
+			s->hole[k].hi = at;
+		}
+		s->next = end;
+		return true;
+	}
+	for (unsigned i = 0; i < RINGLOG_DEDUP_HOLES; i++) {
+		uint64_t lo = s->hole[i].lo, hi = s->hole[i].hi;
+
+		if (lo == hi || at - lo > half || hi - end > half)
+			continue; /* not inside [lo, hi) */
+		/* late records come in order: the range shrinks from below;
+		 * one from its middle splits it, the part above it kept while
+		 * a range is free */
+		s->hole[i].lo = end;
+		if (at != lo) {
+			s->hole[i].hi = at;
+			s->hole[i].lo = lo;
+			for (unsigned k = 0; k < RINGLOG_DEDUP_HOLES && end != hi; k++)
+				if (s->hole[k].lo == s->hole[k].hi) {
+					s->hole[k].lo = end;
+					s->hole[k].hi = hi;
+					break;
+				}
+		}
+		return true;
+	}
+	return false;
+}
+
 /* Where a SPAN or PACK applies: its stream, writer and dedup mark. */
 struct run_of {
 	struct ringlog_dec_stream *st;
@@ -229,13 +277,9 @@ static int ring_record(struct ringlog_decoder *d, struct run_of *o,
 	uint64_t total = ringlog_rec_total(h->len);
 
 	o->pos += total;
-	if (o->seen) {
-		/* Unsigned distance: at or past the mark is new. */
-		if (o->pos - total - o->seen->next > (UINT64_MAX >> 1)) {
-			d->dedup->dropped++;
-			return 0;
-		}
-		o->seen->next = o->pos;
+	if (o->seen && !ringlog_dedup_new(o->seen, o->pos - total, o->pos)) {
+		d->dedup->dropped++;
+		return 0;
 	}
 	if (h->type == RINGLOG_REC_LOSS) {
 		/* first_ts 0 in the short form, by_level 0 but in the per-level one */

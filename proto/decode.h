@@ -70,7 +70,12 @@ struct ringlog_dec_loss {
 
 /* Ring positions already delivered, per ring, across segments: see
  * RINGLOG_SPAN_POS in segment.h. Shared by the decoders of the segments of
- * one store, fed in segment order. */
+ * one store, fed in segment order; a live follow of a fleet
+ * (`tail --nats`) may get a chunk after a later one of its ring (a resend
+ * in between), so the ranges a jump forward skipped stay open, the newest
+ * RINGLOG_DEDUP_HOLES of them, until records fill them. */
+#define RINGLOG_DEDUP_HOLES 4
+
 struct ringlog_dedup {
 	struct ringlog_dedup_slot {
 		uint64_t pid_start, ring_id; /* key: (writer pid ^ start, ring, tid,
@@ -78,13 +83,21 @@ struct ringlog_dedup {
 		uint64_t cls;
 		uint32_t tid;
 		uint32_t used;
-		uint64_t next;               /* first position not yet delivered */
+		uint64_t next;               /* past every position delivered */
+		struct { uint64_t lo, hi; } hole[RINGLOG_DEDUP_HOLES];
+		                             /* below next, never delivered
+		                              * ([lo, hi); lo == hi: none) */
 	} *slot;
 	size_t cap, n;
 	uint64_t dropped;                /* records skipped as already seen */
 };
 
 void ringlog_dedup_free(struct ringlog_dedup *x);
+
+/* Whether the record at ring positions [at, end) is new to its ring's slot
+ * s, which then counts it delivered (the decoder asks for every record of
+ * a SPAN or PACK). */
+bool ringlog_dedup_new(struct ringlog_dedup_slot *s, uint64_t at, uint64_t end);
 
 struct ringlog_decoder {
 	struct ringlog_dedup *dedup; /* optional */

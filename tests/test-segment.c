@@ -514,3 +514,44 @@ Test(segment, the_thread_pool_backend_syncs_off_the_loop)
 {
 	check_sync(&io_pool_ops);
 }
+
+/* The readers' dedup by ring position (proto/decode.h): records already
+ * delivered are dropped, in any order they come again; a chunk that comes
+ * after a later one of its ring (a fleet's stream after a resend) is still
+ * delivered, once, and so is each part of a range filled from its middle. */
+Test(segment, dedup_drops_what_was_delivered_and_takes_a_chunk_that_comes_late)
+{
+	struct ringlog_dedup_slot s = { 0 };
+
+	/* A: [0, 300) in three records, then C: [600, 900) before B */
+	cr_expect(ringlog_dedup_new(&s, 0, 100));
+	cr_expect(ringlog_dedup_new(&s, 100, 200));
+	cr_expect(ringlog_dedup_new(&s, 200, 300));
+	cr_expect(!ringlog_dedup_new(&s, 100, 200), "delivered twice");
+	cr_expect(ringlog_dedup_new(&s, 600, 700));
+	cr_expect(ringlog_dedup_new(&s, 700, 900));
+	cr_expect(!ringlog_dedup_new(&s, 600, 700), "delivered twice");
+	/* B, late: [300, 600) */
+	cr_expect(ringlog_dedup_new(&s, 300, 400), "a late record is dropped");
+	cr_expect(ringlog_dedup_new(&s, 400, 600), "a late record is dropped");
+	/* ... and once only */
+	cr_expect(!ringlog_dedup_new(&s, 300, 400));
+	cr_expect(!ringlog_dedup_new(&s, 400, 600));
+	cr_expect(!ringlog_dedup_new(&s, 0, 100));
+	/* a range filled from its middle: both sides stay open */
+	cr_expect(ringlog_dedup_new(&s, 1200, 1300));
+	cr_expect(ringlog_dedup_new(&s, 1000, 1100));
+	cr_expect(!ringlog_dedup_new(&s, 1000, 1100));
+	cr_expect(ringlog_dedup_new(&s, 900, 1000));
+	cr_expect(ringlog_dedup_new(&s, 1100, 1200));
+	cr_expect(!ringlog_dedup_new(&s, 1100, 1200));
+	cr_expect(!ringlog_dedup_new(&s, 900, 1000));
+	/* more jumps than ranges kept: the oldest range is given up (taken
+	 * as seen, as before), the newest still take their late records */
+	for (uint64_t k = 0; k < RINGLOG_DEDUP_HOLES + 1; k++)
+		cr_expect(ringlog_dedup_new(&s, 2000 + 200 * k, 2100 + 200 * k));
+	cr_expect(!ringlog_dedup_new(&s, 1900, 2000), "the oldest range is kept");
+	for (uint64_t k = 1; k < RINGLOG_DEDUP_HOLES + 1; k++)
+		cr_expect(ringlog_dedup_new(&s, 1900 + 200 * k, 2000 + 200 * k),
+			  "range %llu of the newest is given up", (unsigned long long)k);
+}

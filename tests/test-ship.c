@@ -1745,6 +1745,104 @@ Test(ship, a_chunk_sent_again_cut_otherwise_is_read_whole_once, .timeout = 180)
 	cluster_stop(&c);
 	live_cleanup(&e);
 }
+
+/* A fleet's stream can hold a chunk after a later one of its host: a
+ * resend went out before the first copy's ack, and the first copy was
+ * lost. `tail --nats` prints the late chunk too, once, where it dropped it
+ * as seen (its chunk number and ring positions lie below the newest
+ * printed). alpha's real chunks are published again as host "zed", in the
+ * order 0, 2, 1, 3, ..., then 1 and 2 again with another cut (not
+ * duplicates to JetStream: printed once is enough). */
+Test(ship, tail_nats_prints_a_chunk_that_comes_after_a_later_one, .timeout = 180)
+{
+	enum { MAXM = 16 };
+	struct live e;
+	struct cluster c;
+	char conf[400], out[400], tail_out[400], line[4096];
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	natsMsg *m[MAXM] = { 0 };
+	jsErrCode jerr = 0;
+	uint64_t events = 0, seen = 0;
+	unsigned nm = 0;
+	const char *targv[] = { RINGLOG_CLI_PATH, "tail", "--nats", NULL, "--stream", "RLTEST",
+				"--host", "zed", "--json", NULL };
+	pid_t d, tail;
+	FILE *in;
+
+	need_nats();
+	live_init(&e);
+	cluster_start(&c, &e, 1, NULL);
+	d = ship_daemon(&e, &c, "alpha", "\"create_stream\": true, \"replicas\": 1, "
+			"\"compress\": \"none\"", conf, sizeof(conf));
+	/* one thread's ring over several chunks (a seal every 100 ms): the
+	 * late chunk's ring positions lie below the newest printed */
+	{
+		const char *argv[] = { EMITTER_PATH, "1", "1500", "--every-us", "1000",
+				       "--wait-daemon", "20", NULL };
+		char env[400];
+		const char *envp[] = { env, NULL };
+
+		snprintf(env, sizeof(env), "RINGLOG_SOCKET=%s", e.sock);
+		snprintf(out, sizeof(out), "%s/emitter.out", e.dir);
+		live_wait_ok(live_spawn(argv, envp, out), "emitter");
+	}
+	wait_shipped(&e, 60);
+	cr_assert_eq(natsConnection_ConnectTo(&nc, c.urls), NATS_OK);
+	cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	for (uint64_t seq = 1; nm < MAXM; seq++) {
+		struct ringlog_ship_hdr h;
+		natsMsg *x = NULL;
+		const char *parts = NULL;
+
+		if (js_GetMsg(&x, js, "RLTEST", seq, NULL, &jerr) != NATS_OK)
+			break;
+		memcpy(&h, natsMsg_GetData(x), sizeof(h));
+		if (h.events && (natsMsgHeader_Get(x, "Ringlog-Parts", &parts) != NATS_OK || !parts)) {
+			m[nm++] = x;
+			events += h.events;
+		} else {
+			natsMsg_Destroy(x);
+		}
+	}
+	cr_assert_geq(nm, 3, "alpha shipped %u whole chunks with events; 3 needed", nm);
+
+	targv[3] = c.urls;
+	snprintf(tail_out, sizeof(tail_out), "%s/tail.json", e.dir);
+	tail = live_spawn(targv, NULL, tail_out);
+	sleep_ms(1000); /* its consumer exists: it delivers from now on */
+	for (unsigned i = 0; i < nm; i++) {
+		unsigned k = i == 1 ? 2 : i == 2 ? 1 : i;
+
+		publish_as(&c, "zed", k, "0", 1, "1", natsMsg_GetData(m[k]),
+			   (size_t)natsMsg_GetDataLength(m[k]));
+	}
+	for (unsigned k = 1; k <= 2; k++)
+		publish_as(&c, "zed", k, "0.1.00000000", 1, "1", natsMsg_GetData(m[k]),
+			   (size_t)natsMsg_GetDataLength(m[k]));
+	for (int i = 0; i < 100; i++) {
+		seen = 0;
+		in = fopen(tail_out, "r");
+		while (in && fgets(line, sizeof(line), in))
+			seen += strstr(line, "\"host\":\"zed\"") != NULL;
+		if (in)
+			fclose(in);
+		if (seen >= events && i >= 20)
+			break;
+		sleep_ms(100);
+	}
+	kill(tail, SIGTERM);
+	waitpid(tail, NULL, 0);
+	cr_expect_eq(seen, events, "tail --nats printed %llu lines of the %u chunks' %llu events",
+		     (unsigned long long)seen, nm, (unsigned long long)events);
+	for (unsigned i = 0; i < nm; i++)
+		natsMsg_Destroy(m[i]);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	live_daemon_stop(d);
+	cluster_stop(&c);
+	live_cleanup(&e);
+}
 #endif
 
 /* TLS both ways: a server that asks for a client certificate, ringlogd

@@ -645,25 +645,110 @@ int nats_read(struct query *q)
 	return read_stream(q, FROM_START, q->follow);
 }
 
-/* Per host: its ring-position dedup, the newest chunk printed, and the
- * fragments of a chunk being joined. */
+/* A chunk's place in its host's stream: (segment creation, segment,
+ * chunk) order. */
+struct chunk_key {
+	uint64_t created, seg, chunk;
+};
+
+static int key_cmp(const struct chunk_key *a, const struct chunk_key *b)
+{
+	if (a->created != b->created)
+		return a->created < b->created ? -1 : 1;
+	if (a->seg != b->seg)
+		return a->seg < b->seg ? -1 : 1;
+	return a->chunk < b->chunk ? -1 : a->chunk > b->chunk;
+}
+
+/* Chunks a jump forward skipped that may yet come: kept per host, newest
+ * first given up when full (a chunk in one then comes as before: taken as
+ * printed) */
+#define FOLLOW_GAPS 8
+
+/* Per host: its ring-position dedup, the newest chunk printed, the chunks
+ * skipped on the way to it (open ranges: after a resend the stream can
+ * hold a chunk after a later one), and the fragments of a chunk being
+ * joined. */
 struct follow_host {
 	char host[RINGLOG_SHIP_HOST_MAX + 1];
 	struct ringlog_dedup dedup;
 	bool printed;
-	uint64_t created, seg, chunk;
+	struct chunk_key last;
+	struct { struct chunk_key lo, hi; bool used; } gap[FOLLOW_GAPS];
 	struct nmsg whole;
 };
 
-/* Whether x comes at or before the newest chunk printed for its host, in
- * (segment creation, segment, chunk) order: sent again, once is enough. */
-static bool printed_already(const struct follow_host *fh, const struct nmsg *x)
+static struct chunk_key key_of(const struct nmsg *x)
 {
-	if (!fh->printed)
+	return (struct chunk_key){ x->created, x->seg, x->chunk };
+}
+
+/* Whether x was printed already: at or before the newest chunk printed
+ * for its host, and in no gap left on the way (sent again: once is
+ * enough). Else it is taken as printed: the newest, or out of its gap. */
+static bool printed_already(struct follow_host *fh, const struct nmsg *x)
+{
+	struct chunk_key k = key_of(x);
+
+	if (!fh->printed || key_cmp(&k, &fh->last) > 0)
 		return false;
-	if (x->created != fh->created)
-		return x->created < fh->created;
-	return x->seg < fh->seg || (x->seg == fh->seg && x->chunk <= fh->chunk);
+	for (unsigned i = 0; i < FOLLOW_GAPS; i++)
+		if (fh->gap[i].used && key_cmp(&fh->gap[i].lo, &k) < 0 &&
+		    key_cmp(&k, &fh->gap[i].hi) < 0)
+			return false;
+	return true;
+}
+
+/* Whether no chunk lies between a and b: neighbours in one segment. A
+ * segment's last chunk is not known, so one segment to the next is a gap. */
+static bool adjacent(const struct chunk_key *a, const struct chunk_key *b)
+{
+	return a->created == b->created && a->seg == b->seg && a->chunk + 1 == b->chunk;
+}
+
+/* The chunks between lo and hi as a gap, in a free slot, else in the
+ * oldest's */
+static void gap_add(struct follow_host *fh, struct chunk_key lo, struct chunk_key hi)
+{
+	unsigned k = 0;
+
+	if (adjacent(&lo, &hi))
+		return;
+	for (unsigned i = 0; i < FOLLOW_GAPS; i++) {
+		if (!fh->gap[i].used) {
+			k = i;
+			break;
+		}
+		if (key_cmp(&fh->gap[i].lo, &fh->gap[k].lo) < 0)
+			k = i;
+	}
+	fh->gap[k].lo = lo;
+	fh->gap[k].hi = hi;
+	fh->gap[k].used = true;
+}
+
+/* x was printed: the newest, the chunks skipped on the way to it a gap,
+ * or one out of its gap, which it splits. */
+static void mark_printed(struct follow_host *fh, const struct nmsg *x)
+{
+	struct chunk_key k = key_of(x);
+
+	for (unsigned i = 0; i < FOLLOW_GAPS; i++)
+		if (fh->gap[i].used && key_cmp(&fh->gap[i].lo, &k) < 0 &&
+		    key_cmp(&k, &fh->gap[i].hi) < 0) {
+			struct chunk_key lo = fh->gap[i].lo, hi = fh->gap[i].hi;
+
+			fh->gap[i].used = false;
+			gap_add(fh, lo, k);
+			gap_add(fh, k, hi);
+			return;
+		}
+	if (fh->printed && key_cmp(&k, &fh->last) <= 0)
+		return;
+	if (fh->printed)
+		gap_add(fh, fh->last, k);
+	fh->printed = true;
+	fh->last = k;
 }
 
 /* One message of the follow: printed when it completes a chunk of a host
@@ -734,12 +819,8 @@ static void follow_one(struct query *q, struct follow_host **hosts, size_t *nh, 
 	r = read_open(q);
 	if (r) {
 		/* a cut that does not decode leaves room for another */
-		if (decode_msg(r, x, &fh->dedup, q->cmd)) {
-			fh->printed = true;
-			fh->created = x->created;
-			fh->seg = x->seg;
-			fh->chunk = x->chunk;
-		}
+		if (decode_msg(r, x, &fh->dedup, q->cmd))
+			mark_printed(fh, x);
 		read_close(r, false);
 		fflush(stdout);
 	}
