@@ -6,7 +6,9 @@
  * sleeping costs no precision; spinning cost 20 ms of CPU at every start);
  * every new segment re-measures over the whole time since start, so the
  * error shrinks as the daemon runs. Each segment records the calibration
- * it was written with (proto/segment.h).
+ * it was written with (proto/segment.h), continuing the one before it
+ * (clock_continue()): one thread's events never go back in time where a
+ * segment ends.
  */
 #define _GNU_SOURCE
 #include "clock.h"
@@ -96,17 +98,34 @@ void clock_calibrate_start(struct d_clock *k)
 	k->seg.real_ref = r1;
 }
 
+void clock_continue(const struct ringlog_seg_clock *old, struct ringlog_seg_clock *next)
+{
+	uint64_t at_tsc = ringlog_dec_real_ns(old, RINGLOG_RING_CLOCK_TSC, next->tsc_ref);
+	uint64_t at_mono = ringlog_dec_real_ns(old, 0, next->mono_ref);
+	uint64_t want = at_mono;
+
+	if (old->real_ref == RINGLOG_SEG_CLOCK_UNKNOWN)
+		return;
+	if (old->tsc_hz && next->tsc_hz && at_tsc > want)
+		want = at_tsc;
+	if (want > next->real_ref && want - next->real_ref < CLOCK_STEP_NS)
+		next->real_ref = want;
+}
+
 void clock_refresh(struct d_clock *k)
 {
+	struct ringlog_seg_clock next = k->seg;
 	uint64_t t = 0, m = 0, r = 0;
 
 	sample(&t, &m, &r);
-	if (k->seg.tsc_hz && m > k->cal_mono0)
-		k->seg.tsc_hz = (uint64_t)((__int128)(t - k->cal_tsc0) * 1000000000 /
-					   (m - k->cal_mono0));
-	k->seg.tsc_ref = t;
-	k->seg.mono_ref = m;
-	k->seg.real_ref = r;
+	if (next.tsc_hz && m > k->cal_mono0)
+		next.tsc_hz = (uint64_t)((__int128)(t - k->cal_tsc0) * 1000000000 /
+					 (m - k->cal_mono0));
+	next.tsc_ref = t;
+	next.mono_ref = m;
+	next.real_ref = r;
+	clock_continue(&k->seg, &next);
+	k->seg = next;
 }
 
 uint64_t clock_real_ns(const struct d_clock *k, uint32_t stream_clock, uint64_t ts)

@@ -21,6 +21,15 @@ uint64_t d_now(int clock_id);
 void clock_calibrate_start(struct d_clock *k);
 /* Measure again over the whole time since start (each new segment). */
 void clock_refresh(struct d_clock *k);
+/* next, a calibration just measured, continuing old: its wall time at its
+ * references raised to old's there when old's is later by less than
+ * CLOCK_STEP_NS, so that no stream's time goes back from one segment to
+ * the next (the first estimate's rate error made a thread's events drained
+ * into the next segment earlier than its last ones in the one before, by
+ * up to tens of us, and `read` sorts by time: a test saw seq 15837 after
+ * 15839). A clock set back by more is followed. */
+#define CLOCK_STEP_NS 1000000000ull
+void clock_continue(const struct ringlog_seg_clock *old, struct ringlog_seg_clock *next);
 /* Now in a stream's own clock (stream_clock: RINGLOG_RING_CLOCK_TSC or 0,
  * monotonic ns), as its writer reads it; 0 where this build cannot read
  * it (TSC ticks off x86-64). Loads after it are not done before it. */
