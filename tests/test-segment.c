@@ -14,6 +14,7 @@
 #include "store-harness.h"
 #include "decode.h"
 #include "store/io-ops.h"
+#include "clock.h"
 
 static struct harness h;
 
@@ -554,4 +555,48 @@ Test(segment, dedup_drops_what_was_delivered_and_takes_a_chunk_that_comes_late)
 	for (uint64_t k = 1; k < RINGLOG_DEDUP_HOLES + 1; k++)
 		cr_expect(ringlog_dedup_new(&s, 1900 + 200 * k, 2000 + 200 * k),
 			  "range %llu of the newest is given up", (unsigned long long)k);
+}
+
+/* Each segment records a calibration measured again (daemon/clock.c); the
+ * next one continues it: a stream's wall time never goes back where a
+ * segment ends (the first estimate's rate error put a thread's events
+ * drained into the next segment before its last ones in the one before,
+ * and `read`, sorting by time, showed seq 15837 after 15839); a clock set
+ * back by a second or more is followed. */
+Test(segment, the_next_calibration_never_takes_a_stream_back_in_time)
+{
+	/* 1 GHz TSC measured as 0.99999 GHz at first: 10 s later the old
+	 * mapping is 100 us ahead of the wall clock sampled then */
+	struct ringlog_seg_clock old = { .tsc_ref = 1000000000, .mono_ref = 5000000000ull,
+					 .real_ref = 1795000000000000000ull, .tsc_hz = 999990000 };
+	struct ringlog_seg_clock next = { .tsc_ref = 11000000000ull, .mono_ref = 15000000000ull,
+					  .real_ref = 1795000010000000000ull, .tsc_hz = 1000000000 };
+	struct ringlog_seg_clock n = next;
+	uint64_t last_old, first_new;
+
+	clock_continue(&old, &n);
+	/* the last event under the old calibration, the next one 10 ns later
+	 * under the new: in order */
+	last_old = ringlog_dec_real_ns(&old, RINGLOG_RING_CLOCK_TSC, 11000000000ull - 100);
+	first_new = ringlog_dec_real_ns(&n, RINGLOG_RING_CLOCK_TSC, 11000000000ull - 90);
+	cr_expect_leq(last_old, first_new, "back in time: %llu then %llu",
+		      (unsigned long long)last_old, (unsigned long long)first_new);
+	cr_expect_gt(ringlog_dec_real_ns(&old, RINGLOG_RING_CLOCK_TSC, 11000000000ull - 100),
+		     ringlog_dec_real_ns(&next, RINGLOG_RING_CLOCK_TSC, 11000000000ull - 90),
+		     "the case does not go back without clock_continue()");
+	/* ... and for a stream of monotonic time alike */
+	cr_expect_leq(ringlog_dec_real_ns(&old, 0, 15000000000ull - 100),
+		      ringlog_dec_real_ns(&n, 0, 15000000000ull - 90));
+	/* no later than needed: at most the old mapping's time there */
+	cr_expect_eq(n.real_ref, ringlog_dec_real_ns(&old, RINGLOG_RING_CLOCK_TSC, next.tsc_ref));
+	/* a wall clock ahead of the old mapping is taken as it is */
+	n = next;
+	n.real_ref += 1000000;
+	clock_continue(&old, &n);
+	cr_expect_eq(n.real_ref, next.real_ref + 1000000);
+	/* a clock set back by an hour is followed */
+	n = next;
+	n.real_ref -= 3600ull * 1000000000ull;
+	clock_continue(&old, &n);
+	cr_expect_eq(n.real_ref, next.real_ref - 3600ull * 1000000000ull);
 }
