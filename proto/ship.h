@@ -68,6 +68,13 @@
  *   Ringlog-Format  the header's version: "1", or "2" when compressed
  * The subject is ship.subject, by default "ringlog.HOST".
  *
+ * A probe: an empty message with a chunk message's Nats-Msg-Id, its
+ * Ringlog-Host and "Ringlog-Probe: 1". ringlogd sends one for a message
+ * that went out and was never acknowledged once the segment holding it is
+ * deleted: JetStream answers "duplicate" when the stream has the message
+ * (within its duplicate window), and stores the probe otherwise. Readers
+ * skip probes.
+ *
  * All integers little-endian, as on disk.
  */
 #ifndef RINGLOG_PROTO_SHIP_H

@@ -368,8 +368,12 @@ static void read_fleet(const struct live *e, const struct cluster *c, const char
 			 * the previous one of its thread (gaps only where a loss
 			 * is counted) */
 			if (th < 8) {
-				if (f->w[w].seen[th] && seq < f->w[w].next[th])
-					f->disorder++;
+				if (f->w[w].seen[th] && seq < f->w[w].next[th] && !f->disorder++)
+					cr_log_info("read --nats: %s pid %u thread %u: seq %llu after %llu "
+						    "(line %llu)", host, f->w[w].pid, th,
+						    (unsigned long long)seq,
+						    (unsigned long long)f->w[w].next[th] - 1,
+						    (unsigned long long)f->lines);
 				if (!f->w[w].seen[th])
 					f->w[w].first[th] = seq;
 				f->w[w].seen[th] = true;
@@ -683,6 +687,7 @@ Test(ship, two_hosts, .timeout = 300)
 struct ns_how {
 	bool before_start, shipped_first;
 	int restart; /* 0, SIGTERM or SIGKILL */
+	bool freeze; /* the node stopped (SIGSTOP), its connections open */
 };
 
 static void not_shipped_case(const char *config, const char *ship_extra, const char *ns_key,
@@ -693,7 +698,7 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 	struct fleet f;
 	char conf[400], out[400], first[400], urls[300], text[1500];
 	pid_t d, em;
-	uint64_t ns = 0, emitted;
+	uint64_t ns = 0, doubt = 0, emitted;
 
 	live_init(&e);
 	snprintf(c.dir, sizeof(c.dir), "%s/nats", e.dir);
@@ -718,7 +723,10 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		em = emitter(&e, "1", "12000", "0", first, sizeof(first), 1);
 		live_wait_ok(em, "emitter");
 		wait_shipped(&e, 60);
-		node_kill(&c, 0, SIGTERM);
+		if (how.freeze)
+			kill(c.node[0].pid, SIGSTOP);
+		else
+			node_kill(&c, 0, SIGTERM);
 	}
 	em = emitter(&e, "1", "300000", "2000", out, sizeof(out), 0);
 	live_wait_ok(em, "emitter");
@@ -729,12 +737,19 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 
 			ns = (uint64_t)json_integer_value(json_object_get(
 				json_object_get(s, "not_shipped_by"), ns_key));
+			/* frozen, what went out waits for the stream's word */
+			doubt = (uint64_t)json_integer_value(json_object_get(s, "in_doubt"));
 			json_decref(s);
-			if (!ns)
+			if (!ns && !(how.freeze && doubt))
 				sleep_ms(100);
+			else
+				break;
 		}
-		cr_assert_gt(ns, 0, "nothing counted not shipped (%s) while the cluster was away",
-			     ns_key);
+		cr_assert(ns > 0 || (how.freeze && doubt > 0),
+			  "nothing counted not shipped (%s) or in doubt while the cluster was away",
+			  ns_key);
+		cr_log_info("while away: %llu not shipped, %llu in doubt", (unsigned long long)ns,
+			    (unsigned long long)doubt);
 	}
 	if (how.restart) {
 		/* ship.state keeps the count no message has carried yet: a
@@ -765,8 +780,30 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 			      "%llu before", (unsigned long long)after, ns_key,
 			      (unsigned long long)ns);
 	}
-	node_start(&c, 0);
+	if (how.freeze)
+		kill(c.node[0].pid, SIGCONT);
+	else
+		node_start(&c, 0);
 	wait_shipped(&e, 120);
+	for (int i = 0; how.freeze && i < 300; i++) {
+		/* the stream asked of each chunk in doubt */
+		json_t *s = ship_status(&e);
+
+		doubt = (uint64_t)json_integer_value(json_object_get(s, "in_doubt"));
+		if (!doubt) {
+			cr_log_info("found in the stream by probes: %lld events, %lld probes",
+				    (long long)json_integer_value(json_object_get(s, "found_in_stream")),
+				    (long long)json_integer_value(json_object_get(s, "probes")));
+			cr_expect(json_integer_value(json_object_get(s, "probes")) > 0,
+				  "nothing was in doubt: the test froze nothing in flight");
+		}
+		json_decref(s);
+		if (!doubt)
+			break;
+		sleep_ms(100);
+	}
+	cr_expect_eq(doubt, 0, "%llu events still in doubt 30 s after the thaw",
+		     (unsigned long long)doubt);
 	{
 		json_t *s = ship_status(&e);
 
@@ -780,12 +817,14 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 		 * again (an outsider saw it stay after the catch-up) */
 		cr_expect_str_eq(json_string_value(json_object_get(s, "error")) ?: "?", "",
 				 "status still says: %s", json_string_value(json_object_get(s, "error")));
-		cr_expect_eq(json_integer_value(json_object_get(s, "resent")), 0,
+		/* (frozen, it was: what it never acknowledged went again) */
+		cr_expect(how.freeze || json_integer_value(json_object_get(s, "resent")) == 0,
 			     "%lld messages \"sent again\" after an outage with none in flight",
 			     (long long)json_integer_value(json_object_get(s, "resent")));
 		json_decref(s);
 	}
-	cr_expect_gt(ns, 0, "nothing counted not shipped (%s)", ns_key);
+	/* (frozen, all that went out may be in the stream) */
+	cr_expect(ns > 0 || how.freeze, "nothing counted not shipped (%s)", ns_key);
 	log_status(&e);
 	live_daemon_stop(d);
 	read_fleet(&e, &c, "", &f);
@@ -798,7 +837,7 @@ static void not_shipped_case(const char *config, const char *ship_extra, const c
 	cr_expect_eq(f.events + f.lost, emitted, "%llu + lost %llu != emitted %llu",
 		     (unsigned long long)f.events, (unsigned long long)f.lost,
 		     (unsigned long long)emitted);
-	cr_expect_eq(f.disorder, 0);
+	cr_expect_eq(f.disorder, 0, "%llu events duplicated or out of order", (unsigned long long)f.disorder);
 	node_kill(&c, 0, SIGTERM);
 	live_cleanup(&e);
 }
@@ -839,6 +878,20 @@ Test(ship, budget_deletes_a_store_shipped_in_part_across_a_kill, .timeout = 300)
 	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
 			 (struct ns_how){ .before_start = true, .shipped_first = true,
 					  .restart = SIGKILL });
+}
+
+/* The same with the node frozen (SIGSTOP: its connection stays open, the
+ * messages sent meanwhile wait in its socket, unacknowledged) while the
+ * budget deletes, then thawed: it stores what it had received, so a chunk
+ * sent and never acknowledged may be in the stream, and is counted not
+ * shipped only when it is not (an outsider's test: 170,000 events in the
+ * stream and 45,415 of them counted not shipped as well). */
+Test(ship, budget_deletes_what_a_frozen_node_stores_once_thawed, .timeout = 300)
+{
+	need_nats();
+	not_shipped_case("\"max_disk\": \"4M\", \"max_segment_size\": \"1M\"", "", "retention",
+			 (struct ns_how){ .before_start = true, .shipped_first = true,
+					  .freeze = true });
 }
 
 /* More un-shipped bytes than ship.max_backlog when the cluster comes back:

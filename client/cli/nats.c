@@ -243,6 +243,10 @@ static enum take take_msg(natsMsg *m, struct nmsg *out, const char *cmd)
 	int k;
 
 	memset(out, 0, sizeof(*out));
+	/* ringlogd asking whether the stream holds a message (an empty one
+	 * under its id: daemon/sink/ship-doubt.c): stored when it did not */
+	if (natsMsgHeader_Get(m, "Ringlog-Probe", &format) == NATS_OK && format)
+		return SKIPPED;
 	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK || !id ||
 	    !(slash = strchr(id, '/')) || (size_t)(slash - id) > RINGLOG_SHIP_HOST_MAX ||
 	    (k = sscanf(slash, "/%32[0-9a-f]/%" SCNu64 "/%" SCNu64 "/%u.%u.%8[0-9a-f]", boot,

@@ -121,6 +121,12 @@ static void print_ship(json_t *v, uint64_t now)
 	       "by the stream, %llu events not shipped\n", "", (unsigned long long)I(v, "shipped_events"),
 	       human((double)I(v, "shipped_bytes"), a, sizeof(a)), c, (unsigned long long)I(v, "resent"),
 	       (unsigned long long)I(v, "deduplicated"), (unsigned long long)I(v, "not_shipped"));
+	/* sent, never acknowledged, their segments deleted: asked of the
+	 * stream (daemon/sink/ship-doubt.c); absent from an older daemon */
+	if (I(v, "in_doubt") || I(v, "found_in_stream"))
+		printf("%-22s %llu events sent unacknowledged, then deleted, found in the stream; "
+		       "%llu still to ask it about\n", "", (unsigned long long)I(v, "found_in_stream"),
+		       (unsigned long long)I(v, "in_doubt"));
 }
 
 static const char *level_word(unsigned l)

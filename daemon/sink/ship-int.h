@@ -15,6 +15,8 @@
  *                  of the thread, not-shipped accounting, what retention
  *                  keeps
  *   ship-state.c   ship.state, the acknowledged position on disk
+ *   ship-doubt.c   chunks sent and never acknowledged of deleted
+ *                  segments: asked of the stream before they are counted
  *
  * Three threads touch this state, under one mutex:
  *   the loop      notes sealed chunks (chunk op), deleted segments, STATUS;
@@ -90,17 +92,35 @@ bool ship_skipped(const struct ship_skips *k, uint64_t seq);
  * not given up; UINT64_MAX: none. */
 uint64_t ship_next_kept(const char *dir, const struct ship_skips *k, uint64_t seq);
 
-/* A segment deleted while in use (struct ship's held). */
+/* A segment deleted while in use (struct ship's held). probing: only
+ * chunks in doubt are left of it (events: theirs), ship-doubt.c asks the
+ * stream of them. */
 struct ship_held {
 	uint64_t seg, events, acked;
+	bool probing;
 };
 #define SHIP_HELD_MAX 8
+
+/* A message that went out (or was to) and left the window without an ack
+ * in order (ship-doubt.c). */
+struct ship_doubt {
+	uint64_t seg, chunk, events, created;
+	uint8_t boot[8];
+	uint32_t tag;
+	uint16_t part, parts;
+	uint8_t state;
+};
+#define SHIP_DOUBT_MAX 512
 
 struct pend {
 	uint64_t seg, chunk;
 	uint16_t part, parts;
-	uint32_t tag;          /* the cut's (msg_id()), 0 whole */
+	uint32_t tag;          /* the cut's (ship_msg_id()), 0 whole */
 	uint8_t state;
+	bool out;              /* published: the server may have it */
+	uint8_t boot[8];       /* its segment's, for its id */
+	uint64_t created;
+	uint64_t chunk_events; /* of its chunk (every part) */
 	uint32_t events;
 	uint64_t bytes;        /* message bytes, as sent (compressed) */
 	uint64_t raw_bytes;    /* of the message before compression */
@@ -158,6 +178,12 @@ struct ship {
 	 * a crash loses the descriptor, and the next start counts them. */
 	struct ship_held held[SHIP_HELD_MAX];
 	size_t nheld;
+	/* sent, never acknowledged (ship-doubt.c); the stream acknowledging
+	 * in order since then (0: not now) */
+	struct ship_doubt doubt[SHIP_DOUBT_MAX];
+	size_t ndoubt;
+	uint64_t good_since_ns;
+	uint64_t found_in_stream, probes;
 
 	/* the window, oldest first */
 	struct pend *win;
@@ -236,7 +262,23 @@ void ship_state_load(struct ship *s);
 struct ship_saved ship_saved_of(struct ship *s);
 int ship_state_save(struct ship *s, const struct ship_saved *v);
 
+/* ship-doubt.c (mu held; ship_doubt_probe() lets go of it while it
+ * waits). keep: the window's messages, before a go-back-N drops them.
+ * acked: a chunk acknowledged in order. forget: a segment counted in
+ * full. mark: a segment settled: the events of its chunks found in the
+ * stream (*found) and, returned, those in doubt (owed a probe). owed: a
+ * probe is due. probe: send one (0, or -EAGAIN: not answered). */
+void ship_doubt_keep(struct ship *s);
+void ship_doubt_acked(struct ship *s, uint64_t seg, uint64_t chunk);
+void ship_doubt_forget(struct ship *s, uint64_t seg);
+uint64_t ship_doubt_mark(struct ship *s, uint64_t seg, uint64_t *found);
+bool ship_doubt_owed(const struct ship *s);
+int ship_doubt_probe(struct ship *s);
+
 /* ship-window.c */
+void ship_msg_id(char *buf, size_t len, const char *host, const uint8_t boot[8],
+		 uint64_t created, uint64_t seg, uint64_t chunk, unsigned part, unsigned parts,
+		 uint32_t tag);
 struct pend *ship_win_at(struct ship *s, size_t i);
 struct pend *ship_window_new(unsigned max_pending, size_t *cap);
 bool ship_outstanding(struct ship *s);

@@ -50,26 +50,46 @@ static bool in_window(struct ship *s, uint64_t seg)
 	return false;
 }
 
+/* Of lost events not acknowledged, those neither found in the stream
+ * (*found) nor in doubt (*doubt), each bounded by what is left. */
+static uint64_t not_found(uint64_t lost, uint64_t *found, uint64_t *doubt)
+{
+	*found = *found < lost ? *found : lost;
+	lost -= *found;
+	*doubt = *doubt < lost ? *doubt : lost;
+	return lost - *doubt;
+}
+
 void ship_held_settle(struct ship *s, bool all)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < s->nheld; i++) {
 		struct ship_held *h = &s->held[i];
-		uint64_t lost;
+		uint64_t lost, found = 0, doubt = 0;
 
-		if (!all && (h->seg == s->reading_seg || in_window(s, h->seg))) {
+		if (!all && (h->probing || h->seg == s->reading_seg || in_window(s, h->seg))) {
 			s->held[k++] = *h;
 			continue;
 		}
 		lost = h->events > h->acked ? h->events - h->acked : 0;
 		if (s->carry.on && s->carry.seg == h->seg)
 			s->carry.on = false; /* its chunk will not go again */
-		if (lost) {
-			ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
+		/* what went out unacknowledged may be in the stream: asked
+		 * first (ship-doubt.c); letting go of all, counted */
+		if (all)
+			ship_doubt_forget(s, h->seg);
+		else if (lost && !h->probing)
+			doubt = ship_doubt_mark(s, h->seg, &found);
+		lost = not_found(lost, &found, &doubt);
+		if (lost || found || doubt)
 			ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " while "
-			    "it was being shipped: %" PRIu64 " events not shipped", h->seg, lost);
-		}
+			    "it was being shipped: %" PRIu64 " events not shipped%s", h->seg, lost,
+			    doubt ? "; some sent, not acknowledged: asking the stream" : "");
+		if (lost)
+			ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
+		if (doubt)
+			s->held[k++] = (struct ship_held){ h->seg, doubt, 0, true };
 		s->dirty = true;
 	}
 	s->nheld = k;
@@ -209,17 +229,32 @@ void ship_seg_deleting(struct daemon *d, const struct segfile *seg)
 			ship_held_settle(s, false);
 		if (s->nheld == SHIP_HELD_MAX)
 			ship_held_settle(s, true); /* never seen: 8 in flight at once */
-		s->held[s->nheld++] = (struct ship_held){ seg->seq, seg->events, acked };
+		s->held[s->nheld++] = (struct ship_held){ seg->seq, seg->events, acked, false };
 	} else if (seg->events > acked) {
+		uint64_t lost = seg->events - acked, found = 0, doubt;
+
 		if (s->carry.on && s->carry.seg == seg->seq)
 			s->carry.on = false; /* its chunk will not go again */
-		ship_give_up(s, seg->events - acked, RINGLOG_SHIP_LOST_RETENTION);
+		/* sent and not acknowledged: asked of the stream first */
+		doubt = ship_doubt_mark(s, seg->seq, &found);
+		if (doubt && s->nheld == SHIP_HELD_MAX)
+			ship_held_settle(s, false);
+		if (doubt && s->nheld == SHIP_HELD_MAX) {
+			ship_doubt_forget(s, seg->seq); /* never seen: counted */
+			doubt = 0;
+		}
+		lost = not_found(lost, &found, &doubt);
+		if (doubt)
+			s->held[s->nheld++] = (struct ship_held){ seg->seq, doubt, 0, true };
+		if (lost)
+			ship_give_up(s, lost, RINGLOG_SHIP_LOST_RETENTION);
 		/* counted: the thread, which may have read its header before the
 		 * file went, must not give it up for the backlog and count it
 		 * again (a review found the race) */
 		ship_skip_add(s, seg->seq);
 		ship_say(s, LOG_WARNING, "ship: the disk budget deleted segment %" PRIu64 " before it was "
-		    "shipped: %" PRIu64 " events not shipped", seg->seq, seg->events - acked);
+		    "shipped: %" PRIu64 " events not shipped%s", seg->seq, lost,
+		    doubt ? "; some sent, not acknowledged: asking the stream" : "");
 	} else {
 		pthread_mutex_unlock(&s->mu);
 		return;
@@ -262,6 +297,16 @@ bool ship_seg_keep(struct daemon *d, const struct segfile *seg)
 	return keep;
 }
 
+static uint64_t in_doubt(const struct ship *s)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < s->nheld; i++)
+		if (s->held[i].probing)
+			n += s->held[i].events;
+	return n;
+}
+
 json_t *ship_status(struct daemon *d)
 {
 	struct ship *s = ship_g;
@@ -297,7 +342,7 @@ json_t *ship_status(struct daemon *d)
 	else
 		snprintf(comp, sizeof(comp), "none");
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-		      "s:{s:I,s:I},s:s,s:I,s:I}",
+		      "s:{s:I,s:I},s:s,s:I,s:I,s:I,s:I,s:I}",
 		"state", s->state, "error", s->error, "server", s->server, "stream", s->c.stream,
 		"subject", s->c.subject, "host", s->c.host,
 		"lag_bytes", (json_int_t)lag_bytes, "lag_chunks", (json_int_t)lag_chunks,
@@ -309,7 +354,11 @@ json_t *ship_status(struct daemon *d)
 		"not_shipped_by", "retention", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_RETENTION],
 		"backlog", (json_int_t)s->ns_by_reason[RINGLOG_SHIP_LOST_BACKLOG],
 		"compress", comp, "shipped_chunk_bytes", (json_int_t)s->acked_raw_bytes,
-		"acked_chunks", (json_int_t)s->acked_chunks);
+		"acked_chunks", (json_int_t)s->acked_chunks,
+		/* sent unacknowledged, their segment deleted: found in the
+		 * stream by a probe, probes sent, events still in doubt */
+		"found_in_stream", (json_int_t)s->found_in_stream, "probes", (json_int_t)s->probes,
+		"in_doubt", (json_int_t)in_doubt(s));
 	pthread_mutex_unlock(&s->mu);
 	return j;
 }

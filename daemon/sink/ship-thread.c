@@ -72,6 +72,12 @@ static void apply_reload(struct ship *s)
 	}
 	s->head = s->n = 0;
 	s->failed = false;
+	/* another stream or host: the old one cannot be asked; what was in
+	 * doubt is counted at the next settle, as before probes */
+	s->ndoubt = 0;
+	s->good_since_ns = 0;
+	for (size_t i = 0; i < s->nheld; i++)
+		s->held[i].probing = false;
 	/* another stream or host may take them: chosen again */
 	s->carry.on = false;
 	s->pub_any = false;
@@ -194,6 +200,9 @@ void *ship_thread_main(void *arg)
 			uint64_t seg;
 
 			ship_resume_point(s, &seg, &min_chunk);
+			/* what went out may be in the stream all the same: noted
+			 * in case its segment goes before it is acknowledged */
+			ship_doubt_keep(s);
 			s->n = 0; /* the unacknowledged go again (the same carry) */
 			pthread_mutex_unlock(&s->mu);
 			last = -1;
@@ -222,6 +231,13 @@ void *ship_thread_main(void *arg)
 			pthread_mutex_lock(&s->mu);
 			reading(s, r);
 			reposition = false;
+			continue;
+		}
+		/* Chunks of deleted segments that went out unacknowledged: the
+		 * stream is asked, now that it answers (ship-doubt.c) */
+		if (ship_doubt_owed(s)) {
+			if (ship_doubt_probe(s) < 0)
+				wait_ms(s, 500);
 			continue;
 		}
 		if (s->n >= s->c.max_pending) {
@@ -292,6 +308,7 @@ void *ship_thread_main(void *arg)
 							if (s->carry.on && s->carry.seg == next)
 								s->carry.on = false;
 							ship_skip_add(s, next);
+							ship_doubt_forget(s, next); /* counted */
 							skip = s->skip;
 							ship_give_up(s, ev, RINGLOG_SHIP_LOST_BACKLOG);
 							ship_say(s, LOG_WARNING, "ship: %" PRIu64 " bytes not "

@@ -28,14 +28,15 @@ struct pend *ship_win_at(struct ship *s, size_t i)
  * for a whole message and "I.N.TAG" for fragment I of N, TAG the CRC32C of
  * the message's bytes after its header followed by the fragments' size
  * (proto/ship.h). */
-static void msg_id(char *buf, size_t len, const char *host, const struct ringlog_seg_hdr *h,
-		   uint64_t seg, uint64_t chunk, unsigned part, unsigned parts, uint32_t tag)
+void ship_msg_id(char *buf, size_t len, const char *host, const uint8_t boot[8],
+		 uint64_t created, uint64_t seg, uint64_t chunk, unsigned part, unsigned parts,
+		 uint32_t tag)
 {
 	char hex[33];
 
 	for (int i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", h->boot_id[i]);
-	snprintf(hex + 16, 17, "%016" PRIx64, h->created_real_ns);
+		snprintf(hex + 2 * i, 3, "%02x", boot[i]);
+	snprintf(hex + 16, 17, "%016" PRIx64, created);
 	if (parts > 1)
 		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/%u.%u.%08x", host, hex, seg, chunk,
 			 part, parts, tag);
@@ -43,7 +44,7 @@ static void msg_id(char *buf, size_t len, const char *host, const struct ringlog
 		snprintf(buf, len, "%s/%s/%" PRIu64 "/%" PRIu64 "/0", host, hex, seg, chunk);
 }
 
-/* seg, chunk, part and the cut's tag (0: whole) from an id msg_id()
+/* seg, chunk, part and the cut's tag (0: whole) from an id ship_msg_id()
  * made: a late ack of another cut of the same chunk is not this one's. */
 static bool parse_id(const char *id, uint64_t *seg, uint64_t *chunk, unsigned *part,
 		     uint32_t *tag)
@@ -100,6 +101,7 @@ static void advance(struct ship *s)
 			s->ack_real_ns = p->last_real_ns;
 			s->acked_chunks++;
 			s->dirty = true;
+			ship_doubt_acked(s, p->seg, p->chunk);
 		}
 		s->acked_bytes += p->bytes;
 		s->acked_raw_bytes += p->raw_bytes;
@@ -148,12 +150,15 @@ void ship_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *
 				ship_say(s, LOG_NOTICE, "ship: the stream acknowledges again");
 			}
 			p->state = P_ACKED;
+			if (!s->good_since_ns)
+				s->good_since_ns = d_now(CLOCK_MONOTONIC);
 			s->acked_msgs++;
 			s->last_ack_real_ns = d_now(CLOCK_REALTIME);
 			if (pa->Duplicate)
 				s->dedup++;
 		} else {
 			p->state = P_FAILED;
+			s->good_since_ns = 0;
 			if (!s->failed)
 				ship_set_error(s, "retrying", "no acknowledgement from stream \"%s\" for %s: %s; "
 					  "sending again from it", s->c.stream, id,
@@ -286,11 +291,14 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 				    .parts = (uint16_t)nparts, .state = P_SENT,
 				    .events = i ? 0 : h->events, .bytes = len,
 				    .raw_bytes = i ? 0 : msg->len,
-				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns};
+				    .file_end = r->chunk_end, .last_real_ns = r->f.chunk.last_real_ns,
+				    .created = r->f.hdr.created_real_ns, .chunk_events = h->events };
+		memcpy(p->boot, r->f.hdr.boot_id, sizeof(p->boot));
 		s->n++;
 		pthread_mutex_unlock(&s->mu);
 
-		msg_id(id, sizeof(id), s->c.host, &r->f.hdr, r->seg, r->f.chunk.seq, i, nparts, tag);
+		ship_msg_id(id, sizeof(id), s->c.host, r->f.hdr.boot_id, r->f.hdr.created_real_ns,
+			    r->seg, r->f.chunk.seq, i, nparts, tag);
 		snprintf(created, sizeof(created), "%" PRIu64, r->f.hdr.created_real_ns);
 		snprintf(crc, sizeof(crc), "%08x", ringlog_crc32c(0, data + off, len));
 		/* Never into libnats's reconnect buffer: a message that "failed"
@@ -330,6 +338,7 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 		 * outage) */
 		if (st == NATS_OK) {
 			pthread_mutex_lock(&s->mu);
+			p->out = true; /* (the window is not cut while we publish) */
 			if (!fresh)
 				s->resent++;
 			else if (i + 1 == nparts) { /* the newest sent */
@@ -344,6 +353,7 @@ int ship_publish(struct ship *s, struct ship_reader *r, struct ship_part *msg, s
 
 			pthread_mutex_lock(&s->mu);
 			p->state = P_FAILED;
+			s->good_since_ns = 0;
 			if (!s->failed)
 				ship_set_error(s, "retrying", "cannot publish to %s: %s; storing locally, "
 					  "sending again when it answers", s->c.subject,
