@@ -870,6 +870,53 @@ Test(cli, tail_follows_a_killed_and_restarted_daemon_missing_nothing, .timeout =
 	tail_across_restarts(SIGKILL);
 }
 
+/* A tail following again that the restarted ringlogd refuses (its
+ * limits.clients taken) says so once, however often it is refused, and
+ * waits it out like the restart; once a place is free it follows on (it
+ * exited 3 at the first refusal: a review). */
+Test(cli, a_tail_the_restarted_daemon_refuses_says_so_once_and_waits, .timeout = 60)
+{
+	struct live e;
+	char path[3][400], conf[400], out[8192];
+	const char *tail_argv[] = { RINGLOG_CLI_PATH, "tail", "-n", "0", "-o", "cat", NULL };
+	pid_t d, t1, hold[2];
+	int said = 0;
+
+	live_init(&e);
+	d = live_daemon(&e, NULL);
+	for (int i = 0; i < 3; i++)
+		snprintf(path[i], sizeof(path[i]), "%s/tail-%d", e.dir, i);
+	t1 = tail_start("-n 0 -o cat", path[0]);
+	/* held back while the new ringlogd's two places are taken */
+	kill(t1, SIGSTOP);
+	live_daemon_stop(d);
+	snprintf(conf, sizeof(conf), "%s/cfg.json", e.dir);
+	live_write_file(conf, "{\"limits\": {\"clients\": 2, \"clients_reserved\": 0}}\n");
+	d = live_daemon(&e, "--config", conf, NULL);
+	for (int i = 0; i < 2; i++)
+		hold[i] = live_spawn(tail_argv, NULL, path[i + 1]);
+	sleep_ms(800);
+	kill(t1, SIGCONT);
+	sleep_ms(2000); /* refused every 250 ms */
+	for (int i = 0; i < 2; i++) {
+		kill(hold[i], SIGINT);
+		waitpid(hold[i], NULL, 0);
+	}
+	sleep_ms(1000); /* t1 is taken */
+	must_run(CLI " emit Ref.Use Ev n=7");
+	sleep_ms(500);
+	tail_stop(t1);
+	live_daemon_stop(d);
+	slurp(path[0], out, sizeof(out));
+	cr_log_info("the refused tail printed:\n%s", out);
+	for (char *p = out; (p = strstr(p, "trying again")); p++)
+		said++;
+	cr_expect_eq(said, 1, "the refusal said %d times:\n%s", said, out);
+	cr_expect(strstr(out, "went away") && strstr(out, "ringlogd is back") &&
+		  strstr(out, "n=7\n"), "the tail printed:\n%s", out);
+	live_cleanup(&e);
+}
+
 Test(cli, losses_are_shown_with_where_and_why_in_tail_and_read)
 {
 	struct live e;
