@@ -180,6 +180,23 @@ static bool closed_range(const struct ringlog_seg_file *f)
 	return f->hdr_ok && f->hdr.state == RINGLOG_SEG_CLOSED && f->hdr.events;
 }
 
+/* A segment file's number: its name, in hex (segment.h). */
+static uint64_t seg_seq(const char *path)
+{
+	const char *name = strrchr(path, '/');
+
+	return strtoull(name ? name + 1 : path, NULL, 16);
+}
+
+/* Where a follow's history stops in segment seq (NULL: not one of ends). */
+static const struct seg_end *end_of(const struct seg_end *ends, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ends[i].seq == seq)
+			return &ends[i];
+	return NULL;
+}
+
 /* Decode a segment from its first chunk, or from the chunk at start. */
 static void read_file(struct rd *r, const char *path, uint64_t start)
 {
@@ -191,12 +208,11 @@ static void read_file(struct rd *r, const char *path, uint64_t start)
 		return;
 	if (start > f.off)
 		f.off = start;
-	for (size_t i = 0; i < r->nends; i++) {
-		const char *name = strrchr(path, '/');
+	{
+		const struct seg_end *e = end_of(r->ends, r->nends, seg_seq(path));
 
-		if (strtoull(name ? name + 1 : path, NULL, 16) == r->ends[i].seq &&
-		    r->ends[i].end < f.size)
-			f.size = r->ends[i].end; /* what is after is another's */
+		if (e && e->end < f.size)
+			f.size = e->end; /* what is after is another's */
 	}
 	if (closed_range(&f)) {
 		span(r, f.hdr.first_real_ns, f.hdr.last_real_ns);
@@ -479,13 +495,7 @@ int read_history(const struct query *q, const char *dir, long lines, const struc
 		return -1;
 	/* with ends, those segments alone (names are the number in hex) */
 	for (size_t i = 0; i < nf; i++) {
-		const char *name = strrchr(files[i], '/');
-		uint64_t seq = strtoull(name ? name + 1 : files[i], NULL, 16);
-		bool keep = !ends;
-
-		for (size_t e = 0; e < nends && !keep; e++)
-			keep = ends[e].seq == seq;
-		if (keep)
+		if (!ends || end_of(ends, nends, seg_seq(files[i])))
 			files[k++] = files[i];
 		else
 			free(files[i]);

@@ -102,15 +102,15 @@ static void advance(struct ship *s)
 			s->acked_chunks++;
 			s->dirty = true;
 			ship_doubt_acked(s, p->seg, p->chunk);
+			/* the chunk carrying the not-shipped count is in */
+			if (s->carry.on && p->seg == s->carry.seg && p->chunk == s->carry.chunk) {
+				s->not_shipped_pending -= s->carry.x < s->not_shipped_pending ?
+					s->carry.x : s->not_shipped_pending;
+				s->carry.on = false;
+			}
 		}
 		s->acked_bytes += p->bytes;
 		s->acked_raw_bytes += p->raw_bytes;
-		if (s->carry.on && p->seg == s->carry.seg && p->chunk == s->carry.chunk &&
-		    p->part + 1 == p->parts) {
-			s->not_shipped_pending -= s->carry.x < s->not_shipped_pending ?
-				s->carry.x : s->not_shipped_pending;
-			s->carry.on = false;
-		}
 		s->head = (s->head + 1) % s->cap;
 		s->n--;
 	}
