@@ -170,13 +170,14 @@ Test(pack, the_largest_64_bit_timestamp_step_still_reads)
 Test(pack, a_run_packs_to_the_same_bytes_as_its_records_one_by_one)
 {
 	static uint8_t ring[1 << 16], one[1 << 17], run[1 << 17];
-	const uint32_t lens[] = { 8, 9, 15, 16, 40, 127, 128, 200 };
+	/* bodies (len - 8) of every copy class: 0..15, 16..32, 33..64, more */
+	const uint32_t lens[] = { 8, 9, 15, 16, 24, 33, 40, 41, 48, 72, 73, 127, 128, 200 };
 	const uint16_t auxes[] = { 0, 1, 31, 32, 4095, 16383, 16384, 65535 };
 	const uint64_t steps[] = { 1, 0, UINT64_MAX, 1ull << 63, 300, (uint64_t)-5, 1ull << 40 };
 
 	for (int t = 0; t < 2; t++)
 		for (size_t a = 0; a < 8; a++)
-			for (size_t l = 0; l < 8; l++) {
+			for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
 				uint16_t type = t ? RINGLOG_REC_EVENT_ACT : RINGLOG_REC_EVENT;
 				uint32_t len = lens[l], n = 1 + (uint32_t)(a * 8 + l) % 37;
 				size_t stride = ringlog_rec_total(len), w1 = 0, w2;
