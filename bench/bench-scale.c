@@ -231,6 +231,7 @@ static double tpn;
 
 struct tail {
 	FILE *p;
+	pid_t pid;    /* the tail, ended with SIGINT */
 	pthread_t th;
 	uint64_t *lat;
 	size_t n, cap;
@@ -405,7 +406,10 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	snprintf(cmd, sizeof(cmd), "exec %s tail --json --event Probe 2>/dev/null", cli);
 	t.cap = 1 << 20;
 	t.lat = calloc(t.cap, sizeof(*t.lat));
-	t.p = popen(cmd, "r");
+	if (!(t.p = bu_popen_pid(cmd, &t.pid))) {
+		fprintf(stderr, "bench-scale: cannot start %s\n", cmd);
+		exit(1);
+	}
 	pthread_create(&t.th, NULL, tail_reader, &t);
 	usleep(300000); /* the tail is subscribed */
 	c0 = c->cpu_ns(c);
@@ -443,9 +447,10 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	close(go);
 	for (int i = 0; i < procs; i++)
 		waitpid(kids[i], NULL, 0);
-	c->stop(c); /* the tail ends with the daemon */
+	c->stop(c);
+	kill(t.pid, SIGINT); /* the tail would wait for the next ringlogd */
 	pthread_join(t.th, NULL);
-	pclose(t.p);
+	bu_pclose_pid(t.p, t.pid);
 	c->count(c, &r->stored, &bytes);
 	r->stored++; /* count() takes one off for bench-emit's Start event */
 	r->emitted = (uint64_t)(rate * seconds) * (uint64_t)writers + (uint64_t)writers;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 uint64_t bu_now_ns(void)
 {
@@ -170,4 +172,39 @@ void bu_out(const char *fmt, ...)
 		vfprintf(bu_table, fmt, ap);
 		va_end(ap);
 	}
+}
+
+FILE *bu_popen_pid(const char *cmd, pid_t *pid)
+{
+	int fd[2];
+	FILE *f;
+
+	if (pipe(fd) < 0)
+		return NULL;
+	*pid = fork();
+	if (*pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return NULL;
+	}
+	if (*pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	if (!(f = fdopen(fd[0], "r"))) {
+		close(fd[0]);
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	return f;
+}
+
+void bu_pclose_pid(FILE *f, pid_t pid)
+{
+	fclose(f);
+	waitpid(pid, NULL, 0);
 }

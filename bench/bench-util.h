@@ -16,14 +16,6 @@ static inline uint64_t bu_ticks(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-/* The benchmarks' tables: printed, and also written to the file
- * bu_table_open() opened (none: printed only). */
-#include <stdio.h>
-extern FILE *bu_table;
-void bu_table_open(const char *path);
-void bu_table_close(void);
-void bu_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 #endif
 
 /* Ticks per nanosecond, measured against CLOCK_MONOTONIC_RAW over ~200 ms. */
@@ -52,5 +44,15 @@ extern FILE *bu_table;
 void bu_table_open(const char *path);
 void bu_table_close(void);
 void bu_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* popen(cmd, "r") that also gives the child's pid, so that it can be
+ * ended: a `ringlog tail` follows a stopped ringlogd until it is told to
+ * end (SIGINT), where it used to end with the daemon, and the benchmarks
+ * that waited for that hung. cmd runs under /bin/sh -c: begin it with
+ * exec, and the pid is the program's. NULL on error. */
+#include <sys/types.h>
+FILE *bu_popen_pid(const char *cmd, pid_t *pid);
+/* Close what bu_popen_pid() opened and reap the child. */
+void bu_pclose_pid(FILE *f, pid_t pid);
 
 #endif
