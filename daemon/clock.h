@@ -27,8 +27,10 @@ void clock_refresh(struct d_clock *k);
  * the next (the first estimate's rate error made a thread's events drained
  * into the next segment earlier than its last ones in the one before, by
  * up to tens of us, and `read` sorts by time: a test saw seq 15837 after
- * 15839). A clock set back by more is followed. */
-#define CLOCK_STEP_NS 1000000000ull
+ * 15839). A clock set back by more is followed: the wall time is never
+ * held more than 1 ms ahead of the clock (at 1 s, an NTP step back of
+ * half a second was never followed: a review). */
+#define CLOCK_STEP_NS 1000000ull
 void clock_continue(const struct ringlog_seg_clock *old, struct ringlog_seg_clock *next);
 /* Now in a stream's own clock (stream_clock: RINGLOG_RING_CLOCK_TSC or 0,
  * monotonic ns), as its writer reads it; 0 where this build cannot read

@@ -200,9 +200,18 @@ bool ringlog_dedup_new(struct ringlog_dedup_slot *s, uint64_t at, uint64_t end)
 		if (at != s->next && s->next) {
 			unsigned k = 0;
 
-			for (unsigned i = 1; i < RINGLOG_DEDUP_HOLES; i++)
-				if (s->hole[i].hi - s->hole[k].hi > half) /* older */
-					k = i;
+			/* the one to give up: a free one, else one no record
+			 * fits in (the PAD a ring's wrap leaves: every lap
+			 * jumps over one, and those used up the ranges a late
+			 * chunk needed: a review), else the oldest */
+			for (unsigned i = 1; i < RINGLOG_DEDUP_HOLES; i++) {
+				bool small = s->hole[i].hi - s->hole[i].lo <= RINGLOG_DEDUP_SMALL;
+				bool ksmall = s->hole[k].hi - s->hole[k].lo <= RINGLOG_DEDUP_SMALL;
+
+				if ((small && !ksmall) ||
+				    (small == ksmall && s->hole[i].hi - s->hole[k].hi > half))
+					k = i; /* smaller in kind, or older */
+			}
 			for (unsigned i = 0; i < RINGLOG_DEDUP_HOLES; i++)
 				if (s->hole[i].lo == s->hole[i].hi)
 					k = i;

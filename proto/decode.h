@@ -75,6 +75,9 @@ struct ringlog_dec_loss {
  * in between), so the ranges a jump forward skipped stay open, the newest
  * RINGLOG_DEDUP_HOLES of them, until records fill them. */
 #define RINGLOG_DEDUP_HOLES 4
+/* A skipped range no longer than the largest PAD may be one (a ring's
+ * wrap: every lap jumps over one): given up before the others. */
+#define RINGLOG_DEDUP_SMALL (RINGLOG_REC_MAX_LEN + RINGLOG_REC_HDR_SIZE)
 
 struct ringlog_dedup {
 	struct ringlog_dedup_slot {

@@ -548,13 +548,31 @@ Test(segment, dedup_drops_what_was_delivered_and_takes_a_chunk_that_comes_late)
 	cr_expect(!ringlog_dedup_new(&s, 1100, 1200));
 	cr_expect(!ringlog_dedup_new(&s, 900, 1000));
 	/* more jumps than ranges kept: the oldest range is given up (taken
-	 * as seen, as before), the newest still take their late records */
-	for (uint64_t k = 0; k < RINGLOG_DEDUP_HOLES + 1; k++)
-		cr_expect(ringlog_dedup_new(&s, 2000 + 200 * k, 2100 + 200 * k));
-	cr_expect(!ringlog_dedup_new(&s, 1900, 2000), "the oldest range is kept");
-	for (uint64_t k = 1; k < RINGLOG_DEDUP_HOLES + 1; k++)
-		cr_expect(ringlog_dedup_new(&s, 1900 + 200 * k, 2000 + 200 * k),
-			  "range %llu of the newest is given up", (unsigned long long)k);
+	 * as seen, as before), the newest still take their late records;
+	 * ranges of chunks (M apart), not of a PAD */
+	{
+		const uint64_t M = 1000000, b = 10 * M;
+
+		cr_expect(ringlog_dedup_new(&s, b, b + 100));
+		for (uint64_t k = 1; k <= RINGLOG_DEDUP_HOLES + 1; k++)
+			cr_expect(ringlog_dedup_new(&s, b + k * M, b + k * M + 100));
+		cr_expect(!ringlog_dedup_new(&s, b + 100, b + 200), "the oldest range is kept");
+		for (uint64_t k = 2; k <= RINGLOG_DEDUP_HOLES + 1; k++)
+			cr_expect(ringlog_dedup_new(&s, (k - 1) * M + b + 100, (k - 1) * M + b + 200),
+				  "range %llu of the newest is given up", (unsigned long long)k);
+	}
+	/* a PAD's jump at every lap uses a range, given up first: a chunk's
+	 * range survives four laps (a review: it was the oldest, given up) */
+	{
+		struct ringlog_dedup_slot t = { 0 };
+		const uint64_t M = 1000000;
+
+		cr_expect(ringlog_dedup_new(&t, 0, 100));
+		cr_expect(ringlog_dedup_new(&t, M, M + 100)); /* skips a chunk: [100, M) */
+		for (uint64_t lap = 1; lap <= 2 * RINGLOG_DEDUP_HOLES; lap++)
+			cr_expect(ringlog_dedup_new(&t, M + lap * 1000 + 500, M + lap * 1000 + 600));
+		cr_expect(ringlog_dedup_new(&t, 100, 200), "the late chunk was given up for PADs");
+	}
 }
 
 /* Each segment records a calibration measured again (daemon/clock.c); the

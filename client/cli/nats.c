@@ -664,8 +664,8 @@ static int key_cmp(const struct chunk_key *a, const struct chunk_key *b)
 	return a->chunk < b->chunk ? -1 : a->chunk > b->chunk;
 }
 
-/* Chunks a jump forward skipped that may yet come: kept per host, newest
- * first given up when full (a chunk in one then comes as before: taken as
+/* Chunks a jump forward skipped that may yet come: kept per host, the
+ * oldest given up when full (a chunk in it then comes as before: taken as
  * printed) */
 #define FOLLOW_GAPS 8
 

@@ -55,8 +55,29 @@ static struct ship_doubt *find(struct ship *s, const struct pend *p)
 	return NULL;
 }
 
-/* Room: what the acknowledged position covers goes (acknowledged in
- * order, or counted with its segment), unless a probe is owed. */
+/* Whether a probe is owed for some message of a chunk. */
+static bool owed(const struct ship *s, uint64_t seg, uint64_t chunk)
+{
+	for (size_t i = 0; i < s->ndoubt; i++)
+		if (s->doubt[i].seg == seg && s->doubt[i].chunk == chunk &&
+		    s->doubt[i].state == D_PROBE)
+			return true;
+	return false;
+}
+
+/* A chunk whose messages are not all noted: none of its cuts can be
+ * found whole, so it is counted not shipped (never taken as in the
+ * stream on the word of the parts noted). */
+static void poison(struct ship *s, uint64_t seg, uint64_t chunk)
+{
+	for (size_t i = 0; i < s->ndoubt; i++)
+		if (s->doubt[i].seg == seg && s->doubt[i].chunk == chunk)
+			s->doubt[i].state = D_NOT_OUT;
+}
+
+/* Room: the chunks the acknowledged position covers go, whole
+ * (acknowledged in order, or counted with their segment), unless a probe
+ * is owed for one. */
 static void purge(struct ship *s)
 {
 	size_t k = 0;
@@ -66,7 +87,7 @@ static void purge(struct ship *s)
 		bool behind = s->ack_valid && (x->seg < s->ack_seg ||
 					       (x->seg == s->ack_seg && x->chunk <= s->ack_chunk));
 
-		if (x->state == D_PROBE || !behind)
+		if (!behind || owed(s, x->seg, x->chunk))
 			s->doubt[k++] = *x;
 	}
 	s->ndoubt = k;
@@ -80,14 +101,22 @@ void ship_doubt_keep(struct ship *s)
 		struct ship_doubt *x = find(s, p);
 
 		if (x) {
-			if (st == D_IN_STREAM || (st == D_OUT && x->state == D_NOT_OUT))
-				x->state = st; /* the better news of two copies */
+			/* acknowledged is the better news of two copies; a part
+			 * once not sent (or a chunk poisoned) stays so: its
+			 * cut is never taken for whole on a later copy's word */
+			if (st == D_IN_STREAM)
+				x->state = st;
 			continue;
 		}
 		if (s->ndoubt == SHIP_DOUBT_MAX)
 			purge(s);
-		if (s->ndoubt == SHIP_DOUBT_MAX)
-			continue; /* never seen: its chunk is counted as before */
+		if (s->ndoubt == SHIP_DOUBT_MAX) {
+			/* never seen: its chunk is counted as before, and one
+			 * noted in part cannot be taken for whole (a review:
+			 * two parts of three found, the third never noted) */
+			poison(s, p->seg, p->chunk);
+			continue;
+		}
 		s->doubt[s->ndoubt++] = (struct ship_doubt){
 			.seg = p->seg, .chunk = p->chunk, .events = p->chunk_events,
 			.created = p->created, .tag = p->tag, .part = p->part, .parts = p->parts,
@@ -286,15 +315,34 @@ int ship_doubt_probe(struct ship *s)
 		st = natsMsgHeader_Set(m, "Ringlog-Host", s->c.host);
 	if (st == NATS_OK)
 		st = natsMsgHeader_Set(m, "Ringlog-Probe", "1");
+	/* not connected: not sent, asked again once the stream answers */
+	if (st == NATS_OK && natsConnection_Status(s->nc) != NATS_CONN_STATUS_CONNECTED) {
+		natsMsg_Destroy(m);
+		pthread_mutex_lock(&s->mu);
+		s->good_since_ns = 0;
+		return -EAGAIN;
+	}
 	if (st == NATS_OK)
 		st = js_PublishMsg(&pa, s->js, m, &po, &jerr);
 	pthread_mutex_lock(&s->mu);
 	natsMsg_Destroy(m);
 	if (st != NATS_OK) {
+		/* Sent and not answered, the probe may be stored: asked
+		 * again, the stream would say "duplicate" of the probe itself
+		 * (a review). So the chunk is counted not shipped, which it
+		 * may not be: never the other way. */
 		jsPubAck_Destroy(pa);
-		/* asked again in a moment; the window, which fails alike,
-		 * stops the asking until the stream acknowledges again */
-		s->good_since_ns = d_now(CLOCK_MONOTONIC);
+		for (i = 0; i < s->ndoubt; i++) {
+			struct ship_doubt *y = &s->doubt[i];
+
+			if (y->seg == x.seg && y->chunk == x.chunk && y->part == x.part &&
+			    y->tag == x.tag && y->state == D_PROBE) {
+				y->state = D_MISSING;
+				s->probes++;
+				resolve(s, x.seg, x.chunk);
+				break;
+			}
+		}
 		return -EAGAIN;
 	}
 	/* the entry may have moved meanwhile (the loop settles segments) */
