@@ -17,8 +17,9 @@
 # own and only the difference between A and B means anything.
 #
 # Prints, per round, each daemon's CPU per event over the whole run and in
-# the steady state, the emit p99 and the emit -> tail p50 / p99 (bench-scale's
-# columns), and the drain's visits per writer burst.
+# the steady state, the emit p99, the emit -> tail p50 / p99 and its p99 in
+# the steady state (bench-scale's columns), and the drain's visits per writer
+# burst.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -38,13 +39,13 @@ trap 'rm -rf "$out"' EXIT
 
 row() { # file: the case's row and its drain row
 	local r d
-	r=$(grep -E "^\| $writers \(" "$1" | awk -F'|' '{printf "%s | %s | %s | %s", $3, $5, $7, $11}')
+	r=$(grep -E "^\| $writers \(" "$1" | awk -F'|' '{printf "%s | %s | %s | %s | %s", $3, $5, $7, $11, $13}')
 	d=$(grep -E "^\| $writers \|" "$1" | awk -F'|' '{print $6}')
 	echo "$r | $d"
 }
 
-echo "| round | daemon | CPU/event whole (ns) | steady (ns) | emit p99 (ns) | tail p50 / p99 (ms) | visits a burst |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| round | daemon | CPU/event whole (ns) | steady (ns) | emit p99 (ns) | tail p50 / p99 (ms) | tail p99, steady (ms) | visits a burst |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for i in $(seq "$rounds"); do
 	if [ $((i % 2)) = 1 ]; then first=$a second=$b; else first=$b second=$a; fi
 	"$scale" "$first" "$cli" --only "$writers" --seconds "$seconds" > "$out/1" 2>&1 &

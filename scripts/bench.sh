@@ -159,6 +159,7 @@ scale() {
 		     '' using 1:(first(5)) with linespoints lw 2 title 'emit p99', \
 		     '' using 1:(first(7)) with linespoints lw 2 title 'emit p99 after a burst''s first call', \
 		     '' using 1:(first(6)) with linespoints lw 2 title 'emit -> tail p99', \
+		     '' using 1:(first(8)) with linespoints lw 2 title 'emit -> tail p99, steady state', \
 		     2 with lines dt 2 lc rgb 'gray' title 'goal (<= 2)'
 	GP
 		echo "plot: $out/scale.png"
