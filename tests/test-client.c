@@ -113,6 +113,26 @@ Test(client, sixty_four_threads_100k_events_each_stored_once_in_order)
 	live_cleanup(&e);
 }
 
+/* A thread's first event makes its ring resident and writes every page of
+ * it, so that no later emit stalls on a page's first fault (or, in a VM
+ * with shadow page tables, a 10-15 us trap: bench-scale's emit p99 with
+ * 1,000 writers was 9.8 us for it). MAP_POPULATE alone left them clean. */
+Test(client, a_new_ring_is_resident_and_written_before_its_first_event_returns)
+{
+	char out[256];
+	long size = 0, rss = 0, clean = -1;
+	/* no daemon: the ring is made all the same */
+	int rc = live_run("RINGLOG_SOCKET=/nonexistent/ringlog.sock " TYPES_PATH " resident", out,
+			  sizeof(out));
+
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+	cr_assert_eq(sscanf(out, "size=%ld rss=%ld clean=%ld", &size, &rss, &clean), 3, "%s", out);
+	cr_assert_gt(size, 0, "no ring mapping found: %s", out);
+	cr_expect_eq(rss, size, "only %ld of the ring's %ld kB resident", rss, size);
+	cr_expect_eq(clean, 0, "%ld of the ring's %ld kB never written: an emit takes their first "
+		     "fault", clean, size);
+}
+
 Test(client, disabled_events_are_not_stored_and_take_no_ring)
 {
 	struct live e;
@@ -186,7 +206,9 @@ Test(client, ten_thousand_threads_leave_no_fds_and_no_rings_behind)
 
 	live_init(&e);
 	d = live_daemon(&e, NULL);
-	run_ok(TYPES_PATH " threads", out, sizeof(out));
+	/* 64 KiB rings: what is counted is descriptors and rings, and each
+	 * new ring's pages are written on its first event (os-unix.c) */
+	run_ok("RINGLOG_RING_SIZE=64K " TYPES_PATH " threads", out, sizeof(out));
 	live_daemon_stop(d);
 	cr_assert_eq(sscanf(out, "fds_before=%d fds_after=%d rings_created=%llu rings_live=%llu",
 			    &before, &after, &created, &live), 4, "%s", out);

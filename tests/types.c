@@ -37,6 +37,8 @@
  *              then fork(): the child prints "child sockets=N", N the
  *              sockets it holds besides the two this mode made (0 unless
  *              the connecting one came along)
+ *   resident   one event (no daemon needed), then the ring's mapping in
+ *              /proc/self/smaps: prints "size=N rss=N clean=N" (kB)
  *   key-dtor   20 threads at once, each 2 events, and one from a pthread
  *              key's destructor in each round of destructors (4 in glibc),
  *              made after the library's key (so it runs after it), the
@@ -326,6 +328,41 @@ int main(int argc, char **argv)
 		       (unsigned long long)n, (unsigned long long)sig_n,
 		       (unsigned long long)st.dropped_full, (unsigned long long)st.dropped_other);
 		return ringlog_flush(5000) == 0 ? 0 : 3;
+	}
+	if (!strcmp(mode, "resident")) {
+		/* Every page of a new ring must be resident and already written
+		 * (client/os-unix.c: touch_pages()) once the first event
+		 * returns, so that no emit takes a page's first fault or trap:
+		 * smaps counts a page Clean until its page table entry was
+		 * written through. */
+		FILE *f;
+		char l[512];
+		long size = -1, rss = -1, clean = 0;
+		int in = 0;
+
+		one_event(NULL);
+		if (!(f = fopen("/proc/self/smaps", "r")))
+			return 2;
+		while (fgets(l, sizeof(l), f)) {
+			unsigned long lo, hi;
+			long v;
+
+			if (sscanf(l, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
+				in = strstr(l, "ringlog-ring") != NULL;
+				continue;
+			}
+			if (!in)
+				continue;
+			if (sscanf(l, "Size: %ld", &v) == 1)
+				size = v;
+			else if (sscanf(l, "Rss: %ld", &v) == 1)
+				rss = v;
+			else if (strstr(l, "_Clean:") && sscanf(strchr(l, ':') + 1, "%ld", &v) == 1)
+				clean += v;
+		}
+		fclose(f);
+		printf("size=%ld rss=%ld clean=%ld\n", size, rss, clean);
+		return 0;
 	}
 	if (!strcmp(mode, "threads")) {
 		int fds0;
