@@ -19,10 +19,11 @@
  * comes and goes costs the daemon (churn()).
  *
  * usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR]
- *                    [--only WRITERS | --only churn] [--seconds S]
+ *                    [--only WRITERS | --only churn | --only idle] [--seconds S]
  *   (--only: that one case, e.g. 1000, and no idle figure: for looking
- *    into one row; --only churn: that figure alone; --seconds: each
- *    case's length, 5 by default)
+ *    into one row; --only churn, --only idle: that figure alone (idle:
+ *    over --seconds, 10 by default); --seconds: each case's length, 5 by
+ *    default)
  *   (as a writer process, re-executed by itself:
  *    bench-scale --child THREADS RATE_PER_THREAD SECONDS SAMPLES_FILE TPN)
  */
@@ -30,6 +31,7 @@
 #include <ringlog.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -506,13 +508,32 @@ static void run_case(int writers, int procs, double seconds, struct result *r)
 	free(t.sent);
 }
 
+/* The voluntary context switches of ringlogd's main thread so far: its
+ * wake-ups (each a timer, a frame or a wake from a writer). */
+static uint64_t daemon_wakeups(void)
+{
+	char path[64], line[256];
+	uint64_t n = 0;
+	int pid = collector_ringlog_pid();
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, pid);
+	if (pid <= 0 || !(f = fopen(path, "r")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %" SCNu64, &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 /* The daemon's CPU, in % of one core, over SECONDS with 1,000 rings
- * registered and idle. */
-static double idle_rings(int writers, int procs, double seconds)
+ * registered and idle; *wakeups: its main thread's wake-ups a second. */
+static double idle_rings(int writers, int procs, double seconds, double *wakeups)
 {
 	struct collector *c = &collector_ringlog;
 	pid_t kids[128];
-	uint64_t c0, c1, ev, by, t0, t1;
+	uint64_t c0, c1, ev, by, t0, t1, w0, w1;
 
 	set_ring_size(writers);
 	if (c->start(c) < 0)
@@ -538,10 +559,13 @@ static double idle_rings(int writers, int procs, double seconds)
 	}
 	sleep(1);
 	c0 = c->cpu_ns(c);
+	w0 = daemon_wakeups();
 	t0 = bu_now_ns();
 	usleep((useconds_t)(seconds * 1e6));
 	c1 = c->cpu_ns(c);
+	w1 = daemon_wakeups();
 	t1 = bu_now_ns();
+	*wakeups = (double)(w1 - w0) * 1e9 / (double)(t1 - t0);
 	for (int i = 0; i < procs; i++) {
 		char path[400];
 
@@ -608,8 +632,8 @@ int main(int argc, char **argv)
 	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
 	struct result r[4];
 	const char *out_dir = NULL;
-	double seconds = 5, idle_s = 10, idle_pct = 0, churn_us = 0;
-	int only = 0;
+	double seconds = 5, idle_s = 10, idle_pct = 0, idle_wakeups = 0, churn_us = 0;
+	int only = 0, seconds_given = 0;
 	char why[300] = "", self_dir[2048];
 
 	if (argc > 1 && !strcmp(argv[1], "--child")) {
@@ -620,7 +644,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-scale RINGLOGD RINGLOG [--quick] [--out DIR] "
-			"[--only WRITERS | --only churn] [--seconds S]\n");
+			"[--only WRITERS | --only churn | --only idle] [--seconds S]\n");
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {
@@ -630,11 +654,14 @@ int main(int argc, char **argv)
 			out_dir = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			i++;
-			only = !strcmp(argv[i], "churn") ? -1 : atoi(argv[i]);
+			only = !strcmp(argv[i], "churn") ? -1 : !strcmp(argv[i], "idle") ? -2
+											 : atoi(argv[i]);
 		}
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-			seconds = atof(argv[++i]);
+			seconds = atof(argv[++i]), seconds_given = 1;
 	}
+	if (only == -2 && seconds_given)
+		idle_s = seconds;
 	{
 		static char exe[2048];
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -671,9 +698,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-scale: %d writers in %d processes\n", cases[i][0], cases[i][1]);
 		run_case(cases[i][0], cases[i][1], seconds, &r[i]);
 	}
-	if (!only) {
+	if (!only || only == -2) {
 		fprintf(stderr, "bench-scale: 1000 idle rings\n");
-		idle_pct = idle_rings(1000, 100, idle_s);
+		idle_pct = idle_rings(1000, 100, idle_s, &idle_wakeups);
+	}
+	if (only == -2) {
+		rmdir(workdir);
+		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
+		       "%.2f |\n| its wake-ups a second meanwhile | %.1f |\n", idle_s, idle_pct,
+		       idle_wakeups);
+		bu_table_close();
+		return 0;
 	}
 	if (!only || only == -1) {
 		fprintf(stderr, "bench-scale: 1000 threads that come and go\n");
@@ -761,6 +796,8 @@ int main(int argc, char **argv)
 		bu_out("\n| figure | ringlog | target |\n|---|---:|---|\n");
 		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
 		    "%.2f | <= 0.5 |\n", idle_s, idle_pct);
+		bu_out("| its wake-ups a second meanwhile (timers and frames) | %.1f | |\n",
+		    idle_wakeups);
 		bu_out("| daemon CPU per thread that comes and goes: 1,000 threads (100 processes) "
 		    "start, emit %d events each into a 512 KiB ring and end, %d times (us per "
 		    "thread; their processes' connections included) | %.1f | |\n\n", CHURN_EVENTS,

@@ -29,6 +29,11 @@ void collector_ringlog_paths(const char *ringlogd, const char *self_dir)
 	snprintf(collector_ringlog.job, sizeof(collector_ringlog.job), "%s/job-ringlog", self_dir);
 }
 
+int collector_ringlog_pid(void)
+{
+	return (int)daemon_pid;
+}
+
 const char *collector_ringlog_socket(void)
 {
 	return sock;

@@ -41,6 +41,8 @@ int coll_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern struct collector collector_ringlog, collector_lttng;
 /* ringlog's run directory (socket, store), for the tail benchmark. */
 const char *collector_ringlog_socket(void);
+/* The running ringlogd's pid (0: none), for figures of its own */
+int collector_ringlog_pid(void);
 void collector_ringlog_paths(const char *ringlogd, const char *self_dir);
 
 #endif

@@ -21,7 +21,8 @@
 #define DRAIN_SPARSE_MAX_MS 8 /* data trickling, or in small bursts */
 #define DRAIN_TAIL_MAX_MS 2   /* the longest wait while a tail is attached */
 #define DRAIN_IDLE_MS 10      /* nothing moved in the last pass */
-#define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while */
+#define DRAIN_IDLE_MAX_MS 50  /* nothing moved for a while (drain.c may
+                               * wait up to twice that, to the flush tick) */
 /* A pass that moved fewer records than this in all is sparse: its fixed
  * cost (a wake-up, every writer's bell page read) is worth paying every
  * millisecond for thousands of records, not for a few bursts. */
