@@ -627,6 +627,14 @@ static double churn(int threads, int procs, int rounds)
 	return (double)spent / ((double)threads * rounds) / 1e3;
 }
 
+/* The idle figure's rows (the table's header printed before). */
+static void idle_rows(double idle_s, double idle_pct, double idle_wakeups)
+{
+	bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
+	    "%.2f | <= 0.5 |\n", idle_s, idle_pct);
+	bu_out("| its wake-ups a second meanwhile (timers and frames) | %.1f | |\n", idle_wakeups);
+}
+
 int main(int argc, char **argv)
 {
 	static const int cases[][2] = { { 1, 1 }, { 10, 1 }, { 100, 10 }, { 1000, 100 } };
@@ -704,9 +712,8 @@ int main(int argc, char **argv)
 	}
 	if (only == -2) {
 		rmdir(workdir);
-		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
-		       "%.2f |\n| its wake-ups a second meanwhile | %.1f |\n", idle_s, idle_pct,
-		       idle_wakeups);
+		bu_out("| figure | ringlog | target |\n|---|---:|---|\n");
+		idle_rows(idle_s, idle_pct, idle_wakeups);
 		bu_table_close();
 		return 0;
 	}
@@ -794,10 +801,7 @@ int main(int argc, char **argv)
 	}
 	if (!only) {
 		bu_out("\n| figure | ringlog | target |\n|---|---:|---|\n");
-		bu_out("| daemon CPU with 1,000 idle rings registered (%% of one core, over %.0f s) | "
-		    "%.2f | <= 0.5 |\n", idle_s, idle_pct);
-		bu_out("| its wake-ups a second meanwhile (timers and frames) | %.1f | |\n",
-		    idle_wakeups);
+		idle_rows(idle_s, idle_pct, idle_wakeups);
 		bu_out("| daemon CPU per thread that comes and goes: 1,000 threads (100 processes) "
 		    "start, emit %d events each into a 512 KiB ring and end, %d times (us per "
 		    "thread; their processes' connections included) | %.1f | |\n\n", CHURN_EVENTS,

@@ -27,7 +27,8 @@ int lib_shm_create(const char *name, size_t size, bool populate, lib_obj_t *obj,
 		return -ENOMEM;
 	}
 	/* Touch every page now, on the thread's first event, rather than
-	 * during its first lap: as MAP_POPULATE does on Linux. */
+	 * during its first lap: as os-unix.c does (MAP_POPULATE, then a
+	 * store to each page). */
 	if (populate)
 		for (size_t off = 0; off < size; off += 4096)
 			((volatile uint8_t *)m)[off] = 0;

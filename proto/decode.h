@@ -72,8 +72,9 @@ struct ringlog_dec_loss {
  * RINGLOG_SPAN_POS in segment.h. Shared by the decoders of the segments of
  * one store, fed in segment order; a live follow of a fleet
  * (`tail --nats`) may get a chunk after a later one of its ring (a resend
- * in between), so the ranges a jump forward skipped stay open, the newest
- * RINGLOG_DEDUP_HOLES of them, until records fill them. */
+ * in between), so the ranges a jump forward skipped stay open,
+ * RINGLOG_DEDUP_HOLES of them (when full, one no longer than a PAD goes
+ * first, else the oldest), until records fill them. */
 #define RINGLOG_DEDUP_HOLES 4
 /* A skipped range no longer than the largest PAD may be one (a ring's
  * wrap: every lap jumps over one): given up before the others. */

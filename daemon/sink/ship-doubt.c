@@ -220,13 +220,8 @@ uint64_t ship_doubt_mark(struct ship *s, uint64_t seg, uint64_t *found)
 
 		for (size_t i = 0; i < s->ndoubt; i++) {
 			const struct ship_doubt *a = &s->doubt[i];
-			bool owed = false;
 
-			for (size_t j = 0; a->seg == seg && j < s->ndoubt; j++)
-				if (s->doubt[j].seg == seg && s->doubt[j].chunk == a->chunk &&
-				    s->doubt[j].state == D_PROBE)
-					owed = true;
-			if (a->seg != seg || owed)
+			if (a->seg != seg || owed(s, seg, a->chunk))
 				s->doubt[k++] = *a;
 		}
 		s->ndoubt = k;
@@ -273,6 +268,24 @@ static void resolve(struct ship *s, uint64_t seg, uint64_t chunk)
 		break;
 	}
 	s->dirty = true;
+}
+
+/* The probe for x answered, or sent and not answered: st for its entry,
+ * found again (the loop may have settled segments meanwhile), and its
+ * chunk resolved once nothing more is owed for it. */
+static void answered(struct ship *s, const struct ship_doubt *x, uint8_t st)
+{
+	for (size_t i = 0; i < s->ndoubt; i++) {
+		struct ship_doubt *y = &s->doubt[i];
+
+		if (y->seg == x->seg && y->chunk == x->chunk && y->part == x->part &&
+		    y->tag == x->tag && y->state == D_PROBE) {
+			y->state = st;
+			s->probes++;
+			resolve(s, x->seg, x->chunk);
+			return;
+		}
+	}
 }
 
 bool ship_doubt_owed(const struct ship *s)
@@ -332,31 +345,10 @@ int ship_doubt_probe(struct ship *s)
 		 * (a review). So the chunk is counted not shipped, which it
 		 * may not be: never the other way. */
 		jsPubAck_Destroy(pa);
-		for (i = 0; i < s->ndoubt; i++) {
-			struct ship_doubt *y = &s->doubt[i];
-
-			if (y->seg == x.seg && y->chunk == x.chunk && y->part == x.part &&
-			    y->tag == x.tag && y->state == D_PROBE) {
-				y->state = D_MISSING;
-				s->probes++;
-				resolve(s, x.seg, x.chunk);
-				break;
-			}
-		}
+		answered(s, &x, D_MISSING);
 		return -EAGAIN;
 	}
-	/* the entry may have moved meanwhile (the loop settles segments) */
-	for (i = 0; i < s->ndoubt; i++) {
-		struct ship_doubt *y = &s->doubt[i];
-
-		if (y->seg == x.seg && y->chunk == x.chunk && y->part == x.part && y->tag == x.tag &&
-		    y->state == D_PROBE) {
-			y->state = pa->Duplicate ? D_IN_STREAM : D_MISSING;
-			s->probes++;
-			resolve(s, x.seg, x.chunk);
-			break;
-		}
-	}
+	answered(s, &x, pa->Duplicate ? D_IN_STREAM : D_MISSING);
 	jsPubAck_Destroy(pa);
 	return 0;
 }

@@ -231,10 +231,10 @@ int ctl_map(struct client *c, d_obj_t fd, bool writable, uint64_t max, void **me
 	 * writers of 512 KiB rings a lap takes ~10 s, and those faults were
 	 * ~11 % of the daemon's CPU for that long (bench-scale, perf): with
 	 * this, its CPU per event in the steady state was 140-158 ns against
-	 * 178-183 without (3 runs each, alternating). The
-	 * writer populated its memfd (client/ring.c), so this maps pages that
-	 * exist: it allocates nothing for a ring that is used as it should be,
-	 * and for one that is not, no more than reading it would. */
+	 * 178-183 without (3 runs each, alternating). The writer populated
+	 * its memfd (client/os-unix.c), so this maps pages that exist: it
+	 * allocates nothing for a ring used as it should be, and for one that
+	 * is not, no more than reading it would. */
 	m = mmap(NULL, (size_t)n, writable ? PROT_READ | PROT_WRITE : PROT_READ,
 		 MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
