@@ -45,8 +45,13 @@ wait_count() { # PATTERN N: until the trace holds N lines with PATTERN (10 s)
 
 # 1. Both tracepoints exist as soon as the program starts: Detail (level 5,
 #    disabled) was never emitted, its provider's event section named it.
+#    ringlogd registers them one after the other, in no set order (CI once
+#    saw L5K2 before L4K1 and failed here): wait for both.
 i=0
-while [ ! -d $ue/Test_Fwd_L5K2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while { [ ! -d $ue/Test_Fwd_L4K1 ] || [ ! -d $ue/Test_Fwd_L5K2 ]; } && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 check "tracepoint Test_Fwd_L4K1 registered" test -d $ue/Test_Fwd_L4K1
 check "tracepoint Test_Fwd_L5K2 registered before any Detail event" test -d $ue/Test_Fwd_L5K2
 fmt=$(cat $ue/Test_Fwd_L4K1/format 2>/dev/null)
