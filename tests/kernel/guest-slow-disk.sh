@@ -68,9 +68,20 @@ while ! grep -q emitted $T/fwd.out && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1))
 sleep 0.5 # drained
 $B/client/ringlog tail -n 5 --provider Test.Fwd > $T/tail.out 2>&1 &
 tpid=$!
-sleep 2
+# The live event only once the tail is attached (30 s at most: a fixed
+# 2 s was a race in this slow guest), then until it is printed (30 s).
+i=0
+while ! $B/client/ringlog status --json 2>/dev/null | grep -Eq '"tails": *[1-9]' &&
+	[ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 echo "emit 1" >&3 # and one live event after the backlog
-sleep 3
+i=0
+while [ "$(grep -c ' seq=' $T/tail.out)" -lt 6 ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 kill -INT $tpid
 wait $tpid
 got=$(sed -n 's/.* seq=\([0-9]*\).*/\1/p' $T/tail.out | tr '\n' ' ')
