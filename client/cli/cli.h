@@ -64,6 +64,14 @@ struct seg_end {
 };
 int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
 		 size_t nends);
+/* read.c: the stored events and losses of segments [lo, hi), of the newest
+ * of those files that hold `bytes` in all, that keep() takes (after the
+ * selection): for a tail, what a ringlogd killed before it sent them
+ * stored (tail.c). 0, or -1 when dir cannot be read. */
+typedef bool (*hist_keep_fn)(void *ctx, const struct ringlog_dec_writer *w,
+			     const struct ringlog_dec_stream *s, uint64_t real_ns);
+int read_history_range(const struct query *q, const char *dir, uint64_t lo, uint64_t hi,
+		       uint64_t bytes, hist_keep_fn keep, void *ctx);
 /* read.c: the store's segment paths, oldest first (q->dir, else the
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);

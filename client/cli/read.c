@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -42,6 +43,8 @@ struct rd {
 	const struct seg_end *ends; /* read_history(): the files and where
 	                             * they end, or NULL: all of each */
 	size_t nends;
+	hist_keep_fn keep;     /* read_history_range(): what is shown */
+	void *keep_ctx;
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
@@ -83,6 +86,8 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 		return 0; /* older than the newest N already held */
 	if (!sel_match(&r->q->sel, e))
 		return 0;
+	if (r->keep && !r->keep(r->keep_ctx, e->writer, e->stream, e->real_ns))
+		return 0;
 	if (r->host) {
 		struct output o = r->q->out;
 
@@ -99,6 +104,8 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 	struct rd *r = ctx;
 
 	if (!sel_match_loss(&r->q->sel, l))
+		return;
+	if (r->keep && !r->keep(r->keep_ctx, l->writer, l->stream, l->real_ns))
 		return;
 	if (r->host) {
 		struct output o = r->q->out;
@@ -502,6 +509,42 @@ int read_history(const struct query *q, const char *dir, long lines, const struc
 	}
 	nf = k;
 	collect(&r, files, nf, lines);
+	print_lines(&r, false);
+	free_files(files, nf);
+	fflush(stdout);
+	return 0;
+}
+
+int read_history_range(const struct query *q, const char *dir, uint64_t lo, uint64_t hi,
+		       uint64_t bytes, hist_keep_fn keep, void *ctx)
+{
+	struct rd r = { .q = q, .keep = keep, .keep_ctx = ctx };
+	char **files;
+	size_t nf, k = 0, skip;
+	uint64_t held = 0;
+
+	if (list_dir(dir, &files, &nf) < 0)
+		return -1;
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t seq = seg_seq(files[i]);
+
+		if (seq >= lo && seq < hi)
+			files[k++] = files[i];
+		else
+			free(files[i]);
+	}
+	/* the newest of them that hold bytes (oldest first: list_dir() sorts) */
+	for (skip = k; skip > 0 && held < bytes; skip--) {
+		struct stat sb;
+
+		if (stat(files[skip - 1], &sb) == 0)
+			held += (uint64_t)sb.st_size;
+	}
+	for (size_t i = 0; i < skip; i++)
+		free(files[i]);
+	memmove(files, files + skip, (k - skip) * sizeof(*files));
+	nf = k - skip;
+	collect(&r, files, nf, -1);
 	print_lines(&r, false);
 	free_files(files, nf);
 	fflush(stdout);
