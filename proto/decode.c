@@ -337,6 +337,7 @@ static int ring_record(struct ringlog_decoder *d, struct run_of *o,
 		.activity = head > RINGLOG_EVENT_HDR_SIZE ? p + 8 : NULL,
 		.values = vals,
 		.stream_id = o->sid,
+		.ts = ts,
 	};
 	if (!ev.real_ns)
 		ev.real_ns = d->unknown_time_ns;

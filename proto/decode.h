@@ -45,6 +45,9 @@ struct ringlog_dec_event {
 	const uint8_t *activity; /* 16 bytes or NULL */
 	const struct ringlog_value *values;
 	uint32_t stream_id;
+	uint64_t ts;             /* the writer's own stamp, in its stream's clock:
+	                          * the same live and stored, whatever the
+	                          * calibration (a tail's marks: tail.c) */
 };
 
 struct ringlog_dec_loss {

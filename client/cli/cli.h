@@ -62,16 +62,25 @@ int cli_follow(struct query *q, const char *dir);
 struct seg_end {
 	uint64_t seq, end;
 };
-int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
-		 size_t nends);
-/* read.c: the stored events and losses of segments [lo, hi), of the newest
- * of those files that hold `bytes` in all, that keep() takes (after the
- * selection): for a tail, what a ringlogd killed before it sent them
- * stored (tail.c). 0, or -1 when dir cannot be read. */
+/* What a follow's history shows (tail.c's marks): keep() after the
+ * selection, with the event's own stamp (0 for a loss) and its time; and a
+ * dedup shared by the reads of one reconnection (what a killed ringlogd
+ * stored and the next one drained again shows once). NULL: all. */
 typedef bool (*hist_keep_fn)(void *ctx, const struct ringlog_dec_writer *w,
-			     const struct ringlog_dec_stream *s, uint64_t real_ns);
+			     const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns);
+struct hist_opts {
+	hist_keep_fn keep;
+	void *ctx;
+	struct ringlog_dedup *dedup;
+};
+int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
+		 size_t nends, const struct hist_opts *o);
+/* read.c: the stored events and losses of segments [lo, hi), of the newest
+ * of those files that hold `bytes` in all: for a tail, what a ringlogd
+ * killed before it sent them stored (tail.c). 0, or -1 when dir cannot be
+ * read. */
 int read_history_range(const struct query *q, const char *dir, uint64_t lo, uint64_t hi,
-		       uint64_t bytes, hist_keep_fn keep, void *ctx);
+		       uint64_t bytes, const struct hist_opts *o);
 /* read.c: the store's segment paths, oldest first (q->dir, else the
  * configured store); 0 or -errno after a message. */
 int read_store_files(const struct query *q, char ***files, size_t *nf);

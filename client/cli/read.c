@@ -43,8 +43,9 @@ struct rd {
 	const struct seg_end *ends; /* read_history(): the files and where
 	                             * they end, or NULL: all of each */
 	size_t nends;
-	hist_keep_fn keep;     /* read_history_range(): what is shown */
+	hist_keep_fn keep;     /* read_history*(): what is shown */
 	void *keep_ctx;
+	struct ringlog_dedup *shared; /* instead of dedup: the caller's */
 };
 
 static void add_line(struct rd *r, uint64_t ns, char *text)
@@ -86,7 +87,7 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 		return 0; /* older than the newest N already held */
 	if (!sel_match(&r->q->sel, e))
 		return 0;
-	if (r->keep && !r->keep(r->keep_ctx, e->writer, e->stream, e->real_ns))
+	if (r->keep && !r->keep(r->keep_ctx, e->writer, e->stream, e->ts, e->real_ns))
 		return 0;
 	if (r->host) {
 		struct output o = r->q->out;
@@ -105,7 +106,7 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 
 	if (!sel_match_loss(&r->q->sel, l))
 		return;
-	if (r->keep && !r->keep(r->keep_ctx, l->writer, l->stream, l->real_ns))
+	if (r->keep && !r->keep(r->keep_ctx, l->writer, l->stream, 0, l->real_ns))
 		return;
 	if (r->host) {
 		struct output o = r->q->out;
@@ -231,7 +232,7 @@ static void read_file(struct rd *r, const char *path, uint64_t start)
 			return;
 		}
 	}
-	dec_setup(r, &d, &f, &r->dedup);
+	dec_setup(r, &d, &f, r->shared ? r->shared : &r->dedup);
 	while ((err = ringlog_seg_next(&f, false)) == 1) {
 		if (f.chunk.events)
 			span(r, f.chunk.first_real_ns, f.chunk.last_real_ns);
@@ -492,9 +493,10 @@ static void print_lines(struct rd *r, bool tty)
 
 /* The history before a follow (tail, read -f): lines < 0 all of it. */
 int read_history(const struct query *q, const char *dir, long lines, const struct seg_end *ends,
-		 size_t nends)
+		 size_t nends, const struct hist_opts *o)
 {
-	struct rd r = { .q = q, .ends = ends, .nends = nends };
+	struct rd r = { .q = q, .ends = ends, .nends = nends, .keep = o ? o->keep : NULL,
+			.keep_ctx = o ? o->ctx : NULL, .shared = o ? o->dedup : NULL };
 	char **files;
 	size_t nf, k = 0;
 
@@ -516,9 +518,9 @@ int read_history(const struct query *q, const char *dir, long lines, const struc
 }
 
 int read_history_range(const struct query *q, const char *dir, uint64_t lo, uint64_t hi,
-		       uint64_t bytes, hist_keep_fn keep, void *ctx)
+		       uint64_t bytes, const struct hist_opts *o)
 {
-	struct rd r = { .q = q, .keep = keep, .keep_ctx = ctx };
+	struct rd r = { .q = q, .keep = o->keep, .keep_ctx = o->ctx, .shared = o->dedup };
 	char **files;
 	size_t nf, k = 0, skip;
 	uint64_t held = 0;
@@ -542,7 +544,8 @@ int read_history_range(const struct query *q, const char *dir, uint64_t lo, uint
 	}
 	for (size_t i = 0; i < skip; i++)
 		free(files[i]);
-	memmove(files, files + skip, (k - skip) * sizeof(*files));
+	if (k)
+		memmove(files, files + skip, (k - skip) * sizeof(*files));
 	nf = k - skip;
 	collect(&r, files, nf, -1);
 	print_lines(&r, false);

@@ -15,13 +15,18 @@
 
 /* Per ring (its writer's pid and start, the thread, the ring's id: the
  * names a ring keeps across daemons, proto/segment.h), the newest event
- * shown. A ringlogd killed while it held events it had stored but not yet
- * sent to a slow tail took them with it: the tail, following the next
- * ringlogd, read only that one's segments, and they were missing with no
- * word (CI's ASan run: 13,256 of 40,000). So the old run's last segments
- * are read again, and what this tail showed is skipped by this mark. */
+ * shown, by the writer's own stamp (the same live and stored; a time
+ * depends on the calibration, which each segment measures again). A
+ * ringlogd killed while it held events it had stored but not yet sent to a
+ * slow tail took them with it: the tail, following the next ringlogd, read
+ * only that one's segments, and they were missing with no word (CI's ASan
+ * run: 13,256 of 40,000). So the old run's last segments are read again,
+ * and what this tail showed is skipped by these marks. */
 struct mark {
-	uint64_t pid, start_ns, tid, ring_id, newest_ns;
+	uint64_t pid, start_ns, tid, ring_id;
+	uint64_t newest_ts; /* of what this tail showed */
+	uint64_t before_ts; /* newest_ts when ringlogd went away */
+	unsigned gen;       /* when made (tl.gen: 0 the first run) */
 	bool used;
 };
 
@@ -29,7 +34,9 @@ struct tl {
 	const struct query *q;
 	struct mark *marks; /* open addressing, cap a power of 2 */
 	size_t nmarks, cap;
-	uint64_t attach_ns; /* when the daemon followed last took this tail */
+	unsigned gen;       /* reconnections */
+	uint64_t attach_ns; /* when it asked the ringlogd followed last */
+	bool old_run;       /* keep(): reading the old run's segments */
 };
 
 /* The wall clock events are stamped in (not RINGLOG_NOW's, a test's). */
@@ -54,7 +61,7 @@ static struct mark *mark_of(struct tl *t, const struct ringlog_dec_writer *w,
 			    const struct ringlog_dec_stream *s, bool make)
 {
 	struct mark k = { .pid = w->w.pid, .start_ns = w->w.start_real_ns, .tid = s->s.tid,
-			  .ring_id = s->s.ring_id, .used = true };
+			  .ring_id = s->s.ring_id, .gen = t->gen, .used = true };
 	size_t i;
 
 	if (make && 2 * (t->nmarks + 1) > t->cap) {
@@ -90,28 +97,55 @@ static struct mark *mark_of(struct tl *t, const struct ringlog_dec_writer *w,
 	return &t->marks[i];
 }
 
+/* An event shown (ts 0: a loss, which moves no mark). */
 static void shown(struct tl *t, const struct ringlog_dec_writer *w,
-		  const struct ringlog_dec_stream *s, uint64_t real_ns)
+		  const struct ringlog_dec_stream *s, uint64_t ts)
 {
-	struct mark *m = w && s ? mark_of(t, w, s, true) : NULL;
+	struct mark *m = ts && w && s ? mark_of(t, w, s, true) : NULL;
 
-	if (m && real_ns > m->newest_ns)
-		m->newest_ns = real_ns;
+	if (m && ts > m->newest_ts)
+		m->newest_ts = ts;
 }
 
-/* Read again from the old run's segments: an event newer than what this
- * tail showed of its ring, or of a ring it showed nothing of, one since
- * it joined that run (older ones were stored before it came). */
+/* ringlogd went away: the marks as they stand are what the reads of the
+ * next one compare with (a read may show a ring's later events first,
+ * from another retention class's segment, before its earlier ones). */
+static void marks_freeze(struct tl *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		t->marks[i].before_ts = t->marks[i].newest_ts;
+	t->gen++;
+}
+
+/* What the history of a reconnection shows: of a ring this tail showed
+ * before ringlogd went away, what is newer (the rest it showed, or the
+ * old run drained it and the new one again); of another ring, from the
+ * old run's segments what came since this tail joined it (older events
+ * were stored before it came), from the new run's all. A loss (ts 0) by
+ * its time alone. */
 static bool not_shown(void *ctx, const struct ringlog_dec_writer *w,
-		      const struct ringlog_dec_stream *s, uint64_t real_ns)
+		      const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns)
 {
 	struct tl *t = ctx;
-	const struct mark *m = w && s ? mark_of(t, w, s, false) : NULL;
-	bool take = m ? real_ns > m->newest_ns : real_ns >= t->attach_ns;
+	const struct mark *m = ts && w && s ? mark_of(t, w, s, false) : NULL;
+	bool take;
 
+	if (m && m->gen < t->gen)
+		take = ts > m->before_ts;
+	else
+		take = !t->old_run || real_ns >= t->attach_ns;
 	if (take)
-		shown(t, w, s, real_ns);
+		shown(t, w, s, ts);
 	return take;
+}
+
+/* The first history: all of it shown, and marked. */
+static bool mark_all(void *ctx, const struct ringlog_dec_writer *w,
+		     const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns)
+{
+	(void)real_ns;
+	shown(ctx, w, s, ts);
+	return true;
 }
 
 static int on_event(void *ctx, const struct ringlog_dec_event *e)
@@ -123,7 +157,7 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 	if (sel_match(&t->q->sel, e) && (s = out_event(&t->q->out, e))) {
 		fputs(s, stdout);
 		free(s);
-		shown(t, e->writer, e->stream, e->real_ns);
+		shown(t, e->writer, e->stream, e->ts);
 	}
 	return 0;
 }
@@ -136,7 +170,6 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 	if (sel_match_loss(&t->q->sel, l) && (s = out_loss(&t->q->out, l))) {
 		fputs(s, stdout);
 		free(s);
-		shown(t, l->writer, l->stream, l->real_ns);
 	}
 }
 
@@ -263,9 +296,10 @@ static int tail_wait_back(const struct query *q)
 }
 
 /* The reply to TAIL: the stored events before the live ones. The first
- * time, the newest -n of them; after ringlogd came back, those it stored
- * before this tail joined again: the segments of its run (every one the
- * old run stored was live here before it went). *run: the run followed. */
+ * time, the newest -n of them; after ringlogd came back, what the old run
+ * stored and this tail did not show (its marks), then what the new one
+ * stored before this tail joined again: the segments of its run. *run: the
+ * run followed. */
 static void tail_history(struct tl *t, const char *dir, const uint8_t *p, bool again,
 			 uint64_t *run)
 {
@@ -279,7 +313,9 @@ static void tail_history(struct tl *t, const char *dir, const uint8_t *p, bool a
 	if (!again) {
 		/* the default 10 of an unreadable store is skipped quietly;
 		 * an -n asked for is not */
-		if (q->lines && store && read_history(q, store, q->lines, NULL, 0) < 0 &&
+		const struct hist_opts o = { .keep = mark_all, .ctx = t };
+
+		if (q->lines && store && read_history(q, store, q->lines, NULL, 0, &o) < 0 &&
 		    q->lines_given)
 			fprintf(stderr, "ringlog: %s: -n: cannot read %s (need membership in the "
 				"read group)\n", q->cmd, store);
@@ -289,15 +325,20 @@ static void tail_history(struct tl *t, const char *dir, const uint8_t *p, bool a
 	} else if (now != UINT64_MAX && now != *run && store && json_is_array(ends)) {
 		size_t n = json_array_size(ends), k = 0;
 		struct seg_end *e = calloc(n ? n : 1, sizeof(*e));
+		struct ringlog_dedup dedup = { 0 };
+		const struct hist_opts o = { .keep = not_shown, .ctx = t, .dedup = &dedup };
 
+		marks_freeze(t);
 		/* First what the old run stored and may not have sent: it
 		 * sends at drain time, holding at most TAIL_QUEUE_LIMIT (8 MiB
 		 * of records, daemon/sink/tail.c) for a slow tail, so that is
 		 * in its last segments: as many of the newest as hold 32 MiB. */
+		t->old_run = true;
 		if (*run != UINT64_MAX && *run < now &&
-		    read_history_range(q, store, *run, now, 32u << 20, not_shown, t) < 0)
+		    read_history_range(q, store, *run, now, 32u << 20, &o) < 0)
 			fprintf(stderr, "ringlog: %s: cannot read %s: what the ringlogd before stored "
 				"and had not sent is not shown\n", q->cmd, store);
+		t->old_run = false;
 
 		for (size_t i = 0; e && i < n; i++) {
 			json_t *a = json_array_get(ends, i);
@@ -306,9 +347,10 @@ static void tail_history(struct tl *t, const char *dir, const uint8_t *p, bool a
 				e[k++] = (struct seg_end){ (uint64_t)json_integer_value(json_array_get(a, 0)),
 							   (uint64_t)json_integer_value(json_array_get(a, 1)) };
 		}
-		if (!e || read_history(q, store, -1, e, k) < 0)
+		if (!e || read_history(q, store, -1, e, k, &o) < 0)
 			fprintf(stderr, "ringlog: %s: cannot read %s: what ringlogd stored before this "
 				"tail joined again is not shown\n", q->cmd, store);
+		ringlog_dedup_free(&dedup);
 		free(e);
 	} else if (now != UINT64_MAX && now == *run) {
 		fprintf(stderr, "ringlog: %s: the same ringlogd as before: what it stored while this "
@@ -344,6 +386,7 @@ int cli_follow(struct query *q, const char *dir)
 {
 	struct tl t = { .q = q };
 	uint64_t run = UINT64_MAX; /* the daemon's run_first_segment */
+	uint64_t asked_ns = 0;     /* when it asked the daemon it follows now */
 	bool again = false;        /* following again after it went away */
 	char refused[800] = "";    /* the last refusal said while following again */
 	int fd, rc = EXIT_OK;
@@ -371,6 +414,7 @@ int cli_follow(struct query *q, const char *dir)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* A restarted ringlogd is followed again, as journalctl -f follows
 	 * journald's (an outsider's test: the tail exited, 3) */
+	asked_ns = real_now_ns();
 	while (fd >= 0 && !(rc = tail_ask(q, fd, again))) {
 		struct ringlog_decoder d;
 		bool gone = false;
@@ -407,7 +451,7 @@ int cli_follow(struct query *q, const char *dir)
 					fprintf(stderr, "ringlog: %s: ringlogd is back\n", q->cmd);
 				refused[0] = '\0';
 				tail_history(&t, dir, p, again, &run);
-				t.attach_ns = real_now_ns();
+				t.attach_ns = asked_ns; /* the old run's until now */
 			} else if (type == RINGLOG_CTL_DATA) {
 				ringlog_dec_records(&d, p, (size_t)n);
 			} else if (type == RINGLOG_CTL_REFUSE) {
@@ -442,6 +486,7 @@ int cli_follow(struct query *q, const char *dir)
 		cli_watch(-1);
 		close(fd);
 		fd = gone ? tail_wait_back(q) : -1;
+		asked_ns = real_now_ns();
 		again = true;
 	}
 	if (fd >= 0) { /* the request could not be made */
