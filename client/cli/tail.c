@@ -25,7 +25,12 @@
 struct mark {
 	uint64_t pid, start_ns, tid, ring_id;
 	uint64_t newest_ts; /* of what this tail showed */
-	uint64_t before_ts; /* newest_ts when ringlogd went away */
+	uint64_t newest_n;  /* how many it showed with that stamp (a
+	                     * CLOCK_MONOTONIC ring's events may share one) */
+	uint64_t loss_ns;   /* the newest loss it showed of the ring, by time */
+	uint64_t before_ts, before_n, before_loss_ns; /* the three when
+	                     * ringlogd went away */
+	uint64_t eq_read;   /* events stamped before_ts read again since */
 	unsigned gen;       /* when made (tl.gen: 0 the first run) */
 	bool used;
 };
@@ -97,14 +102,23 @@ static struct mark *mark_of(struct tl *t, const struct ringlog_dec_writer *w,
 	return &t->marks[i];
 }
 
-/* An event shown (ts 0: a loss, which moves no mark). */
+/* An event shown, or (ts 0) a loss at real_ns. */
 static void shown(struct tl *t, const struct ringlog_dec_writer *w,
-		  const struct ringlog_dec_stream *s, uint64_t ts)
+		  const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns)
 {
-	struct mark *m = ts && w && s ? mark_of(t, w, s, true) : NULL;
+	struct mark *m = w && s ? mark_of(t, w, s, true) : NULL;
 
-	if (m && ts > m->newest_ts)
+	if (!m)
+		return;
+	if (!ts) {
+		if (real_ns > m->loss_ns)
+			m->loss_ns = real_ns;
+	} else if (ts > m->newest_ts) {
 		m->newest_ts = ts;
+		m->newest_n = 1;
+	} else if (ts == m->newest_ts) {
+		m->newest_n++;
+	}
 }
 
 /* ringlogd went away: the marks as they stand are what the reads of the
@@ -112,30 +126,39 @@ static void shown(struct tl *t, const struct ringlog_dec_writer *w,
  * from another retention class's segment, before its earlier ones). */
 static void marks_freeze(struct tl *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		t->marks[i].before_ts = t->marks[i].newest_ts;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct mark *m = &t->marks[i];
+
+		m->before_ts = m->newest_ts;
+		m->before_n = m->newest_n;
+		m->before_loss_ns = m->loss_ns;
+		m->eq_read = 0;
+	}
 	t->gen++;
 }
 
 /* What the history of a reconnection shows: of a ring this tail showed
  * before ringlogd went away, what is newer (the rest it showed, or the
- * old run drained it and the new one again); of another ring, from the
- * old run's segments what came since this tail joined it (older events
- * were stored before it came), from the new run's all. A loss (ts 0) by
- * its time alone. */
+ * old run drained it and the new one again; of events sharing the last
+ * stamp, those past the ones shown, in ring order); of another ring, from
+ * the old run's segments what came since this tail joined it (older
+ * events were stored before it came), from the new run's all. A loss (ts
+ * 0) likewise by its time: one shown live is not shown again. */
 static bool not_shown(void *ctx, const struct ringlog_dec_writer *w,
 		      const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns)
 {
 	struct tl *t = ctx;
-	const struct mark *m = ts && w && s ? mark_of(t, w, s, false) : NULL;
+	struct mark *m = w && s ? mark_of(t, w, s, false) : NULL;
 	bool take;
 
-	if (m && m->gen < t->gen)
-		take = ts > m->before_ts;
-	else
+	if (m && m->gen < t->gen && !ts && m->before_loss_ns)
+		take = real_ns > m->before_loss_ns;
+	else if (m && m->gen < t->gen && ts && m->before_n)
+		take = ts > m->before_ts || (ts == m->before_ts && ++m->eq_read > m->before_n);
+	else /* nothing of its kind shown of the ring before */
 		take = !t->old_run || real_ns >= t->attach_ns;
 	if (take)
-		shown(t, w, s, ts);
+		shown(t, w, s, ts, real_ns);
 	return take;
 }
 
@@ -143,8 +166,7 @@ static bool not_shown(void *ctx, const struct ringlog_dec_writer *w,
 static bool mark_all(void *ctx, const struct ringlog_dec_writer *w,
 		     const struct ringlog_dec_stream *s, uint64_t ts, uint64_t real_ns)
 {
-	(void)real_ns;
-	shown(ctx, w, s, ts);
+	shown(ctx, w, s, ts, real_ns);
 	return true;
 }
 
@@ -157,7 +179,7 @@ static int on_event(void *ctx, const struct ringlog_dec_event *e)
 	if (sel_match(&t->q->sel, e) && (s = out_event(&t->q->out, e))) {
 		fputs(s, stdout);
 		free(s);
-		shown(t, e->writer, e->stream, e->ts);
+		shown(t, e->writer, e->stream, e->ts, e->real_ns);
 	}
 	return 0;
 }
@@ -170,6 +192,7 @@ static void on_loss(void *ctx, const struct ringlog_dec_loss *l)
 	if (sel_match_loss(&t->q->sel, l) && (s = out_loss(&t->q->out, l))) {
 		fputs(s, stdout);
 		free(s);
+		shown(t, l->writer, l->stream, 0, l->real_ns);
 	}
 }
 
